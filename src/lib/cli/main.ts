@@ -1,0 +1,61 @@
+import { isWebhookError } from '../errors.js';
+import { CANONICALIZE_HELP, canonicalizeCommand } from './canonicalize.js';
+import { UsageError, type CliIo } from './io.js';
+import { VERSION } from '../version.js';
+
+type Command = (argv: string[], io: CliIo) => Promise<number>;
+
+const COMMANDS: Record<string, { run: Command; summary: string }> = {
+  canonicalize: { run: canonicalizeCommand, summary: 'print the canonical JSON (or its SHA-256) of a body' },
+};
+
+export const MAIN_HELP = `Usage: jobhook <command> [options]
+
+Commands:
+${Object.entries(COMMANDS)
+  .map(([name, c]) => `  ${name.padEnd(13)} ${c.summary}`)
+  .join('\n')}
+
+Run 'jobhook <command> --help' for a command's options and an example.
+  --version     print the version
+
+Example:
+  jobhook canonicalize --digest body.json
+`;
+
+/**
+ * Runs the CLI in-process and returns the exit code: 0 success, 1 a verification
+ * failed, 2 a usage or I/O error (one line on stderr).
+ */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === '--version' || name === '-v') {
+    io.stdout(`${VERSION}\n`);
+    return 0;
+  }
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    io.stdout(MAIN_HELP);
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS[name];
+  if (command === undefined) {
+    io.stderr(`jobhook: unknown command '${name}' (try 'jobhook --help')\n`);
+    return 2;
+  }
+  try {
+    return await command.run(rest, io);
+  } catch (err) {
+    io.stderr(`jobhook ${name}: ${describeError(err)}\n`);
+    return 2;
+  }
+}
+
+function describeError(err: unknown): string {
+  if (isWebhookError(err)) return `${err.code}: ${err.message}`;
+  if (err instanceof UsageError || err instanceof TypeError) return err.message;
+  const e = err as NodeJS.ErrnoException;
+  if (e && typeof e.code === 'string' && typeof e.message === 'string') return e.message;
+  return String(err);
+}
+
+export { CANONICALIZE_HELP };

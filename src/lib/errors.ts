@@ -1,0 +1,110 @@
+/**
+ * Every failure jobhook reports is a `WebhookError` with a stable `code`.
+ * One subclass per code, so callers can `switch (err.code)` or use `instanceof`.
+ */
+
+/** The stable codes, one per subclass below. */
+export type WebhookErrorCode =
+  | 'BODY_TOO_LARGE'
+  | 'BODY_MALFORMED'
+  | 'BODY_UNAVAILABLE'
+  | 'CANONICAL_UNREPRESENTABLE'
+  | 'SIGNATURE_MISSING'
+  | 'SIGNATURE_MALFORMED'
+  | 'ALGORITHM_UNSUPPORTED'
+  | 'SIGNATURE_INVALID'
+  | 'PAYLOAD_INVALID'
+  | 'EVENT_TOO_OLD'
+  | 'STORE_UNAVAILABLE';
+
+/** Base class of every error jobhook throws on purpose (bad arguments throw `TypeError`). */
+export abstract class WebhookError extends Error {
+  abstract readonly code: WebhookErrorCode;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The body is larger than `maxBodyBytes`. */
+export class BodyTooLargeError extends WebhookError {
+  readonly code = 'BODY_TOO_LARGE' as const;
+  constructor(readonly limit: number) {
+    super(`The body is larger than the limit of ${limit} bytes (raise maxBodyBytes if such deliveries are expected).`);
+  }
+}
+
+/** The body is not strict JSON (RFC 8259), has duplicate keys, invalid UTF-8 or is nested too deeply. */
+export class BodyMalformedError extends WebhookError {
+  readonly code = 'BODY_MALFORMED' as const;
+  /** Byte offset in the body (UTF-8) where the problem was found. */
+  readonly offset: number;
+  constructor(reason: string, offset: number) {
+    super(`Malformed JSON at byte ${offset}: ${reason}.`);
+    this.offset = offset;
+  }
+}
+
+/** The raw body bytes are not available (for example a framework already parsed them into an object). */
+export class BodyUnavailableError extends WebhookError {
+  readonly code = 'BODY_UNAVAILABLE' as const;
+}
+
+/** The payload cannot be written in the requested dialect (for example a lone surrogate in a UTF-8 dialect). */
+export class CanonicalUnrepresentableError extends WebhookError {
+  readonly code = 'CANONICAL_UNREPRESENTABLE' as const;
+}
+
+/** The signature header is absent or empty. */
+export class SignatureMissingError extends WebhookError {
+  readonly code = 'SIGNATURE_MISSING' as const;
+}
+
+/** The signature header is not hex, or its length does not match any key's modulus. */
+export class SignatureMalformedError extends WebhookError {
+  readonly code = 'SIGNATURE_MALFORMED' as const;
+}
+
+/** The hash-algorithm header names something other than SHA256. */
+export class AlgorithmUnsupportedError extends WebhookError {
+  readonly code = 'ALGORITHM_UNSUPPORTED' as const;
+}
+
+/** No key verifies the signature under any of the dialects tried. */
+export class SignatureInvalidError extends WebhookError {
+  readonly code = 'SIGNATURE_INVALID' as const;
+}
+
+/** The signature is valid but the payload is not an `async_job_completed` event jobhook can hand over. */
+export class PayloadInvalidError extends WebhookError {
+  readonly code = 'PAYLOAD_INVALID' as const;
+}
+
+/** The signature is valid but `finished_at` is older than `maxAgeSeconds`. */
+export class EventTooOldError extends WebhookError {
+  readonly code = 'EVENT_TOO_OLD' as const;
+}
+
+/** The idempotency store could not be reached or answered with an error. */
+export class StoreUnavailableError extends WebhookError {
+  readonly code = 'STORE_UNAVAILABLE' as const;
+}
+
+/** Union of every concrete error class, for exhaustive `switch` on `code`. */
+export type AnyWebhookError =
+  | BodyTooLargeError
+  | BodyMalformedError
+  | BodyUnavailableError
+  | CanonicalUnrepresentableError
+  | SignatureMissingError
+  | SignatureMalformedError
+  | AlgorithmUnsupportedError
+  | SignatureInvalidError
+  | PayloadInvalidError
+  | EventTooOldError
+  | StoreUnavailableError;
+
+/** True when `value` is a jobhook error. Works across duplicated copies of the package. */
+export function isWebhookError(value: unknown): value is AnyWebhookError {
+  return value instanceof WebhookError;
+}

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { BodyMalformedError, canonicalize, parseJson } from '../../src/index.js';
+
+function malformed(body: string | Uint8Array, opts?: { maxDepth?: number }): BodyMalformedError {
+  try {
+    parseJson(body, opts);
+  } catch (err) {
+    expect(err).toBeInstanceOf(BodyMalformedError);
+    return err as BodyMalformedError;
+  }
+  throw new Error('expected BodyMalformedError');
+}
+
+describe('parser errors name the byte offset', () => {
+  it.each([
+    ['', 0, 'unexpected end of input'],
+    ['{"a":1,}', 7, 'expected a string key'],
+    ['[1 2]', 3, "expected ',' or ']'"],
+    ['{"a":1} x', 8, 'unexpected data after the JSON value'],
+    ['{"é":01}', 7, "expected ',' or '}'"],
+    ['"abc', 0, 'unterminated string'],
+    ['["\u0001"]', 2, 'unescaped control character'],
+    ['[1.]', 3, 'digit must follow the decimal point'],
+    ['[NaN]', 1, 'expected a value'],
+    ['{"a":1,"a":2}', 7, 'duplicate key "a"'],
+    ['{"b":1,"a":2,"b":3}', 13, 'duplicate key "b"'],
+  ])('%j -> byte %i', (body, offset, reason) => {
+    const err = malformed(body);
+    expect(err).toMatchObject({ code: 'BODY_MALFORMED', offset });
+    expect(err.message).toContain(reason);
+    expect(err.message).toContain(`byte ${offset}`);
+  });
+
+  it('counts bytes, not UTF-16 units', () => {
+    // "😀" is 4 bytes and 2 UTF-16 units; é is 2 bytes.
+    expect(malformed('["😀é", x]').offset).toBe(11);
+  });
+
+  it('rejects invalid UTF-8 at the first bad byte', () => {
+    expect(malformed(new Uint8Array([0x5b, 0x22, 0x61, 0xc3, 0x28, 0x22, 0x5d])).offset).toBe(3);
+    expect(malformed(new Uint8Array([0x22, 0xed, 0xa0, 0x80, 0x22])).message).toContain('invalid UTF-8');
+  });
+
+  it('rejects a UTF-8 BOM and raw lone surrogates in string input', () => {
+    expect(malformed(new Uint8Array([0xef, 0xbb, 0xbf, 0x7b, 0x7d])).offset).toBe(0);
+    expect(malformed('["a\ud800"]').offset).toBe(3);
+  });
+});
+
+describe('nesting limit', () => {
+  it('rejects 100,000 nested arrays without overflowing the stack', () => {
+    const err = malformed('['.repeat(100_000));
+    expect(err.offset).toBe(1000);
+    expect(err.message).toContain('nesting deeper than the limit of 1000');
+  });
+
+  it('rejects a 100,000-deep object', () => {
+    const body = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000);
+    expect(malformed(body).offset).toBe(5000);
+  });
+
+  it('accepts exactly the limit and honours a configured one', () => {
+    const at = (n: number) => '['.repeat(n) + ']'.repeat(n);
+    expect(() => parseJson(at(1000))).not.toThrow();
+    expect(malformed(at(1001)).code).toBe('BODY_MALFORMED');
+    expect(malformed(at(11), { maxDepth: 10 }).message).toContain('limit of 10');
+    // The highest configurable limit parses and serializes without a stack overflow.
+    const obj = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
+    expect(canonicalize(at(2000), { maxDepth: 2000 }).length).toBeGreaterThan(2000);
+    expect(canonicalize(obj(2000), { maxDepth: 2000, dialect: 'python' }).length).toBeGreaterThan(2000);
+    expect(parseJson(obj(2000), { maxDepth: 2000 })).toBeTypeOf('object');
+  });
+
+  it('refuses a nonsensical limit with a TypeError', () => {
+    expect(() => parseJson('[]', { maxDepth: 0 })).toThrow(TypeError);
+    expect(() => parseJson('[]', { maxDepth: 1e9 })).toThrow(TypeError);
+  });
+});
+
+describe('parseJson values', () => {
+  it('keeps big integers exact in bigint and string modes', () => {
+    const body = '{"a":18446744073709551615,"b":9007199254740993,"c":12,"d":1.5}';
+    expect(parseJson(body, { integers: 'bigint' })).toEqual({ a: 18446744073709551615n, b: 9007199254740993n, c: 12, d: 1.5 });
+    expect(parseJson(body, { integers: 'string' })).toEqual({ a: '18446744073709551615', b: '9007199254740993', c: 12, d: 1.5 });
+    expect(parseJson(body)).toEqual({ a: 18446744073709551615, b: 9007199254740992, c: 12, d: 1.5 });
+  });
+
+  it('makes __proto__ an own property, never the prototype', () => {
+    const v = parseJson('{"__proto__":{"polluted":true}}') as Record<string, unknown>;
+    expect(Object.getPrototypeOf(v)).toBe(Object.prototype);
+    expect(Object.keys(v)).toEqual(['__proto__']);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('gives -0.0 as -0 and -0 as 0', () => {
+    expect(Object.is(parseJson('-0.0'), -0)).toBe(true);
+    expect(Object.is(parseJson('-0'), 0)).toBe(true);
+  });
+
+  it('rejects a body that is neither string nor bytes', () => {
+    expect(() => parseJson({} as unknown as string)).toThrow(TypeError);
+  });
+});

@@ -1,0 +1,20 @@
+import { defineConfig } from 'tsup';
+
+export default defineConfig([
+  {
+    entry: { index: 'src/index.ts' },
+    format: ['esm', 'cjs'],
+    dts: true,
+    sourcemap: true,
+    clean: true,
+    target: 'node20',
+    splitting: false,
+  },
+  {
+    entry: { cli: 'src/cli.ts' },
+    format: ['esm'],
+    target: 'node20',
+    sourcemap: true,
+    banner: { js: '#!/usr/bin/env node' },
+  },
+]);
