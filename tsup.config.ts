@@ -2,7 +2,7 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig([
   {
-    entry: { index: 'src/index.ts' },
+    entry: { index: 'src/index.ts', web: 'src/web.ts' },
     format: ['esm', 'cjs'],
     dts: true,
     sourcemap: true,

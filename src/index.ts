@@ -54,3 +54,75 @@ export function canonicalizeToBytes(body: string | Uint8Array, options?: Canonic
 export function parseJson(body: string | Uint8Array, options?: ParseJsonOptions): JsonValue {
   return parseJsonValue(body, options);
 }
+
+import { createNodeVerifier, type Verifier, type VerifierOptions } from './lib/verify/node-verifier.js';
+import type { VerifiedDelivery } from './lib/verify/flow.js';
+import type { HeadersInput } from './lib/verify/headers.js';
+
+export type { Verifier, VerifierOptions } from './lib/verify/node-verifier.js';
+export type { VerifiedDelivery, VerifyOptionsBase } from './lib/verify/flow.js';
+export { DEFAULT_ALGORITHM_HEADER, DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from './lib/verify/flow.js';
+export type { HeadersInput } from './lib/verify/headers.js';
+export type { NodePublicKeyInput } from './lib/crypto/node.js';
+export type { RsaPublicJwk } from './lib/crypto/keys.js';
+export type { JobCompletedEvent, JobEventBase, JobFailedEvent, JobSucceededEvent, JsonObjectValue } from './lib/event.js';
+
+/**
+ * Imports the gateway's public key(s) once and returns a verifier whose
+ * `verify(body, headers)` is synchronous (node:crypto). Pass the raw body bytes.
+ *
+ * @example
+ * ```ts
+ * import { createVerifier, isWebhookError } from 'jobhook';
+ *
+ * const verifier = createVerifier({ publicKey: process.env.GATEWAY_PUBLIC_KEY! });
+ * try {
+ *   const { event, jobId, dialect } = verifier.verify(rawBody, req.headers);
+ *   if (event.status === 'success') console.log(jobId, event.output);
+ * } catch (err) {
+ *   if (isWebhookError(err)) console.warn(err.code, err.message);
+ *   else throw err;
+ * }
+ * ```
+ * @throws TypeError for a key that is not RSA, is private, or has a modulus under 2048 bits, and for bad options.
+ */
+export function createVerifier(options: VerifierOptions): Verifier {
+  return createNodeVerifier(options);
+}
+
+const verifiers = new WeakMap<VerifierOptions, Verifier>();
+
+/**
+ * One-shot verification. Keys are imported once per options object (kept in a
+ * WeakMap), so pass the same options object on every call, or use {@link createVerifier}.
+ *
+ * @example
+ * ```ts
+ * const options = { publicKey: pem };
+ * const { event } = verifyWebhook(rawBody, headers, options);
+ * ```
+ */
+export function verifyWebhook(body: string | Uint8Array, headers: HeadersInput, options: VerifierOptions): VerifiedDelivery {
+  let verifier = verifiers.get(options);
+  if (verifier === undefined) {
+    verifier = createNodeVerifier(options);
+    verifiers.set(options, verifier);
+  }
+  return verifier.verify(body, headers);
+}
+
+import { signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/sign.js';
+export type { SignOptions, SignedDelivery } from './lib/sign.js';
+
+/**
+ * Signs a body as the gateway does, for tests and local tools (never needed to receive).
+ *
+ * @example
+ * ```ts
+ * const { headers, body } = signDelivery(JSON.stringify(payload), testPrivateKeyPem);
+ * await fetch('http://127.0.0.1:3000/webhooks', { method: 'POST', headers, body });
+ * ```
+ */
+export function signDelivery(body: string | Uint8Array, privateKey: string | import('node:crypto').KeyObject, options?: SignOptions): SignedDelivery {
+  return signDeliveryCore(body, privateKey, options);
+}

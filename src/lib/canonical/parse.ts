@@ -51,14 +51,11 @@ export function resolveMaxDepth(maxDepth: number | undefined): number {
 export function parseDocument(body: string | Uint8Array, options?: ParseOptions): ParsedDocument {
   const maxDepth = resolveMaxDepth(options?.maxDepth);
   let text: string;
-  let byteLength: number;
   if (typeof body === 'string') {
     checkWellFormed(body);
     text = body;
-    byteLength = -1;
   } else if (body instanceof Uint8Array) {
     text = decodeUtf8(body);
-    byteLength = body.byteLength;
   } else {
     throw new TypeError('body must be a string or a Uint8Array holding the raw request body');
   }
@@ -70,7 +67,6 @@ export function parseDocument(body: string | Uint8Array, options?: ParseOptions)
       loneSurrogate: parser.loneSurrogate,
       unsafeInteger: parser.unsafeInteger,
       nonFinite: parser.nonFinite,
-      byteLength: byteLength >= 0 ? byteLength : utf8ByteLength(text, text.length),
     };
   } catch (err) {
     if (err instanceof ParseFailure) throw new BodyMalformedError(err.reason, utf8ByteLength(text, err.index));

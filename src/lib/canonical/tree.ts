@@ -32,6 +32,4 @@ export interface ParsedDocument {
   readonly unsafeInteger: boolean;
   /** A float token overflowed to ±Infinity. */
   readonly nonFinite: boolean;
-  /** Number of bytes (UTF-8) the document was parsed from. */
-  readonly byteLength: number;
 }
