@@ -92,12 +92,65 @@ describe('parseJson values', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
-  it('gives -0.0 as -0 and -0 as 0', () => {
+  it('gives the values JSON.parse gives (-0 stays -0), while the canonical text writes 0 and -0.0', () => {
     expect(Object.is(parseJson('-0.0'), -0)).toBe(true);
-    expect(Object.is(parseJson('-0'), 0)).toBe(true);
+    expect(Object.is(parseJson('-0'), JSON.parse('-0'))).toBe(true);
+    expect(canonicalize('[-0,-0.0]')).toBe('[\n  0,\n  -0.0\n]');
+  });
+
+  it('takes the exact path for large integers only in the exact modes, with the same other values', () => {
+    const body = '{"a":[1.5,"x\\u00e9",true,null],"b":99999999999999999999}';
+    const exact = parseJson(body, { integers: 'string' }) as { a: unknown[]; b: unknown };
+    expect(exact.a).toEqual([1.5, 'xé', true, null]);
+    expect(exact.b).toBe('99999999999999999999');
   });
 
   it('rejects a body that is neither string nor bytes', () => {
     expect(() => parseJson({} as unknown as string)).toThrow(TypeError);
+  });
+});
+
+describe('duplicate keys in objects of any size and order (property)', () => {
+  it('are always rejected at the byte offset of the later occurrence', async () => {
+    const fc = (await import('fast-check')).default;
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.string({ unit: 'grapheme', maxLength: 4 }), { minLength: 1, maxLength: 40 }),
+        fc.nat(),
+        fc.nat(),
+        (keys, from, to) => {
+          const dup = keys[from % keys.length]!;
+          const members = keys.map((k, i) => `${JSON.stringify(k)}:${i}`);
+          const at = (to % keys.length) + 1;
+          if (at <= from % keys.length) return; // the copy must come after the original
+          members.splice(at, 0, `${JSON.stringify(dup)}:"dup"`);
+          const text = `{${members.join(',')}}`;
+          const prefix = `{${members.slice(0, at).join(',')},`;
+          const err = malformed(text);
+          expect(err.offset).toBe(Buffer.byteLength(prefix));
+          expect(err.message).toContain(`duplicate key ${JSON.stringify(dup)}`);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('unique keys in any order are accepted and come out sorted by code point', async () => {
+    const fc = (await import('fast-check')).default;
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.string({ unit: 'binary', maxLength: 3 }).filter((s) => s.isWellFormed()), { maxLength: 40 }), (keys) => {
+        const text = `{${keys.map((k, i) => `${JSON.stringify(k)}:${i}`).join(',')}}`;
+        const byCodePoint = [...keys].sort((a, b) => {
+          const x = [...a].map((c) => c.codePointAt(0)!);
+          const y = [...b].map((c) => c.codePointAt(0)!);
+          for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+          return x.length - y.length;
+        });
+        const out = canonicalize(text, { dialect: 'python' });
+        const order = [...out.matchAll(/^ {2}("(?:[^"\\]|\\.)*"): /gm)].map((m) => JSON.parse(m[1]!) as string);
+        expect(order).toEqual(byCodePoint);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

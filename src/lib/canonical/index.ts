@@ -1,7 +1,7 @@
 import { assertDialect, type DialectName } from './dialects.js';
 import { parseDocument, type ParseOptions } from './parse.js';
 import { serializeDocument } from './serialize.js';
-import { assertIntegerMode, toValue, type IntegerMode, type JsonValue } from './to-value.js';
+import { assertIntegerMode, documentValue, type IntegerMode, type JsonValue } from './to-value.js';
 import { encodeUtf8 } from './utf8.js';
 
 export interface CanonicalizeOptions extends ParseOptions {
@@ -25,5 +25,5 @@ export function canonicalizeBytes(body: string | Uint8Array, options?: Canonical
 
 export function parseJsonValue(body: string | Uint8Array, options?: ParseJsonOptions): JsonValue {
   const integers = assertIntegerMode(options?.integers);
-  return toValue(parseDocument(body, options).root, integers);
+  return documentValue(parseDocument(body, options), integers);
 }

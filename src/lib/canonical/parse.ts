@@ -1,6 +1,7 @@
 import { BodyMalformedError } from '../errors.js';
 import { JsonNumber, JsonObject, type JsonNode, type ParsedDocument } from './tree.js';
 import { checkWellFormed, decodeUtf8, utf8ByteLength } from './utf8.js';
+import { quoteUtf8 } from './quote.js';
 
 /** Default and highest accepted nesting limits. */
 export const DEFAULT_MAX_DEPTH = 1000;
@@ -14,6 +15,8 @@ export interface ParseOptions {
 
 // A run of string characters that need no decoding: stops at `"`, `\` or a control character.
 const PLAIN_RUN = /[^"\\\u0000-\u001f]*/y;
+// Characters the python dialect escapes (everything from U+007F up).
+const NON_ASCII = /[\u007f-\uffff]/;
 
 const ESCAPES: Record<number, string> = {
   0x22: '"',
@@ -25,6 +28,8 @@ const ESCAPES: Record<number, string> = {
   0x72: '\r',
   0x74: '\t',
 };
+
+const KEY_CACHE_SIZE = 256;
 
 /** Internal: a character position, converted to a byte offset only when an error is thrown. */
 class ParseFailure {
@@ -45,7 +50,7 @@ export function resolveMaxDepth(maxDepth: number | undefined): number {
 /**
  * Parses strict RFC 8259 JSON into the lossless tree. Throws `BodyMalformedError`
  * (with the UTF-8 byte offset) on any syntax error, invalid UTF-8, duplicate key
- * or nesting deeper than `maxDepth`. Iteration depth is bounded by `maxDepth`, so
+ * or nesting deeper than `maxDepth`. Recursion depth is bounded by `maxDepth`, so
  * hostile nesting cannot overflow the stack.
  */
 export function parseDocument(body: string | Uint8Array, options?: ParseOptions): ParsedDocument {
@@ -64,9 +69,12 @@ export function parseDocument(body: string | Uint8Array, options?: ParseOptions)
     const root = parser.parseDocument();
     return {
       root,
+      text,
       loneSurrogate: parser.loneSurrogate,
       unsafeInteger: parser.unsafeInteger,
       nonFinite: parser.nonFinite,
+      nonAscii: parser.nonAscii,
+      dialectNumbers: parser.dialectNumbers,
     };
   } catch (err) {
     if (err instanceof ParseFailure) throw new BodyMalformedError(err.reason, utf8ByteLength(text, err.index));
@@ -79,6 +87,9 @@ class Parser {
   loneSurrogate = false;
   unsafeInteger = false;
   nonFinite = false;
+  nonAscii = false;
+  dialectNumbers = false;
+  readonly keys: Array<string | undefined> = new Array(KEY_CACHE_SIZE);
 
   constructor(
     readonly t: string,
@@ -109,21 +120,20 @@ class Parser {
   }
 
   value(depth: number): JsonNode {
-    const t = this.t;
-    const c = t.charCodeAt(this.i);
+    const c = this.t.charCodeAt(this.i);
     switch (c) {
       case 0x22:
-        return this.string();
+        return this.stringToken();
       case 0x7b:
         return this.object(depth + 1);
       case 0x5b:
         return this.array(depth + 1);
       case 0x74:
-        return this.literal('true', true);
+        return this.literal('true');
       case 0x66:
-        return this.literal('false', false);
+        return this.literal('false');
       case 0x6e:
-        return this.literal('null', null);
+        return this.literal('null');
       default:
         if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.number();
         if (Number.isNaN(c)) this.fail('unexpected end of input, expected a value');
@@ -131,18 +141,22 @@ class Parser {
     }
   }
 
-  literal<T extends JsonNode>(word: string, result: T): T {
+  literal(word: string): string {
     if (!this.t.startsWith(word, this.i)) this.fail(`invalid literal, expected ${word}`);
     this.i += word.length;
-    return result;
+    return word;
   }
 
-  number(): JsonNumber {
+  /**
+   * Scans a number token. Returns the token text when every dialect writes it as it
+   * stands, else a JsonNumber for per-dialect formatting.
+   */
+  number(): JsonNode {
     const t = this.t;
     const start = this.i;
     let i = start;
-    let isFloat = false;
     if (t.charCodeAt(i) === 0x2d) i++;
+    const intStart = i;
     let c = t.charCodeAt(i);
     if (c === 0x30) {
       i++;
@@ -152,16 +166,21 @@ class Parser {
     } else {
       this.fail('invalid number: a digit must follow the minus sign', i);
     }
+    const intLen = i - intStart;
     c = t.charCodeAt(i);
+    let fracStart = -1;
+    let fracLen = 0;
     if (c === 0x2e) {
-      isFloat = true;
+      fracStart = i + 1;
       c = t.charCodeAt(++i);
       if (!(c >= 0x30 && c <= 0x39)) this.fail('invalid number: a digit must follow the decimal point', i);
       do c = t.charCodeAt(++i);
       while (c >= 0x30 && c <= 0x39);
+      fracLen = i - fracStart;
     }
+    let exponent = false;
     if (c === 0x65 || c === 0x45) {
-      isFloat = true;
+      exponent = true;
       c = t.charCodeAt(++i);
       if (c === 0x2b || c === 0x2d) c = t.charCodeAt(++i);
       if (!(c >= 0x30 && c <= 0x39)) this.fail('invalid number: a digit must follow the exponent mark', i);
@@ -169,30 +188,82 @@ class Parser {
       while (c >= 0x30 && c <= 0x39);
     }
     this.i = i;
-    let raw = t.slice(start, i);
-    if (isFloat) {
-      if (i - start > 15 || raw.includes('e') || raw.includes('E')) {
-        if (!Number.isFinite(Number(raw))) this.nonFinite = true;
-      }
-    } else if (raw === '-0') {
-      raw = '0';
-    } else if (i - start > 15 && !Number.isSafeInteger(Number(raw))) {
-      this.unsafeInteger = true;
+    const raw = t.slice(start, i);
+    if (fracStart < 0 && !exponent) {
+      // Integer. Up to 18 digits it fits orjson's 64-bit range; python writes any size as is.
+      if (intLen > 15 && !Number.isSafeInteger(Number(raw))) this.unsafeInteger = true;
+      if (intLen <= 18) return raw === '-0' ? '0' : raw;
+      this.dialectNumbers = true;
+      return new JsonNumber(raw, false);
     }
-    return new JsonNumber(raw, isFloat);
+    if (!exponent && this.asWritten(intStart, intLen, fracStart, fracLen)) return raw;
+    if (exponent || intLen + fracLen > 300) {
+      if (!Number.isFinite(Number(raw))) this.nonFinite = true;
+    }
+    this.dialectNumbers = true;
+    return new JsonNumber(raw, true);
   }
 
-  string(): string {
+  /**
+   * True when a fixed-notation float token is already its canonical text in every
+   * dialect: at most 15 significant digits (so it is the shortest round-trip form),
+   * no trailing zeros except a lone `.0`, and a decimal exponent in −4…15.
+   */
+  asWritten(intStart: number, intLen: number, fracStart: number, fracLen: number): boolean {
+    const t = this.t;
+    const last = t.charCodeAt(fracStart + fracLen - 1);
+    if (last === 0x30 && fracLen !== 1) return false;
+    if (t.charCodeAt(intStart) !== 0x30) {
+      if (intLen > 15) return false;
+      return last === 0x30 || intLen + fracLen <= 15;
+    }
+    if (last === 0x30) return true; // 0.0 and -0.0
+    let z = 0;
+    while (t.charCodeAt(fracStart + z) === 0x30) z++;
+    return z <= 3 && fracLen - z <= 15;
+  }
+
+  /** A string value as its quoted canonical token. */
+  stringToken(): string {
     const t = this.t;
     const start = this.i + 1;
     PLAIN_RUN.lastIndex = start;
     PLAIN_RUN.test(t);
-    let j = PLAIN_RUN.lastIndex;
+    const j = PLAIN_RUN.lastIndex;
     if (t.charCodeAt(j) === 0x22) {
       this.i = j + 1;
-      return t.slice(start, j);
+      const token = t.slice(start - 1, j + 1);
+      if (!this.nonAscii && NON_ASCII.test(token)) this.nonAscii = true;
+      return token;
     }
-    // Slow path: escapes (or an error).
+    const decoded = this.escaped(start, j);
+    return quoteUtf8(decoded);
+  }
+
+  /** A key, decoded. Plain keys are interned: bodies repeat the same few keys many times. */
+  key(): string {
+    const t = this.t;
+    const start = this.i + 1;
+    PLAIN_RUN.lastIndex = start;
+    PLAIN_RUN.test(t);
+    const j = PLAIN_RUN.lastIndex;
+    if (t.charCodeAt(j) === 0x22) {
+      this.i = j + 1;
+      const len = j - start;
+      const slot = (len * 31 + t.charCodeAt(start) * 7 + t.charCodeAt(j - 1)) & (KEY_CACHE_SIZE - 1);
+      const cached = this.keys[slot];
+      if (cached !== undefined && cached.length === len && t.startsWith(cached, start)) return cached;
+      const key = t.slice(start, j);
+      this.keys[slot] = key;
+      if (!this.nonAscii && NON_ASCII.test(key)) this.nonAscii = true;
+      return key;
+    }
+    return this.escaped(start, j);
+  }
+
+  /** Slow path of a string: decodes escapes from `j` on; `start` is after the opening quote. */
+  escaped(start: number, j: number): string {
+    const t = this.t;
     let out = t.slice(start, j);
     let escapedSurrogate = false;
     for (;;) {
@@ -228,6 +299,7 @@ class Parser {
     }
     this.i = j + 1;
     if (escapedSurrogate && !out.isWellFormed()) this.loneSurrogate = true;
+    if (!this.nonAscii && NON_ASCII.test(out)) this.nonAscii = true;
     return out;
   }
 
@@ -260,26 +332,32 @@ class Parser {
   object(depth: number): JsonObject {
     if (depth > this.maxDepth) this.fail(`nesting deeper than the limit of ${this.maxDepth}`);
     const t = this.t;
+    const start = this.i;
     this.i++;
     this.ws();
-    const keys: string[] = [];
-    const values: JsonNode[] = [];
-    const positions: number[] = [];
+    const m: JsonNode[] = [];
     if (t.charCodeAt(this.i) === 0x7d) {
       this.i++;
-      return new JsonObject(keys, values);
+      return new JsonObject(m);
     }
+    let inOrder = true;
+    let prev = '';
     for (;;) {
       if (t.charCodeAt(this.i) !== 0x22) {
         this.fail(this.i >= t.length ? 'unexpected end of input in an object' : 'expected a string key');
       }
-      positions.push(this.i);
-      keys.push(this.string());
+      const key = this.key();
+      if (m.length > 0 && inOrder) {
+        const d = compareKeys(prev, key);
+        if (d === 0) this.duplicate(start, key, m.length >> 1);
+        if (d > 0) inOrder = false;
+      }
+      prev = key;
       this.ws();
       if (t.charCodeAt(this.i) !== 0x3a) this.fail("expected ':' after an object key");
       this.i++;
       this.ws();
-      values.push(this.value(depth));
+      m.push(key, this.value(depth));
       this.ws();
       const c = t.charCodeAt(this.i);
       if (c === 0x2c) {
@@ -292,38 +370,59 @@ class Parser {
         this.fail(Number.isNaN(c) ? 'unexpected end of input in an object' : `unexpected ${describe(c)}, expected ',' or '}'`);
       }
     }
-    return this.sorted(keys, values, positions);
+    return new JsonObject(inOrder ? m : this.sorted(m, start));
   }
 
-  /** Sorts members by code point (usually already sorted) and rejects duplicate keys. */
-  sorted(keys: string[], values: JsonNode[], positions: number[]): JsonObject {
-    const n = keys.length;
-    let inOrder = true;
-    for (let k = 1; k < n; k++) {
-      const d = compareKeys(keys[k - 1]!, keys[k]!);
-      if (d === 0) this.duplicate(keys, positions, k - 1, k);
-      if (d > 0) {
-        inOrder = false;
-        break;
+  /** Sorts members by key code point and rejects duplicate keys. */
+  sorted(m: JsonNode[], start: number): JsonNode[] {
+    const n = m.length >> 1;
+    if (n <= 16) {
+      // In-place insertion sort of the pairs: no allocation for the usual small objects.
+      // An equal key is always met before a smaller one, so every duplicate is seen.
+      for (let a = 2; a < m.length; a += 2) {
+        const key = m[a] as string;
+        const value = m[a + 1]!;
+        let b = a - 2;
+        for (; b >= 0; b -= 2) {
+          const d = compareKeys(m[b] as string, key);
+          if (d === 0) this.duplicate(start, key, a >> 1);
+          if (d < 0) break;
+          m[b + 2] = m[b]!;
+          m[b + 3] = m[b + 1]!;
+        }
+        m[b + 2] = key;
+        m[b + 3] = value;
       }
+      return m;
     }
-    if (inOrder) return new JsonObject(keys, values);
     const order = Array.from({ length: n }, (_, k) => k);
-    order.sort((a, b) => compareKeys(keys[a]!, keys[b]!) || a - b);
-    const sk = new Array<string>(n);
-    const sv = new Array<JsonNode>(n);
+    order.sort((a, b) => compareKeys(m[2 * a] as string, m[2 * b] as string) || a - b);
+    const out = new Array<JsonNode>(m.length);
     for (let k = 0; k < n; k++) {
       const o = order[k]!;
-      sk[k] = keys[o]!;
-      sv[k] = values[o]!;
-      if (k > 0 && sk[k] === sk[k - 1]) this.duplicate(keys, positions, order[k - 1]!, o);
+      out[2 * k] = m[2 * o]!;
+      out[2 * k + 1] = m[2 * o + 1]!;
+      if (k > 0 && out[2 * k] === out[2 * k - 2]) this.duplicate(start, out[2 * k] as string, Math.max(o, order[k - 1]!));
     }
-    return new JsonObject(sk, sv);
+    return out;
   }
 
-  duplicate(keys: string[], positions: number[], a: number, b: number): never {
-    const later = Math.max(a, b);
-    this.fail(`duplicate key ${JSON.stringify(keys[later])}`, positions[later]);
+  /** Fails at the position of the `index`-th key of the object starting at `start` (error path only). */
+  duplicate(start: number, key: string, index: number): never {
+    const p = new Parser(this.t, this.maxDepth);
+    p.i = start + 1;
+    p.ws();
+    for (let k = 0; k < index; k++) {
+      p.key();
+      p.ws();
+      p.i++;
+      p.ws();
+      p.value(0);
+      p.ws();
+      p.i++;
+      p.ws();
+    }
+    this.fail(`duplicate key ${JSON.stringify(key)}`, p.i);
   }
 }
 

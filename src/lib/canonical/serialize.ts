@@ -1,19 +1,10 @@
 import { CanonicalUnrepresentableError } from '../errors.js';
 import type { DialectName } from './dialects.js';
 import { formatFloat } from './floats.js';
+import { asciiToken, quoteUtf8 } from './quote.js';
 import { JsonNumber, JsonObject, type JsonNode, type ParsedDocument } from './tree.js';
 
-const NEEDS_ESCAPE_UTF8 = /["\\\u0000-\u001f]/;
-const NEEDS_ESCAPE_ASCII = /["\\\u0000-\u001f\u007f-\uffff]/;
-const SHORT_ESCAPES: Record<number, string> = {
-  0x22: '\\"',
-  0x5c: '\\\\',
-  0x08: '\\b',
-  0x09: '\\t',
-  0x0a: '\\n',
-  0x0c: '\\f',
-  0x0d: '\\r',
-};
+const NON_ASCII = /[\u007f-\uffff]/;
 
 const INDENTS: string[] = ['\n'];
 function indent(depth: number): string {
@@ -51,38 +42,51 @@ export function unrepresentableReason(doc: ParsedDocument, dialect: DialectName)
 export function serializeDocument(doc: ParsedDocument, dialect: DialectName): string {
   const reason = unrepresentableReason(doc, dialect);
   if (reason !== undefined) throw new CanonicalUnrepresentableError(`No canonical ${dialect} form: ${reason}.`);
-  const w = new Writer(dialect);
+  const w = new Writer(dialect, doc.nonAscii && dialect === 'python');
   w.node(doc.root, 0);
-  return w.out;
+  if (w.chunks.length === 0) return w.out;
+  w.chunks.push(w.out);
+  return w.chunks.join('');
 }
+
+// Output is flushed in flat chunks of about this many characters: a long rope of
+// small pieces would survive into the old generation and make large bodies slow.
+const CHUNK = 32 * 1024;
 
 class Writer {
   out = '';
-  readonly escape: RegExp;
-  readonly ascii: boolean;
+  readonly chunks: string[] = [];
+  readonly keys = new Map<string, string>();
   readonly orjson: boolean;
-  constructor(readonly dialect: DialectName) {
-    this.ascii = dialect === 'python';
+  constructor(
+    readonly dialect: DialectName,
+    /** Escape non-ASCII (python dialect, and only when the document has any). */
+    readonly ascii: boolean,
+  ) {
     this.orjson = dialect === 'orjson' || dialect === 'orjson-legacy';
-    this.escape = this.ascii ? NEEDS_ESCAPE_ASCII : NEEDS_ESCAPE_UTF8;
+  }
+
+  flush(): void {
+    // Reading a character flattens the rope, so the pieces become garbage while young.
+    this.out.charCodeAt(0);
+    this.chunks.push(this.out);
+    this.out = '';
   }
 
   node(n: JsonNode, depth: number): void {
     if (typeof n === 'string') {
-      this.out += this.escape.test(n) ? quoteSlow(n, this.ascii) : '"' + n + '"';
-    } else if (n instanceof JsonNumber) {
-      this.out += this.number(n);
+      this.out += this.ascii && n.charCodeAt(0) === 0x22 && NON_ASCII.test(n) ? asciiToken(n) : n;
     } else if (n instanceof JsonObject) {
-      const { keys, values } = n;
-      if (keys.length === 0) {
+      const m = n.m;
+      if (m.length === 0) {
         this.out += '{}';
         return;
       }
       const inner = indent(depth + 1);
-      for (let k = 0; k < keys.length; k++) {
-        const key = keys[k]!;
-        this.out += (k === 0 ? '{' : ',') + inner + (this.escape.test(key) ? quoteSlow(key, this.ascii) : '"' + key + '"') + ': ';
-        this.node(values[k]!, depth + 1);
+      for (let k = 0; k < m.length; k += 2) {
+        this.out += (k === 0 ? '{' : ',') + inner + this.quoteKey(m[k] as string);
+        this.node(m[k + 1]!, depth + 1);
+        if (this.out.length > CHUNK) this.flush();
       }
       this.out += indent(depth) + '}';
     } else if (Array.isArray(n)) {
@@ -94,39 +98,32 @@ class Writer {
       for (let k = 0; k < n.length; k++) {
         this.out += (k === 0 ? '[' : ',') + inner;
         this.node(n[k]!, depth + 1);
+        if (this.out.length > CHUNK) this.flush();
       }
       this.out += indent(depth) + ']';
     } else {
-      this.out += n === null ? 'null' : n ? 'true' : 'false';
+      this.out += this.number(n);
     }
+  }
+
+  /** `"key": ` in this dialect, cached: keys repeat (and the parser interns them). */
+  quoteKey(key: string): string {
+    let q = this.keys.get(key);
+    if (q === undefined) {
+      const quoted = quoteUtf8(key);
+      q = (this.ascii ? asciiToken(quoted) : quoted) + ': ';
+      this.keys.set(key, q);
+    }
+    return q;
   }
 
   number(n: JsonNumber): string {
     if (!n.isFloat) {
-      if (!this.orjson || n.raw.length < 19) return n.raw;
+      if (!this.orjson) return n.raw;
       const big = BigInt(n.raw);
       if (big >= ORJSON_MIN && big <= ORJSON_MAX) return n.raw;
     }
     // Finite by construction for orjson (unrepresentableReason screened non-finite values).
     return formatFloat(Number(n.raw), this.dialect)!;
   }
-}
-
-function quoteSlow(s: string, ascii: boolean): string {
-  let out = '"';
-  let from = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    let rep: string | undefined;
-    if (c < 0x20 || c === 0x22 || c === 0x5c) {
-      rep = SHORT_ESCAPES[c] ?? '\\u00' + (c < 0x10 ? '0' : '') + c.toString(16);
-    } else if (ascii && c >= 0x7f) {
-      rep = '\\u' + c.toString(16).padStart(4, '0');
-    } else {
-      continue;
-    }
-    out += s.slice(from, i) + rep;
-    from = i + 1;
-  }
-  return out + s.slice(from) + '"';
 }

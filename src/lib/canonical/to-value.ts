@@ -1,4 +1,4 @@
-import { JsonNumber, JsonObject, type JsonNode } from './tree.js';
+import { JsonNumber, JsonObject, type JsonNode, type ParsedDocument } from './tree.js';
 
 /** How integers outside ±(2^53 − 1) are handed to the application. */
 export type IntegerMode = 'number' | 'bigint' | 'string';
@@ -12,20 +12,38 @@ export function assertIntegerMode(mode: unknown): IntegerMode {
   throw new TypeError(`integers must be 'number', 'bigint' or 'string'; got ${JSON.stringify(mode)}`);
 }
 
-/** Converts the lossless tree to plain JS values. Keys named `__proto__` become own properties. */
-export function toValue(node: JsonNode, integers: IntegerMode): JsonValue {
-  if (node === null || typeof node !== 'object') return node;
-  if (node instanceof JsonNumber) {
-    const v = Number(node.raw);
-    if (node.isFloat || integers === 'number' || Number.isSafeInteger(v)) return v;
-    return integers === 'bigint' ? BigInt(node.raw) : node.raw;
+/**
+ * Plain JS values of a parsed document. The strict parser has already accepted
+ * the text, so `JSON.parse` (native, keeps `__proto__` as an own property) gives
+ * the same values, except for large integers in the exact modes: those take the tree.
+ */
+export function documentValue(doc: ParsedDocument, integers: IntegerMode): JsonValue {
+  if (integers === 'number' || !doc.unsafeInteger) return JSON.parse(doc.text) as JsonValue;
+  return toValue(doc.root, integers);
+}
+
+function integer(raw: string, integers: IntegerMode): JsonValue {
+  const v = Number(raw);
+  if (integers === 'number' || Number.isSafeInteger(v)) return v;
+  return integers === 'bigint' ? BigInt(raw) : raw;
+}
+
+function toValue(node: JsonNode, integers: IntegerMode): JsonValue {
+  if (typeof node === 'string') {
+    const c = node.charCodeAt(0);
+    if (c === 0x22) return JSON.parse(node) as string;
+    if (c === 0x74) return true;
+    if (c === 0x66) return false;
+    if (c === 0x6e) return null;
+    return /[.eE]/.test(node) ? Number(node) : integer(node, integers);
   }
+  if (node instanceof JsonNumber) return node.isFloat ? Number(node.raw) : integer(node.raw, integers);
   if (node instanceof JsonObject) {
     const out: { [key: string]: JsonValue } = {};
-    const { keys, values } = node;
-    for (let k = 0; k < keys.length; k++) {
-      const key = keys[k]!;
-      const value = toValue(values[k]!, integers);
+    const m = node.m;
+    for (let k = 0; k < m.length; k += 2) {
+      const key = m[k] as string;
+      const value = toValue(m[k + 1]!, integers);
       if (key === '__proto__') {
         Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
       } else {

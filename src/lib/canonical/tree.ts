@@ -1,10 +1,16 @@
 /**
  * The lossless tree the parser builds and every dialect serializes.
- * Strings are decoded JS strings; numbers keep their token; objects keep their
- * members sorted by code point, so serializing never sorts again.
+ *
+ * Leaves are mostly strings holding the *canonical token text* shared by the
+ * UTF-8 dialects: a string value already quoted and escaped (`"abc"`), a number
+ * token that every dialect writes as it stands (`42`, `0.5`, `1.0`), or
+ * `true`/`false`/`null`. Only numbers whose text depends on the dialect (floats
+ * written in exponent form or with more than 15 digits, integers outside the
+ * 64-bit range) are `JsonNumber` objects. Objects keep their members sorted by
+ * code point as alternating decoded key / value entries.
  */
 
-/** A number token. `raw` is the token as written (`-0` already turned into `0`). */
+/** A number whose canonical text depends on the dialect. `raw` is the token as written. */
 export class JsonNumber {
   constructor(
     readonly raw: string,
@@ -13,23 +19,26 @@ export class JsonNumber {
   ) {}
 }
 
-/** An object whose members are sorted by Unicode code point of the key. */
+/** An object: `m` alternates decoded key and value, sorted by key code point. */
 export class JsonObject {
-  constructor(
-    readonly keys: string[],
-    readonly values: JsonNode[],
-  ) {}
+  constructor(readonly m: JsonNode[]) {}
 }
 
-export type JsonNode = string | boolean | null | JsonNumber | JsonNode[] | JsonObject;
+export type JsonNode = string | JsonNumber | JsonNode[] | JsonObject;
 
 /** What the parser found out about the whole document on the way. */
 export interface ParsedDocument {
   readonly root: JsonNode;
+  /** The source text (for the fast value path). */
+  readonly text: string;
   /** A `\uD800`-style escape produced a lone surrogate: only the `python` dialect can write it. */
   readonly loneSurrogate: boolean;
   /** An integer token outside ±(2^53 − 1). */
   readonly unsafeInteger: boolean;
   /** A float token overflowed to ±Infinity. */
   readonly nonFinite: boolean;
+  /** Some string or key holds a character the `python` dialect escapes (U+007F and above). */
+  readonly nonAscii: boolean;
+  /** Some number's text depends on the dialect. */
+  readonly dialectNumbers: boolean;
 }

@@ -1,7 +1,7 @@
 import { DIALECTS, assertDialect, type DialectName } from '../canonical/dialects.js';
 import { DEFAULT_MAX_DEPTH, parseDocument, resolveMaxDepth } from '../canonical/parse.js';
 import { serializeDocument, unrepresentableReason } from '../canonical/serialize.js';
-import { assertIntegerMode, toValue, type IntegerMode } from '../canonical/to-value.js';
+import { assertIntegerMode, documentValue, type IntegerMode } from '../canonical/to-value.js';
 import type { ParsedDocument } from '../canonical/tree.js';
 import {
   AlgorithmUnsupportedError,
@@ -189,7 +189,7 @@ export function noKeyVerifies(o: ResolvedOptions, tried: number): never {
 
 /** After the signature verified: validate the payload, check its age, build the result. */
 export function finish(doc: ParsedDocument, o: ResolvedOptions, dialect: DialectName, keyIndex: number, canonicalSha256: string): VerifiedDelivery {
-  const event = validateEvent(toValue(doc.root, o.integers));
+  const event = validateEvent(documentValue(doc, o.integers));
   if (o.maxAgeSeconds !== undefined) {
     const finished = typeof event.finished_at === 'string' ? Date.parse(event.finished_at) : NaN;
     if (Number.isNaN(finished)) throw new PayloadInvalidError('maxAgeSeconds is set but finished_at is missing or not an ISO 8601 date.');
