@@ -13,8 +13,6 @@ export interface ParseOptions {
   maxDepth?: number;
 }
 
-// A run of string characters that need no decoding: stops at `"`, `\` or a control character.
-const PLAIN_RUN = /[^"\\\u0000-\u001f]*/y;
 // Characters the python dialect escapes (everything from U+007F up).
 const NON_ASCII = /[\u007f-\uffff]/;
 
@@ -223,18 +221,34 @@ class Parser {
     return z <= 3 && fracLen - z <= 15;
   }
 
+  /**
+   * Index of the first character from `start` that ends a plain run (`"`, `\\`, a
+   * control character or the end); notes non-ASCII on the way. A loop beats a
+   * regex call on the short strings bodies are made of.
+   */
+  plainRun(start: number): number {
+    const t = this.t;
+    let j = start;
+    let high = 0;
+    for (;;) {
+      const c = t.charCodeAt(j);
+      // NaN (end of text) fails c >= 0x20 and stops the loop.
+      if (!(c >= 0x20) || c === 0x22 || c === 0x5c) break;
+      high |= c;
+      j++;
+    }
+    if (high >= 0x7f && !this.nonAscii && NON_ASCII.test(t.slice(start, j))) this.nonAscii = true;
+    return j;
+  }
+
   /** A string value as its quoted canonical token. */
   stringToken(): string {
     const t = this.t;
     const start = this.i + 1;
-    PLAIN_RUN.lastIndex = start;
-    PLAIN_RUN.test(t);
-    const j = PLAIN_RUN.lastIndex;
+    const j = this.plainRun(start);
     if (t.charCodeAt(j) === 0x22) {
       this.i = j + 1;
-      const token = t.slice(start - 1, j + 1);
-      if (!this.nonAscii && NON_ASCII.test(token)) this.nonAscii = true;
-      return token;
+      return t.slice(start - 1, j + 1);
     }
     const decoded = this.escaped(start, j);
     return quoteUtf8(decoded);
@@ -244,9 +258,7 @@ class Parser {
   key(): string {
     const t = this.t;
     const start = this.i + 1;
-    PLAIN_RUN.lastIndex = start;
-    PLAIN_RUN.test(t);
-    const j = PLAIN_RUN.lastIndex;
+    const j = this.plainRun(start);
     if (t.charCodeAt(j) === 0x22) {
       this.i = j + 1;
       const len = j - start;
@@ -255,7 +267,6 @@ class Parser {
       if (cached !== undefined && cached.length === len && t.startsWith(cached, start)) return cached;
       const key = t.slice(start, j);
       this.keys[slot] = key;
-      if (!this.nonAscii && NON_ASCII.test(key)) this.nonAscii = true;
       return key;
     }
     return this.escaped(start, j);
@@ -289,9 +300,7 @@ class Parser {
       } else {
         this.fail('unescaped control character in string', j);
       }
-      PLAIN_RUN.lastIndex = j;
-      PLAIN_RUN.test(t);
-      const k = PLAIN_RUN.lastIndex;
+      const k = this.plainRun(j);
       if (k > j) {
         out += t.slice(j, k);
         j = k;

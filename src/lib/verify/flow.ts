@@ -161,9 +161,18 @@ export function decodeSignature(raw: string, modulusBytes: readonly number[], he
   return { signature: hexToBytes(hex), keyIndexes };
 }
 
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let c = 0; c < 16; c++) {
+  HEX_VALUE['0123456789abcdef'.charCodeAt(c)] = c;
+  HEX_VALUE['0123456789ABCDEF'.charCodeAt(c)] = c;
+}
+
+/** Decodes a string already checked to be even-length hex. */
 export function hexToBytes(hex: string): Uint8Array {
   const out = new Uint8Array(hex.length >> 1);
-  for (let k = 0; k < out.length; k++) out[k] = parseInt(hex.substr(k * 2, 2), 16);
+  for (let k = 0, i = 0; k < out.length; k++, i += 2) {
+    out[k] = (HEX_VALUE[hex.charCodeAt(i)]! << 4) | HEX_VALUE[hex.charCodeAt(i + 1)]!;
+  }
   return out;
 }
 
