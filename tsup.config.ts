@@ -2,13 +2,13 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig([
   {
-    entry: { index: 'src/index.ts', web: 'src/web.ts' },
+    entry: { index: 'src/index.ts', express: 'src/express.ts', web: 'src/web.ts' },
     format: ['esm', 'cjs'],
     dts: true,
     sourcemap: true,
     clean: true,
     target: 'node20',
-    splitting: false,
+    splitting: true,
   },
   {
     entry: { cli: 'src/cli.ts' },

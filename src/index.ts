@@ -126,3 +126,7 @@ export type { SignOptions, SignedDelivery } from './lib/sign.js';
 export function signDelivery(body: string | Uint8Array, privateKey: string | import('node:crypto').KeyObject, options?: SignOptions): SignedDelivery {
   return signDeliveryCore(body, privateKey, options);
 }
+
+export { MemoryIdempotencyStore, type MemoryStoreOptions } from './lib/idempotency/memory.js';
+export type { ClaimOptions, ClaimResult, CompleteOptions, IdempotencyStore } from './lib/idempotency/types.js';
+export { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS } from './lib/idempotency/types.js';

@@ -24,3 +24,30 @@ export * from './lib/errors.js';
 export function createWebVerifier(options: WebVerifierOptions): WebVerifier {
   return createWebVerifierCore(options);
 }
+
+import { createHandler, type WebhookHandlerOptions } from './lib/adapters/web.js';
+
+export type { WebhookHandlerOptions } from './lib/adapters/web.js';
+export type { EventContext, ReceiverFlowOptions } from './lib/receive/flow.js';
+export type { HttpAnswer, ReceiverErrorCode } from './lib/receive/answers.js';
+export { MemoryIdempotencyStore, type MemoryStoreOptions } from './lib/idempotency/memory.js';
+export type { ClaimOptions, ClaimResult, CompleteOptions, IdempotencyStore } from './lib/idempotency/types.js';
+
+/**
+ * The complete receiver as a Fetch API handler, `(request: Request) => Promise<Response>`,
+ * with the same answers as `webhookReceiver` from `jobhook/express`. Uses WebCrypto only.
+ *
+ * @example
+ * ```ts
+ * // app/api/webhooks/gateway/route.ts (Next.js App Router)
+ * import { createWebhookHandler } from 'jobhook/web';
+ *
+ * export const POST = createWebhookHandler({
+ *   publicKey: process.env.GATEWAY_PUBLIC_KEY!,
+ *   onEvent: async (event) => { await save(event); },
+ * });
+ * ```
+ */
+export function createWebhookHandler(options: WebhookHandlerOptions): (request: Request) => Promise<Response> {
+  return createHandler(options);
+}

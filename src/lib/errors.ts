@@ -17,9 +17,13 @@ export type WebhookErrorCode =
   | 'EVENT_TOO_OLD'
   | 'STORE_UNAVAILABLE';
 
+const BRAND = Symbol.for('jobhook.WebhookError');
+
 /** Base class of every error jobhook throws on purpose (bad arguments throw `TypeError`). */
 export abstract class WebhookError extends Error {
   abstract readonly code: WebhookErrorCode;
+  /** @internal Recognises jobhook errors across copies of the package (ESM and CJS). */
+  readonly [BRAND] = true;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
@@ -104,7 +108,7 @@ export type AnyWebhookError =
   | EventTooOldError
   | StoreUnavailableError;
 
-/** True when `value` is a jobhook error. Works across duplicated copies of the package. */
+/** True when `value` is a jobhook error, also one from another copy of the package (ESM and CJS builds loaded together). */
 export function isWebhookError(value: unknown): value is AnyWebhookError {
-  return value instanceof WebhookError;
+  return value instanceof WebhookError || (typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true);
 }

@@ -1,0 +1,132 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express5 from 'express';
+import express4 from 'express4';
+import supertest from 'supertest';
+import { describe, expect, it } from 'vitest';
+import { keepRawBody, webhookMiddleware, webhookReceiver } from '../../src/express.js';
+import { jobId, signed } from '../helpers/deliveries.js';
+import { publicPem } from '../helpers/keys.js';
+import { receiverBehaviour, type MakeReceiver } from './receiver-table.js';
+
+type ExpressModule = typeof express5;
+const versions: Array<[string, ExpressModule]> = [
+  ['Express 5', express5],
+  ['Express 4', express4 as unknown as ExpressModule],
+];
+
+function poster(app: express5.Express): ReturnType<MakeReceiver> {
+  return async (body, headers) => {
+    const r = await supertest(app).post('/hook').set(headers).send(typeof body === 'string' ? body : Buffer.from(body));
+    return { status: r.status, body: r.body as never, headers: r.headers as Record<string, string> };
+  };
+}
+
+for (const [name, express] of versions) {
+  receiverBehaviour(`${name} webhookReceiver`, (options) => {
+    const app = express();
+    app.post('/hook', webhookReceiver(options));
+    return poster(app);
+  });
+
+  describe(`${name}: mounting and raw bytes`, () => {
+    const publicKey = publicPem(2048);
+
+    it('after express.json() without kept bytes → 500 BODY_UNAVAILABLE saying how to mount', async () => {
+      const app = express();
+      app.use(express.json());
+      app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined }));
+      const d = signed(jobId());
+      const r = await poster(app)(d.body, d.headers);
+      expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 500, code: 'BODY_UNAVAILABLE' });
+      expect(r.body.error?.message).toContain('keepRawBody');
+    });
+
+    it('after express.json({ verify: keepRawBody }) → verified from the kept bytes', async () => {
+      const app = express();
+      app.use(express.json({ verify: keepRawBody }));
+      app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined }));
+      const d = signed(jobId());
+      expect((await poster(app)(d.body, d.headers)).body).toMatchObject({ status: 'processed' });
+    });
+
+    it('after express.raw() or express.text() → uses the Buffer or the text', async () => {
+      for (const parser of [express.raw({ type: '*/*' }), express.text({ type: '*/*' })]) {
+        const app = express();
+        app.use(parser);
+        app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined }));
+        const d = signed(jobId());
+        expect((await poster(app)(d.body, d.headers)).body).toMatchObject({ status: 'processed' });
+      }
+    });
+
+    it('before express.json(): other routes still get parsed JSON', async () => {
+      const app = express();
+      app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined }));
+      app.use(express.json());
+      app.post('/other', (req, res) => void res.json({ echo: (req.body as { a: number }).a }));
+      const d = signed(jobId());
+      expect((await poster(app)(d.body, d.headers)).status).toBe(200);
+      expect((await supertest(app).post('/other').send({ a: 1 })).body).toEqual({ echo: 1 });
+    });
+
+    it('webhookMiddleware sets req.webhook and calls next()', async () => {
+      const app = express();
+      app.post('/hook', webhookMiddleware({ publicKey }), (req, res) => {
+        const w = (req as unknown as { webhook: { jobId: string; dialect: string } }).webhook;
+        res.json({ got: w.jobId, dialect: w.dialect });
+      });
+      const id = jobId();
+      const d = signed(id);
+      expect((await supertest(app).post('/hook').set(d.headers).send(d.body)).body).toEqual({ got: id, dialect: 'orjson' });
+      const bad = await supertest(app).post('/hook').set({ 'content-type': 'application/json' }).send(d.body);
+      expect(bad.status).toBe(401);
+      expect(bad.body.error.code).toBe('SIGNATURE_MISSING');
+    });
+
+    it("webhookMiddleware with onError: 'next' hands the WebhookError to the error handler", async () => {
+      const app = express();
+      app.post('/hook', webhookMiddleware({ publicKey, onError: 'next' }), (_req, res) => void res.sendStatus(204));
+      app.use((err: { code?: string }, _req: express5.Request, res: express5.Response, _next: express5.NextFunction) => {
+        res.status(418).json({ handled: err.code });
+      });
+      const d = signed(jobId());
+      const r = await supertest(app).post('/hook').set({ 'content-type': 'application/json' }).send(d.body);
+      expect({ status: r.status, body: r.body }).toEqual({ status: 418, body: { handled: 'SIGNATURE_MISSING' } });
+    });
+
+    it('stops reading a streamed body over the limit and answers 413 before the upload ends', async () => {
+      const app = express();
+      app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined, maxBodyBytes: 64 * 1024 }));
+      const server = app.listen(0, '127.0.0.1');
+      await new Promise((r) => server.once('listening', r));
+      const { port } = server.address() as AddressInfo;
+      try {
+        const answer = await new Promise<{ status: number; connection?: string; body: string }>((resolve, reject) => {
+          const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+            let body = '';
+            res.on('data', (c) => (body += c));
+            res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, body }));
+          });
+          req.on('error', reject);
+          // 128 KiB sent, the request never ended: the answer must come anyway.
+          req.write('{"pad":"' + 'x'.repeat(128 * 1024));
+        });
+        expect(answer.status).toBe(413);
+        expect(answer.connection).toBe('close');
+        expect(JSON.parse(answer.body).error.code).toBe('BODY_TOO_LARGE');
+      } finally {
+        server.closeAllConnections();
+        server.close();
+      }
+    });
+
+    it('a declared Content-Length over the limit → 413 without reading', async () => {
+      const app = express();
+      app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined, maxBodyBytes: 100 }));
+      const d = signed(jobId());
+      const r = await supertest(app).post('/hook').set(d.headers).send(d.body);
+      expect(r.status).toBe(413);
+    });
+  });
+}

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { createWebhookHandler } from '../../src/web.js';
+import { jobId, signed } from '../helpers/deliveries.js';
+import { publicPem } from '../helpers/keys.js';
+import { receiverBehaviour } from './receiver-table.js';
+
+receiverBehaviour('Fetch createWebhookHandler', (options) => {
+  const handler = createWebhookHandler(options);
+  return async (body, headers) => {
+    const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body: typeof body === 'string' ? body : new Uint8Array(body) }));
+    return { status: res.status, body: (await res.json()) as never, headers: Object.fromEntries(res.headers) };
+  };
+});
+
+describe('Fetch handler: streamed bodies', () => {
+  it('cancels a stream that passes the limit and answers 413', async () => {
+    let pulled = 0;
+    let cancelled = false;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled++;
+        controller.enqueue(new Uint8Array(16 * 1024).fill(0x20));
+        if (pulled > 1000) controller.close();
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    const handler = createWebhookHandler({ publicKey: publicPem(2048), onEvent: () => undefined, maxBodyBytes: 64 * 1024 });
+    const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', body: stream, duplex: 'half' } as RequestInit));
+    expect(res.status).toBe(413);
+    expect(cancelled).toBe(true);
+    expect(pulled).toBeLessThan(10);
+  });
+
+  it('reads a multi-chunk body exactly', async () => {
+    const d = signed(jobId());
+    const bytes = new TextEncoder().encode(d.body);
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let k = 0; k < bytes.length; k += 7) controller.enqueue(bytes.slice(k, k + 7));
+        controller.close();
+      },
+    });
+    const handler = createWebhookHandler({ publicKey: publicPem(2048), onEvent: () => undefined });
+    const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers: d.headers, body: stream, duplex: 'half' } as RequestInit));
+    expect(await res.json()).toMatchObject({ status: 'processed' });
+  });
+});

@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import type { IdempotencyStore } from '../../src/index.js';
+
+export interface StorePair {
+  /** Two stores; with `shared` they see the same data (two connections to one server). */
+  a: IdempotencyStore;
+  b: IdempotencyStore;
+  shared: boolean;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let seq = 0;
+const id = (label: string) => `${label}-${process.pid}-${Date.now()}-${seq++}`;
+
+/** DESIGN §5, run against every backend on real servers. */
+export function storeContract(name: string, pair: () => StorePair): void {
+  describe(`${name}: idempotency contract`, () => {
+    it('claim → in_progress → complete → completed', async () => {
+      const { a } = pair();
+      const job = id('basic');
+      const first = await a.claim(job, { leaseMs: 10_000 });
+      expect(first.status).toBe('acquired');
+      if (first.status !== 'acquired') return;
+      expect(first.token).toMatch(/\S{16,}/);
+      const second = await a.claim(job, { leaseMs: 10_000 });
+      expect(second.status).toBe('in_progress');
+      if (second.status === 'in_progress' && second.retryAfterMs !== undefined) {
+        expect(second.retryAfterMs).toBeGreaterThan(0);
+        expect(second.retryAfterMs).toBeLessThanOrEqual(10_000);
+      }
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(true);
+      expect(await a.claim(job, { leaseMs: 10_000 })).toEqual({ status: 'completed' });
+    });
+
+    it('release lets the next delivery claim again, with a new token', async () => {
+      const { a } = pair();
+      const job = id('release');
+      const first = await a.claim(job, { leaseMs: 10_000 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      expect(await a.release(job, first.token)).toBe(true);
+      const again = await a.claim(job, { leaseMs: 10_000 });
+      expect(again.status).toBe('acquired');
+      if (again.status === 'acquired') expect(again.token).not.toBe(first.token);
+    });
+
+    it('an expired lease is reclaimed and the stale token can neither complete nor release', async () => {
+      const { a, b } = pair();
+      const job = id('lease');
+      const first = await a.claim(job, { leaseMs: 150 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      await sleep(300);
+      const taker = b;
+      const second = await taker.claim(job, { leaseMs: 10_000 });
+      if (second.status !== 'acquired') throw new Error(`expected acquired, got ${second.status}`);
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(false);
+      expect(await a.release(job, first.token)).toBe(false);
+      // The new owner's claim is intact.
+      expect((await taker.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
+      expect(await taker.complete(job, second.token, { retainMs: 60_000 })).toBe(true);
+      expect((await taker.claim(job, { leaseMs: 10_000 })).status).toBe('completed');
+    });
+
+    it('a completed mark expires after the retention window', async () => {
+      const { a } = pair();
+      const job = id('retain');
+      const first = await a.claim(job, { leaseMs: 10_000 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      expect(await a.complete(job, first.token, { retainMs: 150 })).toBe(true);
+      expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('completed');
+      await sleep(300);
+      expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('acquired');
+    });
+
+    it('a wrong token changes nothing', async () => {
+      const { a } = pair();
+      const job = id('token');
+      const first = await a.claim(job, { leaseMs: 10_000 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      expect(await a.complete(job, 'not-the-token', { retainMs: 60_000 })).toBe(false);
+      expect(await a.release(job, 'not-the-token')).toBe(false);
+      expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
+      expect(await a.complete(id('never-claimed'), first.token, { retainMs: 60_000 })).toBe(false);
+      expect(await a.release(id('never-claimed'), first.token)).toBe(false);
+    });
+
+    it('unicode and 200-character job ids are distinct keys', async () => {
+      const { a } = pair();
+      const suffix = id('');
+      const ids = [`é😀\ue000-${suffix}`, `e😀\ue000-${suffix}`, 'x'.repeat(200 - suffix.length) + suffix, 'x'.repeat(199 - suffix.length) + suffix];
+      expect(ids[2]).toHaveLength(200);
+      for (const job of ids) expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('acquired');
+      for (const job of ids) expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
+    });
+
+    it('200 concurrent claims of one job id: exactly one acquired', async () => {
+      const { a, b, shared } = pair();
+      const job = id('race');
+      const stores = shared ? [a, b] : [a];
+      const results = await Promise.all(Array.from({ length: 200 }, (_, k) => stores[k % stores.length]!.claim(job, { leaseMs: 10_000 })));
+      expect(results.filter((r) => r.status === 'acquired')).toHaveLength(1);
+      expect(results.filter((r) => r.status === 'in_progress')).toHaveLength(199);
+    });
+
+    it('refuses bad arguments with a TypeError', async () => {
+      const { a } = pair();
+      await expect(a.claim('', { leaseMs: 1000 })).rejects.toThrow(TypeError);
+      await expect(a.claim(id('args'), { leaseMs: 0 })).rejects.toThrow(TypeError);
+    });
+  });
+}
