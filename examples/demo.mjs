@@ -1,0 +1,56 @@
+// jobhook demo: an Express receiver with the in-memory idempotency store, and three
+// deliveries signed with the TEST-ONLY key in fixtures/keys (never use it elsewhere).
+// Run with `npm run demo` (it builds first).
+import { readFileSync } from 'node:fs';
+import express from 'express';
+import { signDelivery } from '../dist/index.js';
+import { webhookReceiver } from '../dist/express.js';
+
+const keys = new URL('../fixtures/keys/', import.meta.url);
+const publicKey = readFileSync(new URL('test-2048-public-pkcs1.pem', keys), 'utf8'); // BEGIN RSA PUBLIC KEY, as gateways publish it
+const privateKey = readFileSync(new URL('test-2048-private.pem', keys), 'utf8'); // TEST-ONLY
+
+const handled = [];
+const app = express();
+app.post(
+  '/webhooks/gateway',
+  webhookReceiver({
+    publicKey,
+    onEvent: (event, { jobId, dialect }) => {
+      handled.push(jobId);
+      console.log(`   handler: job ${jobId} ${event.status} (${event.feature}, canonical dialect ${dialect})`);
+    },
+  }),
+);
+
+const server = app.listen(0, '127.0.0.1');
+await new Promise((resolve) => server.once('listening', resolve));
+const url = `http://127.0.0.1:${server.address().port}/webhooks/gateway`;
+console.log(`jobhook demo: Express receiver with the memory store on ${url}`);
+
+// What the gateway would send: floats such as 1.0 and 0.0 that JSON.parse would lose.
+const body =
+  '{"event":"async_job_completed","job_id":"3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41","status":"success",' +
+  '"feature":"ocr","subfeature":"ocr","provider":"acme","model":null,"created_at":"2026-11-21T10:00:00Z",' +
+  '"finished_at":"2026-11-21T10:00:05Z","output":{"text":"Grüße aus Zürich","confidence":1.0,"box":{"x":0.0,"y":0.5}}}';
+const delivery = signDelivery(body, privateKey);
+
+async function send(label, payload, headers) {
+  const res = await fetch(url, { method: 'POST', headers, body: payload });
+  const answer = await res.json();
+  const what = answer.status ?? answer.error.code;
+  console.log(`${label.padEnd(28)} → ${res.status} ${what}`);
+  return { status: res.status, what };
+}
+
+let ok = true;
+try {
+  const a = await send('1. signed delivery', delivery.body, delivery.headers);
+  const b = await send('2. the same delivery again', delivery.body, delivery.headers);
+  const c = await send('3. tampered delivery', delivery.body.replace('Zürich', 'Zurich'), delivery.headers);
+  ok = a.status === 200 && a.what === 'processed' && b.status === 200 && b.what === 'duplicate' && c.status === 401 && handled.length === 1;
+  console.log(ok ? 'processed once, duplicate ignored, tampered rejected: OK' : 'UNEXPECTED RESULT');
+} finally {
+  server.close();
+}
+process.exitCode = ok ? 0 : 1;
