@@ -2,7 +2,7 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig([
   {
-    entry: { index: 'src/index.ts', express: 'src/express.ts', web: 'src/web.ts' },
+    entry: { index: 'src/index.ts', express: 'src/express.ts', web: 'src/web.ts', redis: 'src/redis.ts', postgres: 'src/postgres.ts' },
     format: ['esm', 'cjs'],
     dts: true,
     sourcemap: true,

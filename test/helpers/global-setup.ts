@@ -1,2 +1,34 @@
-// Filled in by the store suites (servers are started here once per run).
-export default async function setup(): Promise<void> {}
+import type { TestProject } from 'vitest/node';
+import { availability, startPostgres, startRedis, type Throwaway } from './servers.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Redis for the store suites: JOBHOOK_TEST_REDIS_URL or a throwaway server; '' when none can be had. */
+    redisUrl: string;
+    /** PostgreSQL likewise (JOBHOOK_TEST_DATABASE_URL). */
+    databaseUrl: string;
+  }
+}
+
+/** Starts one throwaway Redis and one PostgreSQL for the whole run when the variables are unset. */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const started: Throwaway[] = [];
+  const pick = async (envName: string, kind: 'redis' | 'postgres'): Promise<string> => {
+    const fromEnv = process.env[envName];
+    if (fromEnv) return fromEnv;
+    const a = availability(kind);
+    if (a.skip) {
+      console.warn(`\n[jobhook] ${a.reason}\n`);
+      return '';
+    }
+    const server = kind === 'redis' ? await startRedis() : await startPostgres();
+    started.push(server);
+    return server.url;
+  };
+  const [redisUrl, databaseUrl] = await Promise.all([pick('JOBHOOK_TEST_REDIS_URL', 'redis'), pick('JOBHOOK_TEST_DATABASE_URL', 'postgres')]);
+  project.provide('redisUrl', redisUrl);
+  project.provide('databaseUrl', databaseUrl);
+  return async () => {
+    await Promise.all(started.map((s) => s.destroy()));
+  };
+}

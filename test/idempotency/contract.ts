@@ -60,6 +60,17 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect((await taker.claim(job, { leaseMs: 10_000 })).status).toBe('completed');
     });
 
+    it('an expired lease is no longer owned, even before anyone reclaims it', async () => {
+      const { a } = pair();
+      const job = id('expired');
+      const first = await a.claim(job, { leaseMs: 150 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      await sleep(300);
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(false);
+      expect(await a.release(job, first.token)).toBe(false);
+      expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('acquired');
+    });
+
     it('a completed mark expires after the retention window', async () => {
       const { a } = pair();
       const job = id('retain');

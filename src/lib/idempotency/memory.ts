@@ -70,7 +70,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     checkJobId(jobId);
     const retainMs = checkPositive(options?.retainMs, 'retainMs');
     const held = this.claims.get(jobId);
-    if (held === undefined || held.token !== token) return false;
+    // A lease that ran out is no longer owned, reclaimed or not (as in Redis, where the key expires).
+    if (held === undefined || held.token !== token || held.until <= this.now()) return false;
     this.claims.delete(jobId);
     this.completed.delete(jobId);
     this.completed.set(jobId, { token: undefined, until: this.now() + retainMs });
@@ -80,7 +81,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   async release(jobId: string, token: string): Promise<boolean> {
     checkJobId(jobId);
     const held = this.claims.get(jobId);
-    if (held === undefined || held.token !== token) return false;
+    if (held === undefined || held.token !== token || held.until <= this.now()) return false;
     this.claims.delete(jobId);
     return true;
   }

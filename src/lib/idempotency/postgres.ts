@@ -1,0 +1,166 @@
+import type { Pool, PoolConfig } from 'pg';
+import { guarded } from './timeout.js';
+import { checkJobId, checkPositive, newToken, type ClaimOptions, type ClaimResult, type CompleteOptions, type IdempotencyStore } from './types.js';
+
+export interface PostgresStoreOptions {
+  /** A pg Pool you manage (attach your own 'error' listener), or… */
+  pool?: Pool;
+  /** …a connection string: the store creates a pool with short timeouts and ends it in `close()`. */
+  connectionString?: string;
+  /** Table name (default `jobhook_jobs`). */
+  table?: string;
+  /** Schema (default `public`). */
+  schema?: string;
+  /** Deadline of one store operation before it fails with STORE_UNAVAILABLE (default 5,000 ms). */
+  operationTimeoutMs?: number;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+function ident(value: string, what: string): string {
+  if (!IDENTIFIER.test(value)) throw new TypeError(`${what} must be a plain SQL identifier (letters, digits, _); got ${JSON.stringify(value)}`);
+  return `"${value}"`;
+}
+
+async function loadPg(): Promise<typeof import('pg')> {
+  try {
+    const mod = (await import('pg')) as typeof import('pg') & { default?: typeof import('pg') };
+    return mod.default ?? mod;
+  } catch {
+    throw new TypeError('PostgresIdempotencyStore needs the optional peer dependency pg: npm install pg');
+  }
+}
+
+/**
+ * Idempotency store on PostgreSQL: one table, a claim is an `INSERT … ON CONFLICT
+ * … DO UPDATE … WHERE` the lease (or retention) ran out. Call `migrate()` once
+ * (safe to run concurrently) and schedule `purgeExpired()`.
+ */
+export class PostgresIdempotencyStore implements IdempotencyStore {
+  private readonly pool: Promise<Pool>;
+  private readonly owned: boolean;
+  private readonly table: string;
+  private readonly index: string;
+  private readonly lockKey: string;
+  private readonly timeoutMs: number;
+
+  constructor(options: PostgresStoreOptions) {
+    if ((options?.pool === undefined) === (options?.connectionString === undefined)) {
+      throw new TypeError('PostgresIdempotencyStore needs exactly one of pool or connectionString');
+    }
+    const schema = options.schema ?? 'public';
+    const table = options.table ?? 'jobhook_jobs';
+    this.table = `${ident(schema, 'schema')}.${ident(table, 'table')}`;
+    this.index = ident(`${table.slice(0, 50)}_expires_at`, 'table');
+    this.lockKey = `jobhook:${schema}.${table}`;
+    this.timeoutMs = options.operationTimeoutMs === undefined ? 5000 : checkPositive(options.operationTimeoutMs, 'operationTimeoutMs');
+    this.owned = options.pool === undefined;
+    this.pool = options.pool !== undefined ? Promise.resolve(options.pool) : this.connect(options.connectionString!);
+    this.pool.catch(() => undefined);
+  }
+
+  private async connect(connectionString: string): Promise<Pool> {
+    const pg = await loadPg();
+    const config: PoolConfig = {
+      connectionString,
+      connectionTimeoutMillis: this.timeoutMs,
+      query_timeout: this.timeoutMs,
+      idleTimeoutMillis: 10_000,
+      allowExitOnIdle: true,
+    };
+    const pool = new pg.Pool(config);
+    pool.on('error', () => undefined); // an idle connection died (server restart); the next query reconnects
+    return pool;
+  }
+
+  private run<T>(operation: string, fn: (pool: Pool) => Promise<T>): Promise<T> {
+    return guarded('PostgreSQL', operation, this.timeoutMs, async () => fn(await this.pool));
+  }
+
+  /** Creates the table and its index if missing. Concurrent calls are serialised by an advisory lock. */
+  async migrate(): Promise<void> {
+    await this.run('migrate', async (pool) => {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [this.lockKey]);
+        await client.query(
+          `CREATE TABLE IF NOT EXISTS ${this.table} (
+             job_id text PRIMARY KEY,
+             token text,
+             state text NOT NULL CHECK (state IN ('claimed', 'completed')),
+             expires_at timestamptz NOT NULL
+           )`,
+        );
+        await client.query(`CREATE INDEX IF NOT EXISTS ${this.index} ON ${this.table} (expires_at)`);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        client.release();
+      }
+    });
+  }
+
+  async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
+    checkJobId(jobId);
+    const leaseMs = checkPositive(options?.leaseMs, 'leaseMs');
+    return this.run('claim', async (pool) => {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const token = newToken();
+        const won = await pool.query(
+          `INSERT INTO ${this.table} AS t (job_id, token, state, expires_at)
+             VALUES ($1, $2, 'claimed', clock_timestamp() + $3 * interval '1 millisecond')
+           ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'claimed', expires_at = EXCLUDED.expires_at
+             WHERE t.expires_at <= clock_timestamp()
+           RETURNING token`,
+          [jobId, token, leaseMs],
+        );
+        if (won.rowCount === 1) return { status: 'acquired', token };
+        const seen = await pool.query<{ state: string; left_ms: string }>(
+          `SELECT state, ceil(extract(epoch FROM (expires_at - clock_timestamp())) * 1000) AS left_ms FROM ${this.table} WHERE job_id = $1`,
+          [jobId],
+        );
+        const row = seen.rows[0];
+        if (row === undefined || Number(row.left_ms) <= 0) continue; // expired or removed meanwhile
+        if (row.state === 'completed') return { status: 'completed' };
+        return { status: 'in_progress', retryAfterMs: Number(row.left_ms) };
+      }
+      return { status: 'in_progress' };
+    });
+  }
+
+  async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {
+    checkJobId(jobId);
+    const retainMs = checkPositive(options?.retainMs, 'retainMs');
+    return this.run('complete', async (pool) => {
+      const r = await pool.query(
+        `UPDATE ${this.table} SET state = 'completed', token = NULL, expires_at = clock_timestamp() + $3 * interval '1 millisecond'
+           WHERE job_id = $1 AND token = $2 AND state = 'claimed' AND expires_at > clock_timestamp()`,
+        [jobId, token, retainMs],
+      );
+      return r.rowCount === 1;
+    });
+  }
+
+  async release(jobId: string, token: string): Promise<boolean> {
+    checkJobId(jobId);
+    return this.run('release', async (pool) => {
+      const r = await pool.query(`DELETE FROM ${this.table} WHERE job_id = $1 AND token = $2 AND state = 'claimed' AND expires_at > clock_timestamp()`, [jobId, token]);
+      return r.rowCount === 1;
+    });
+  }
+
+  /** Deletes expired claims and completed marks; returns how many rows went. Schedule it (e.g. hourly). */
+  async purgeExpired(): Promise<number> {
+    return this.run('purgeExpired', async (pool) => (await pool.query(`DELETE FROM ${this.table} WHERE expires_at <= clock_timestamp()`)).rowCount ?? 0);
+  }
+
+  /** Ends the pool if the store created it (from `connectionString`); a pool you passed is left to you. */
+  async close(): Promise<void> {
+    if (!this.owned) return;
+    const pool = await this.pool.catch(() => undefined);
+    await pool?.end().catch(() => undefined);
+  }
+}

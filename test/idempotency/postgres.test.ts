@@ -1,0 +1,69 @@
+import { PostgresIdempotencyStore } from '../../src/postgres.js';
+import { availability, startPostgres } from '../helpers/servers.js';
+import { serverStoreSuite } from './server-store-suite.js';
+import pg from 'pg';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+
+const table = `jobhook_test_${process.pid}_${Date.now()}`;
+const local = availability('postgres');
+
+serverStoreSuite({
+  name: 'PostgreSQL',
+  url: inject('databaseUrl'),
+  skipReason: local.skip ? local.reason : undefined,
+  make: async (url, options) => {
+    const store = new PostgresIdempotencyStore({ connectionString: url, table, ...options });
+    await store.migrate();
+    return store;
+  },
+  throwaway: startPostgres,
+});
+
+describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specifics', () => {
+  const url = inject('databaseUrl');
+  const pool = new pg.Pool({ connectionString: url });
+  pool.on('error', () => undefined);
+  afterAll(async () => {
+    await pool.end();
+  });
+
+  it('migrate() is safe to run concurrently and again', async () => {
+    const name = `jobhook_migrate_${process.pid}_${Date.now()}`;
+    const stores = Array.from({ length: 6 }, () => new PostgresIdempotencyStore({ connectionString: url, table: name }));
+    await Promise.all(stores.map((st) => st.migrate()));
+    await stores[0]!.migrate();
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_indexes WHERE tablename = $1', [name]);
+    expect(rows[0].n).toBe(2); // primary key and expires_at
+    await Promise.all(stores.map((st) => st.close()));
+  });
+
+  it('works on a Pool you pass (left open by close()), in another schema', async () => {
+    await pool.query('CREATE SCHEMA IF NOT EXISTS jobhook_other');
+    const store = new PostgresIdempotencyStore({ pool, schema: 'jobhook_other', table: `jobs_${process.pid}` });
+    await store.migrate();
+    const c = await store.claim('in-schema', { leaseMs: 10_000 });
+    expect(c.status).toBe('acquired');
+    await store.close();
+    const { rows } = await pool.query(`SELECT state FROM jobhook_other.jobs_${process.pid} WHERE job_id = 'in-schema'`);
+    expect(rows).toEqual([{ state: 'claimed' }]);
+  });
+
+  it('purgeExpired() removes expired claims and completed marks only', async () => {
+    const store = new PostgresIdempotencyStore({ pool, table: `jobhook_purge_${process.pid}` });
+    await store.migrate();
+    const short = await store.claim('short', { leaseMs: 50 });
+    const done = await store.claim('done', { leaseMs: 10_000 });
+    if (done.status !== 'acquired' || short.status !== 'acquired') throw new Error('claims');
+    await store.complete('done', done.token, { retainMs: 50 });
+    await store.claim('live', { leaseMs: 60_000 });
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await store.purgeExpired()).toBe(2);
+    const { rows } = await pool.query(`SELECT job_id FROM jobhook_purge_${process.pid}`);
+    expect(rows).toEqual([{ job_id: 'live' }]);
+  });
+
+  it('refuses identifiers that are not plain SQL names', () => {
+    expect(() => new PostgresIdempotencyStore({ pool, table: 'jobs; DROP TABLE x' })).toThrow(TypeError);
+    expect(() => new PostgresIdempotencyStore({ pool, connectionString: url })).toThrow(/exactly one/);
+  });
+});

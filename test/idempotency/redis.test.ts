@@ -1,0 +1,52 @@
+import { RedisIdempotencyStore } from '../../src/redis.js';
+import { availability, startRedis } from '../helpers/servers.js';
+import { serverStoreSuite } from './server-store-suite.js';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+
+const run = `${process.pid}-${Date.now()}`;
+const local = availability('redis');
+
+serverStoreSuite({
+  name: 'Redis',
+  url: inject('redisUrl'),
+  skipReason: local.skip ? local.reason : undefined,
+  make: async (url, options) => new RedisIdempotencyStore({ url, keyPrefix: `jobhook-test:${run}:`, ...options }),
+  throwaway: startRedis,
+});
+
+describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', () => {
+  const client = new Redis(inject('redisUrl'));
+  afterAll(async () => {
+    await client.quit();
+  });
+
+  it('keeps its keys under the prefix, with the lease as TTL, on a client you pass (left open by close())', async () => {
+    const prefix = `jobhook-own:${run}:`;
+    const store = new RedisIdempotencyStore({ client, keyPrefix: prefix });
+    const c = await store.claim('j1', { leaseMs: 30_000 });
+    if (c.status !== 'acquired') throw new Error(c.status);
+    expect(await client.get(`${prefix}j1`)).toBe(`claim:${c.token}`);
+    const ttl = await client.pttl(`${prefix}j1`);
+    expect(ttl).toBeGreaterThan(25_000);
+    expect(ttl).toBeLessThanOrEqual(30_000);
+    await store.complete('j1', c.token, { retainMs: 90_000 });
+    expect(await client.get(`${prefix}j1`)).toBe('done');
+    expect(await client.pttl(`${prefix}j1`)).toBeGreaterThan(85_000);
+    await store.close();
+    expect(client.status).toBe('ready');
+  });
+
+  it('survives SCRIPT FLUSH (EVALSHA falls back to EVAL)', async () => {
+    const store = new RedisIdempotencyStore({ client, keyPrefix: `jobhook-flush:${run}:` });
+    const c = await store.claim('j2', { leaseMs: 30_000 });
+    if (c.status !== 'acquired') throw new Error(c.status);
+    await client.script('FLUSH');
+    expect(await store.release('j2', c.token)).toBe(true);
+  });
+
+  it('needs exactly one of client or url', () => {
+    expect(() => new RedisIdempotencyStore({})).toThrow(TypeError);
+    expect(() => new RedisIdempotencyStore({ client, url: 'redis://127.0.0.1' })).toThrow(/exactly one/);
+  });
+});
