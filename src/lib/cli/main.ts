@@ -1,12 +1,20 @@
 import { isWebhookError } from '../errors.js';
 import { CANONICALIZE_HELP, canonicalizeCommand } from './canonicalize.js';
+import { explainCommand } from './explain.js';
+import { keygenCommand, sendCommand, signCommand } from './tools.js';
+import { verifyCommand } from './verify.js';
 import { UsageError, type CliIo } from './io.js';
 import { VERSION } from '../version.js';
 
 type Command = (argv: string[], io: CliIo) => Promise<number>;
 
 const COMMANDS: Record<string, { run: Command; summary: string }> = {
+  verify: { run: verifyCommand, summary: 'verify captured deliveries (capture objects, HTTP dumps, JSONL, bare bodies)' },
+  explain: { run: explainCommand, summary: 'explain why a delivery does not verify' },
   canonicalize: { run: canonicalizeCommand, summary: 'print the canonical JSON (or its SHA-256) of a body' },
+  keygen: { run: keygenCommand, summary: 'write a TEST-ONLY RSA key pair' },
+  sign: { run: signCommand, summary: 'sign a payload as the gateway does (prints a capture object)' },
+  send: { run: sendCommand, summary: "POST a signed delivery with the gateway's retry policy" },
 };
 
 export const MAIN_HELP = `Usage: jobhook <command> [options]
@@ -20,7 +28,8 @@ Run 'jobhook <command> --help' for a command's options and an example.
   --version     print the version
 
 Example:
-  jobhook canonicalize --digest body.json
+  jobhook verify --key gateway.pem captured.json
+  jobhook explain --key gateway.pem failed.http
 `;
 
 /**
@@ -52,7 +61,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
 function describeError(err: unknown): string {
   if (isWebhookError(err)) return `${err.code}: ${err.message}`;
-  if (err instanceof UsageError || err instanceof TypeError) return err.message;
+  if (err instanceof UsageError || err instanceof TypeError || (err as { code?: string })?.code?.startsWith('ERR_PARSE_ARGS')) return (err as Error).message;
   const e = err as NodeJS.ErrnoException;
   if (e && typeof e.code === 'string' && typeof e.message === 'string') return e.message;
   return String(err);

@@ -1,0 +1,64 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { assertDialect, DIALECTS } from '../canonical/dialects.js';
+import { explainDelivery, formatExplanation } from '../explain.js';
+import { loadCaptures, loadKeys } from './common.js';
+import { UsageError, type CliIo } from './io.js';
+
+export const EXPLAIN_HELP = `Usage: jobhook explain --key FILE [--key FILE ...] [options] [FILE | -]
+
+Explains why one delivery does (or does not) verify: per dialect, the canonical
+SHA-256 and whether a key verifies; the signature length against each key's
+modulus and whether the key opens the signature at all; whether the header looks
+altered; whether the body looks re-serialized (pretty-printed by a logger,
+non-ASCII escaped, 1.0 turned into 1, integers beyond 2^53). Same inputs as verify.
+
+Options:
+  --key FILE                  public key (PEM, DER or JWK); repeat for a rotation
+  --signature HEX             signature of a bare JSON body
+  --signature-header NAME     default X-Service-Signature
+  --expected-canonical FILE   the canonical text the sender signed: show the first differing byte
+  --dialect NAME              dialect for that comparison (${DIALECTS.join(', ')}; default: the one that verifies, else orjson)
+  --json                      print the findings as JSON
+  -h, --help                  show this help
+
+Exit: 0 valid, 1 invalid, 2 usage or I/O error.
+
+Example:
+  jobhook explain --key gateway.pem failed-delivery.http
+`;
+
+export async function explainCommand(argv: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      key: { type: 'string', multiple: true },
+      signature: { type: 'string' },
+      'signature-header': { type: 'string' },
+      'expected-canonical': { type: 'string' },
+      dialect: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    io.stdout(EXPLAIN_HELP);
+    return 0;
+  }
+  const keyPaths = values.key ?? [];
+  const keys = await loadKeys(keyPaths);
+  if (positionals.length > 1) throw new UsageError('explain takes one delivery (one FILE, or - for standard input)');
+  const signatureHeader = values['signature-header'];
+  const captures = await loadCaptures(positionals, io, { signature: values.signature, signatureHeader });
+  if (captures.length !== 1) throw new UsageError(`explain takes one delivery; the input holds ${captures.length}`);
+  const c = captures[0]!;
+  const expected = values['expected-canonical'] === undefined ? undefined : new Uint8Array(await readFile(values['expected-canonical']));
+  const explanation = explainDelivery(c.body, c.headers, keys, {
+    ...(signatureHeader ? { signatureHeader } : {}),
+    ...(expected ? { expectedCanonical: expected } : {}),
+    ...(values.dialect ? { dialect: assertDialect(values.dialect, '--dialect') } : {}),
+  });
+  io.stdout(values.json ? JSON.stringify(explanation, null, 2) + '\n' : formatExplanation(explanation, keyPaths));
+  return explanation.valid ? 0 : 1;
+}

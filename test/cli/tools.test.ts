@@ -1,0 +1,160 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createVerifier } from '../../src/index.js';
+import { VERSION } from '../../src/lib/version.js';
+import { fixture, ROOT } from '../helpers/paths.js';
+import { cli } from './run.js';
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'jobhook-tools-'));
+});
+
+describe('jobhook keygen and sign', () => {
+  it('writes a labelled TEST-ONLY key pair, refuses to overwrite, and the keys sign and verify', async () => {
+    const out = join(dir, 'keys');
+    const r = await cli(['keygen', '--out', out]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('TEST-ONLY');
+    const priv = join(out, 'test-only-private.pem');
+    expect(readFileSync(priv, 'utf8')).toMatch(/^TEST-ONLY KEY/);
+    expect((await cli(['keygen', '--out', out])).code).toBe(2);
+    expect((await cli(['keygen', '--out', out, '--force'])).code).toBe(0);
+
+    const signed = await cli(['sign', '--key', join(out, 'test-only-private.pem'), '--status', 'fail', '--job-id', 'job-7']);
+    expect(signed.code).toBe(0);
+    const capture = JSON.parse(signed.stdout) as { headers: Record<string, string>; body: string };
+    const verifier = createVerifier({ publicKey: readFileSync(join(out, 'test-only-public-pkcs1.pem'), 'utf8') });
+    const { event } = verifier.verify(capture.body, capture.headers);
+    expect(event).toMatchObject({ job_id: 'job-7', status: 'fail', error: { message: 'provider timeout' } });
+    // And the CLI verifies what the CLI signed.
+    const f = join(dir, 'signed.json');
+    writeFileSync(f, signed.stdout);
+    expect((await cli(['verify', '--key', join(out, 'test-only-public.pem'), f])).stdout).toMatch(/^VALID job-7 orjson/);
+  });
+
+  it('signs a FILE as it is, in the dialect asked', async () => {
+    const body = join(dir, 'payload.json');
+    writeFileSync(body, '{"event":"async_job_completed","job_id":"f-1","status":"success","output":{"v":1e16}}');
+    const r = await cli(['sign', '--key', fixture('keys', 'test-2048-private.pem'), '--dialect', 'orjson-legacy', body]);
+    const capture = JSON.parse(r.stdout) as { headers: Record<string, string>; body: string };
+    expect(capture.body).toBe(readFileSync(body, 'utf8'));
+    expect(createVerifier({ publicKey: readFileSync(fixture('keys', 'test-2048-public.pem'), 'utf8') }).verify(capture.body, capture.headers).dialect).toBe('orjson-legacy');
+    expect((await cli(['sign', '--key', fixture('keys', 'test-2048-private.pem'), '--status', 'done'])).code).toBe(2);
+  });
+});
+
+describe('jobhook send', () => {
+  let server: Server | undefined;
+  afterEach(async () => {
+    server?.closeAllConnections();
+    await new Promise((r) => server?.close(r) ?? r(undefined));
+    server = undefined;
+  });
+  async function serve(answers: Array<number | 'hang'>): Promise<{ url: string; hits: number[] }> {
+    const hits: number[] = [];
+    let k = 0;
+    server = createServer((req, res) => {
+      hits.push(performance.now());
+      req.resume();
+      const a = answers[Math.min(k++, answers.length - 1)]!;
+      if (a === 'hang') return;
+      res.writeHead(a, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    return { url: `http://127.0.0.1:${(server!.address() as AddressInfo).port}/hook`, hits };
+  }
+  const key = fixture('keys', 'test-2048-private.pem');
+
+  it('503, 503, 200 → three attempts with growing delays, exit 0', async () => {
+    const { url, hits } = await serve([503, 503, 200]);
+    const r = await cli(['send', '--to', url, '--key', key, '--backoff-ms', '40']);
+    expect(r.code).toBe(0);
+    expect(hits).toHaveLength(3);
+    expect(r.stdout).toMatch(/attempt 1: HTTP 503 .*retry in 40 ms\nattempt 2: HTTP 503 .*retry in 80 ms\nattempt 3: HTTP 200 .*delivered/);
+    expect(hits[2]! - hits[1]!).toBeGreaterThan(hits[1]! - hits[0]!);
+  });
+
+  it('400 → one attempt, not retried, exit 1', async () => {
+    const { url, hits } = await serve([400]);
+    const r = await cli(['send', '--to', url, '--key', key, '--backoff-ms', '10']);
+    expect(r.code).toBe(1);
+    expect(hits).toHaveLength(1);
+    expect(r.stdout).toMatch(/attempt 1: HTTP 400 .*rejected/);
+  });
+
+  it('a server that never answers → the timeout is retried, then it gives up', async () => {
+    const { url, hits } = await serve(['hang']);
+    const r = await cli(['send', '--to', url, '--key', key, '--timeout-ms', '150', '--retries', '2', '--backoff-ms', '10']);
+    expect(r.code).toBe(1);
+    expect(hits).toHaveLength(3);
+    expect(r.stdout).toMatch(/attempt 1: timed out after 150 ms .*retry in 10 ms\nattempt 2: timed out .*retry in 20 ms\nattempt 3: timed out .*gave-up/);
+  });
+
+  it('caps the backoff and sends a capture object as it is', async () => {
+    const { url, hits } = await serve([500, 500, 500, 200]);
+    const f = join(dir, 'capture.json');
+    writeFileSync(f, (await cli(['sign', '--key', key, '--job-id', 'as-is'])).stdout);
+    const r = await cli(['send', '--to', url, '--backoff-ms', '30', '--max-backoff-ms', '50', f]);
+    expect(r.code).toBe(0);
+    expect(hits).toHaveLength(4);
+    expect(r.stdout).toMatch(/retry in 30 ms[\s\S]*retry in 50 ms[\s\S]*retry in 50 ms/);
+  });
+
+  it('refuses plain http:// to a host that is not loopback (nothing is sent)', async () => {
+    const r = await cli(['send', '--to', 'http://example.com/hook', '--key', key]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/refusing to send over plain http:\/\/ to example\.com/);
+  });
+});
+
+describe('help, version, unknown commands', () => {
+  it.each(['verify', 'explain', 'canonicalize', 'keygen', 'sign', 'send'])('%s --help shows usage and an example', async (command) => {
+    const r = await cli([command, '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^Usage: jobhook ${command}`));
+    expect(r.stdout).toContain('Example:');
+  });
+
+  it('--version, --help and unknown commands', async () => {
+    expect((await cli(['--version'])).stdout).toBe(`${VERSION}\n`);
+    expect((await cli(['--help'])).stdout).toContain('Commands:');
+    const unknown = await cli(['frobnicate']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command 'frobnicate'/);
+  });
+
+  it('canonicalize prints the text or the digest; malformed input exits 2 with one line', async () => {
+    expect((await cli(['canonicalize', '-'], { stdin: '{"b":1.0,"a":1e16}' })).stdout).toBe('{\n  "a": 1e+16,\n  "b": 1.0\n}\n');
+    expect((await cli(['canonicalize', '--digest', '--dialect', 'python', '-'], { stdin: '{}' })).stdout).toBe('44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a\n');
+    const bad = await cli(['canonicalize', '-'], { stdin: '{"a":' });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^jobhook canonicalize: BODY_MALFORMED: Malformed JSON at byte 5/);
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('the built binary', () => {
+  beforeAll(() => {
+    // Build so the binary matches the sources under test.
+    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'tsup', 'dist', 'cli-default.js'), '--silent'], { cwd: ROOT, stdio: 'pipe' });
+  }, 120_000);
+
+  it('runs as a process: stdin, output and exit codes', () => {
+    const bin = join(ROOT, 'dist', 'cli.js');
+    expect(existsSync(bin)).toBe(true);
+    expect(readFileSync(bin, 'utf8')).toMatch(/^#!\/usr\/bin\/env node/);
+    const signed = spawnSync(process.execPath, [bin, 'sign', '--key', fixture('keys', 'test-2048-private.pem'), '--job-id', 'spawned'], { encoding: 'utf8' });
+    expect(signed.status).toBe(0);
+    const ok = spawnSync(process.execPath, [bin, 'verify', '--key', fixture('keys', 'test-2048-public.pem'), '-'], { input: signed.stdout, encoding: 'utf8' });
+    expect({ status: ok.status, stdout: ok.stdout }).toEqual({ status: 0, stdout: `VALID spawned orjson ${fixture('keys', 'test-2048-public.pem')}\n` });
+    const bad = spawnSync(process.execPath, [bin, 'verify', '--key', fixture('keys', 'test-3072-public.pem'), '-'], { input: signed.stdout, encoding: 'utf8' });
+    expect(bad.status).toBe(1);
+    expect(spawnSync(process.execPath, [bin, 'verify'], { input: '', encoding: 'utf8' }).status).toBe(2);
+  });
+});
