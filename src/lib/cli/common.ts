@@ -39,3 +39,13 @@ export function dialectOption(value: string | undefined): readonly import('../ca
   if (value === undefined || value === 'auto') return undefined;
   return [value as import('../canonical/dialects.js').DialectName];
 }
+
+/** parseArgs options shared by the commands that read deliveries. */
+export const DELIVERY_OPTIONS = {
+  key: { type: 'string', multiple: true },
+  signature: { type: 'string' },
+  'signature-header': { type: 'string' },
+  dialect: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;

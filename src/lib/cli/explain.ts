@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { assertDialect, DIALECTS } from '../canonical/dialects.js';
 import { explainDelivery, formatExplanation } from '../explain.js';
-import { loadCaptures, loadKeys } from './common.js';
+import { DELIVERY_OPTIONS, loadCaptures, loadKeys } from './common.js';
 import { UsageError, type CliIo } from './io.js';
 
 export const EXPLAIN_HELP = `Usage: jobhook explain --key FILE [--key FILE ...] [options] [FILE | -]
@@ -32,15 +32,7 @@ export async function explainCommand(argv: string[], io: CliIo): Promise<number>
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: {
-      key: { type: 'string', multiple: true },
-      signature: { type: 'string' },
-      'signature-header': { type: 'string' },
-      'expected-canonical': { type: 'string' },
-      dialect: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    options: { ...DELIVERY_OPTIONS, 'expected-canonical': { type: 'string' } },
   });
   if (values.help) {
     io.stdout(EXPLAIN_HELP);

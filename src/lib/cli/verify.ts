@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { assertDialect, DIALECTS } from '../canonical/dialects.js';
 import { isWebhookError } from '../errors.js';
 import { createNodeVerifier } from '../verify/node-verifier.js';
-import { dialectOption, loadCaptures, loadKeys } from './common.js';
+import { DELIVERY_OPTIONS, dialectOption, loadCaptures, loadKeys } from './common.js';
 import type { CliIo } from './io.js';
 
 export const VERIFY_HELP = `Usage: jobhook verify --key FILE [--key FILE ...] [options] [FILE ... | -]
@@ -33,15 +33,7 @@ export async function verifyCommand(argv: string[], io: CliIo): Promise<number> 
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: {
-      key: { type: 'string', multiple: true },
-      signature: { type: 'string' },
-      'signature-header': { type: 'string' },
-      dialect: { type: 'string' },
-      jsonl: { type: 'boolean' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    options: { ...DELIVERY_OPTIONS, jsonl: { type: 'boolean' } },
   });
   if (values.help) {
     io.stdout(VERIFY_HELP);

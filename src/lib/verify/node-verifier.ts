@@ -1,7 +1,7 @@
 import { importNodeKey, sha256Hex, verifyRsaSha256, type NodePublicKeyInput } from '../crypto/node.js';
 import { candidates, finish, noKeyVerifies, prepare, resolveOptions, type VerifiedDelivery, type VerifyOptionsBase } from './flow.js';
 import type { HeadersInput } from './headers.js';
-import { keyList } from './key-list.js';
+import { importKeys } from './key-list.js';
 
 export interface VerifierOptions extends VerifyOptionsBase {
   /** The gateway's public key, or several during a rotation (valid if any verifies). */
@@ -15,14 +15,7 @@ export interface Verifier {
 
 export function createNodeVerifier(options: VerifierOptions): Verifier {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
-  const keys = keyList(options.publicKey).map((k, i) => {
-    try {
-      return importNodeKey(k);
-    } catch (err) {
-      if (err instanceof TypeError) throw new TypeError(`publicKey[${i}]: ${err.message}`);
-      throw new TypeError(`publicKey[${i}] could not be imported: ${(err as Error).message}`);
-    }
-  });
+  const keys = importKeys(options.publicKey, importNodeKey);
   const modulusBytes = keys.map((k) => k.modulusBytes);
   const o = resolveOptions(options);
   return {

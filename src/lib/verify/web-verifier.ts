@@ -1,7 +1,7 @@
 import { asciiBytes, prepareWebKey, sha256HexWeb, verifyRsaSha256Web, type WebPublicKeyInput } from '../crypto/web.js';
 import { candidates, finish, noKeyVerifies, prepare, resolveOptions, type VerifiedDelivery, type VerifyOptionsBase } from './flow.js';
 import type { HeadersInput } from './headers.js';
-import { keyList } from './key-list.js';
+import { importKeys } from './key-list.js';
 
 export interface WebVerifierOptions extends VerifyOptionsBase {
   /** The gateway's public key, or several during a rotation (valid if any verifies). */
@@ -15,13 +15,7 @@ export interface WebVerifier {
 
 export function createWebVerifierCore(options: WebVerifierOptions): WebVerifier {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
-  const keys = keyList(options.publicKey).map((k, i) => {
-    try {
-      return prepareWebKey(k);
-    } catch (err) {
-      throw new TypeError(`publicKey[${i}]: ${(err as Error).message}`);
-    }
-  });
+  const keys = importKeys(options.publicKey, prepareWebKey);
   const modulusBytes = keys.map((k) => k.modulusBytes);
   const o = resolveOptions(options);
   return {
