@@ -108,7 +108,20 @@ export type AnyWebhookError =
   | EventTooOldError
   | StoreUnavailableError;
 
-/** True when `value` is a jobhook error, also one from another copy of the package (ESM and CJS builds loaded together). */
+/**
+ * True when `value` is a jobhook error, also one from another copy of the package
+ * (ESM and CJS builds loaded together).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   verifier.verify(body, headers);
+ * } catch (err) {
+ *   if (!isWebhookError(err)) throw err;
+ *   if (err.code === 'BODY_MALFORMED') console.warn('bad JSON at byte', err.offset);
+ * }
+ * ```
+ */
 export function isWebhookError(value: unknown): value is AnyWebhookError {
   return value instanceof WebhookError || (typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true);
 }

@@ -84,7 +84,17 @@ export function sendAnswer(res: ServerResponse, answer: HttpAnswer): void {
   res.end(JSON.stringify(answer.body));
 }
 
-/** For `express.json({ verify: keepRawBody })`: keeps the raw bytes so jobhook can run after the JSON parser. */
+/**
+ * For `express.json({ verify: keepRawBody })`: keeps the raw bytes (`req.rawBody`)
+ * so jobhook's middleware can run after the JSON parser.
+ *
+ * @example
+ * ```ts
+ * import { keepRawBody, webhookReceiver } from 'jobhook/express';
+ * app.use(express.json({ verify: keepRawBody }));
+ * app.post('/webhooks/gateway', webhookReceiver({ publicKey, onEvent }));
+ * ```
+ */
 export function keepRawBody(req: IncomingMessage, _res: ServerResponse, buf: Buffer): void {
   (req as NodeWebhookRequest).rawBody = buf;
 }

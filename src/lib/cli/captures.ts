@@ -22,7 +22,7 @@ const REQUEST_LINE = /^[A-Z]+ \S+ HTTP\/1\.[01]\r?\n/;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-function isCaptureObject(v: unknown): v is { headers: Record<string, unknown>; body?: unknown; bodyBase64?: unknown } {
+export function isCaptureObject(v: unknown): v is { headers: Record<string, unknown>; body?: unknown; bodyBase64?: unknown } {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && typeof (v as { headers?: unknown }).headers === 'object' && (v as { headers?: unknown }).headers !== null && ('body' in v || 'bodyBase64' in v);
 }
 

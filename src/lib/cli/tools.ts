@@ -4,7 +4,7 @@ import { assertDialect, DIALECTS } from '../canonical/dialects.js';
 import { sendDelivery } from '../send.js';
 import { signDelivery } from '../sign.js';
 import { examplePayload, writeTestKeyPair } from '../testing.js';
-import { parseCaptures } from './captures.js';
+import { isCaptureObject, parseCaptures } from './captures.js';
 import { readInput, UsageError, type CliIo } from './io.js';
 
 export const KEYGEN_HELP = `Usage: jobhook keygen --out DIR [--bits 2048|3072|4096] [--force]
@@ -157,8 +157,11 @@ export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
 
 /** A FILE that already is a capture object is sent as it is. */
 function parseCapture(bytes: Uint8Array, source: string): { headers: Record<string, string>; body: Uint8Array } | undefined {
-  const text = new TextDecoder().decode(bytes).trimStart();
-  if (!text.startsWith('{"headers"') && !text.startsWith('{\n  "headers"')) return undefined;
-  const [capture] = parseCaptures(bytes, source);
-  return capture;
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    return undefined; // not JSON: sent as a payload, and the receiver will say why it is malformed
+  }
+  return isCaptureObject(value) ? parseCaptures(bytes, source)[0] : undefined;
 }

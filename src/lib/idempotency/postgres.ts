@@ -35,6 +35,16 @@ async function loadPg(): Promise<typeof import('pg')> {
  * Idempotency store on PostgreSQL: one table, a claim is an `INSERT … ON CONFLICT
  * … DO UPDATE … WHERE` the lease (or retention) ran out. Call `migrate()` once
  * (safe to run concurrently) and schedule `purgeExpired()`.
+ *
+ * @example
+ * ```ts
+ * import { PostgresIdempotencyStore } from 'jobhook/postgres';
+ *
+ * const store = new PostgresIdempotencyStore({ connectionString: process.env.DATABASE_URL! }); // or { pool }
+ * await store.migrate();
+ * setInterval(() => store.purgeExpired().catch(console.error), 3_600_000).unref();
+ * app.post('/webhooks/gateway', webhookReceiver({ publicKey, store, onEvent }));
+ * ```
  */
 export class PostgresIdempotencyStore implements IdempotencyStore {
   private readonly pool: Promise<Pool>;

@@ -36,6 +36,16 @@ async function loadRedisClass(): Promise<typeof import('ioredis').Redis> {
 /**
  * Idempotency store on Redis: `SET NX PX` claims, Lua compare-and-set for
  * token-checked complete and release. Several receiver instances share it.
+ *
+ * @example
+ * ```ts
+ * import { RedisIdempotencyStore } from 'jobhook/redis';
+ * import { webhookReceiver } from 'jobhook/express';
+ *
+ * const store = new RedisIdempotencyStore({ url: process.env.REDIS_URL! }); // or { client: yourIoredisClient }
+ * app.post('/webhooks/gateway', webhookReceiver({ publicKey, store, onEvent }));
+ * process.on('SIGTERM', () => void store.close());
+ * ```
  */
 export class RedisIdempotencyStore implements IdempotencyStore {
   private client: Promise<ScriptedRedis>;
