@@ -2,8 +2,13 @@
  * jobhook: verify the RSA-signed `async_job_completed` webhooks of an AI gateway.
  * @packageDocumentation
  */
+import type { KeyObject } from 'node:crypto';
 import { canonicalizeBytes, canonicalizeText, parseJsonValue, type CanonicalizeOptions, type ParseJsonOptions } from './lib/canonical/index.js';
 import type { JsonValue } from './lib/canonical/to-value.js';
+import { createNodeVerifier, type Verifier, type VerifierOptions } from './lib/verify/node-verifier.js';
+import type { VerifiedDelivery } from './lib/verify/flow.js';
+import type { HeadersInput } from './lib/verify/headers.js';
+import { signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/sign.js';
 
 export { DIALECTS, type DialectName } from './lib/canonical/dialects.js';
 export type { IntegerMode, JsonValue } from './lib/canonical/to-value.js';
@@ -54,10 +59,6 @@ export function canonicalizeToBytes(body: string | Uint8Array, options?: Canonic
 export function parseJson(body: string | Uint8Array, options?: ParseJsonOptions): JsonValue {
   return parseJsonValue(body, options);
 }
-
-import { createNodeVerifier, type Verifier, type VerifierOptions } from './lib/verify/node-verifier.js';
-import type { VerifiedDelivery } from './lib/verify/flow.js';
-import type { HeadersInput } from './lib/verify/headers.js';
 
 export type { Verifier, VerifierOptions } from './lib/verify/node-verifier.js';
 export type { VerifiedDelivery, VerifyOptionsBase } from './lib/verify/flow.js';
@@ -111,7 +112,6 @@ export function verifyWebhook(body: string | Uint8Array, headers: HeadersInput, 
   return verifier.verify(body, headers);
 }
 
-import { signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/sign.js';
 export type { SignOptions, SignedDelivery } from './lib/sign.js';
 
 /**
@@ -123,7 +123,7 @@ export type { SignOptions, SignedDelivery } from './lib/sign.js';
  * await fetch('http://127.0.0.1:3000/webhooks', { method: 'POST', headers, body });
  * ```
  */
-export function signDelivery(body: string | Uint8Array, privateKey: string | import('node:crypto').KeyObject, options?: SignOptions): SignedDelivery {
+export function signDelivery(body: string | Uint8Array, privateKey: string | KeyObject, options?: SignOptions): SignedDelivery {
   return signDeliveryCore(body, privateKey, options);
 }
 

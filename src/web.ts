@@ -4,6 +4,7 @@
  * @packageDocumentation
  */
 import { createWebVerifierCore, type WebVerifier, type WebVerifierOptions } from './lib/verify/web-verifier.js';
+import { createHandler, type WebhookHandlerOptions } from './lib/adapters/web.js';
 
 export type { WebVerifier, WebVerifierOptions } from './lib/verify/web-verifier.js';
 export type { WebPublicKeyInput } from './lib/crypto/web.js';
@@ -24,8 +25,6 @@ export * from './lib/errors.js';
 export function createWebVerifier(options: WebVerifierOptions): WebVerifier {
   return createWebVerifierCore(options);
 }
-
-import { createHandler, type WebhookHandlerOptions } from './lib/adapters/web.js';
 
 export type { WebhookHandlerOptions } from './lib/adapters/web.js';
 export type { EventContext, ReceiverFlowOptions } from './lib/receive/flow.js';
