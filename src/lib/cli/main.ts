@@ -1,5 +1,5 @@
 import { isWebhookError } from '../errors.js';
-import { CANONICALIZE_HELP, canonicalizeCommand } from './canonicalize.js';
+import { canonicalizeCommand } from './canonicalize.js';
 import { explainCommand } from './explain.js';
 import { keygenCommand, sendCommand, signCommand } from './tools.js';
 import { verifyCommand } from './verify.js';
@@ -67,4 +67,3 @@ function describeError(err: unknown): string {
   return String(err);
 }
 
-export { CANONICALIZE_HELP };
