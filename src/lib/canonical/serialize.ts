@@ -35,6 +35,17 @@ export function unrepresentableReason(doc: ParsedDocument, dialect: DialectName)
 }
 
 /**
+ * True when the parser's flags prove that `a` and `b` write this document byte for
+ * byte alike, so only one of them needs serializing. Without numbers whose text
+ * depends on the dialect, the UTF-8 dialects coincide, and `python` joins them when
+ * no string holds a character it escapes. False means "not proven", not "different".
+ */
+export function provablySame(doc: ParsedDocument, a: DialectName, b: DialectName): boolean {
+  if (doc.dialectNumbers) return false;
+  return (a === 'python') === (b === 'python') || !doc.nonAscii;
+}
+
+/**
  * Serializes a parsed document in one dialect: sorted keys, 2-space indent, no
  * trailing newline. Throws `CanonicalUnrepresentableError` when the dialect
  * cannot write this document.

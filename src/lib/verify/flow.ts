@@ -1,6 +1,6 @@
 import { DIALECTS, assertDialect, type DialectName } from '../canonical/dialects.js';
 import { DEFAULT_MAX_DEPTH, parseDocument, resolveMaxDepth } from '../canonical/parse.js';
-import { serializeDocument, unrepresentableReason } from '../canonical/serialize.js';
+import { provablySame, serializeDocument, unrepresentableReason } from '../canonical/serialize.js';
 import { assertIntegerMode, documentValue, type IntegerMode } from '../canonical/to-value.js';
 import type { ParsedDocument } from '../canonical/tree.js';
 import {
@@ -176,15 +176,22 @@ export function hexToBytes(hex: string): Uint8Array {
   return out;
 }
 
-/** Canonical texts to try, in order, skipping dialects that cannot write the document and byte-identical repeats. */
+/**
+ * Canonical texts to try, in order, skipping dialects that cannot write the document
+ * and byte-identical repeats. The parser's flags prove most repeats without
+ * serializing them (an invalid signature would otherwise cost four serializations);
+ * the rest are compared as text.
+ */
 export function* candidates(doc: ParsedDocument, dialects: readonly DialectName[]): Generator<{ dialect: DialectName; canonical: string }> {
-  const seen: string[] = [];
+  const tried: Array<{ dialect: DialectName; canonical: string }> = [];
   for (const dialect of dialects) {
     if (unrepresentableReason(doc, dialect) !== undefined) continue;
+    if (tried.some((t) => provablySame(doc, t.dialect, dialect))) continue;
     const canonical = serializeDocument(doc, dialect);
-    if (seen.includes(canonical)) continue;
-    seen.push(canonical);
-    yield { dialect, canonical };
+    if (tried.some((t) => t.canonical === canonical)) continue;
+    const candidate = { dialect, canonical };
+    tried.push(candidate);
+    yield candidate;
   }
 }
 
