@@ -1,4 +1,4 @@
-import { constants, createHash, publicDecrypt } from 'node:crypto';
+import { constants, publicDecrypt } from 'node:crypto';
 import { DIALECTS, type DialectName } from './canonical/dialects.js';
 import { parseDocument } from './canonical/parse.js';
 import { serializeDocument, unrepresentableReason } from './canonical/serialize.js';
@@ -210,7 +210,7 @@ export function explainDelivery(body: Uint8Array, headers: HeadersInput, publicK
         for (const dialect of DIALECTS) {
           if (unrepresentableReason(repairedDoc, dialect) !== undefined) continue;
           const digest = sha256Hex(serializeDocument(repairedDoc, dialect));
-          if (createHash('sha256').update(digest, 'latin1').digest('hex') === rightKey.signedHash) {
+          if (sha256Hex(digest) === rightKey.signedHash) {
             explanation.repairedFloats = { keys: candidates, dialect };
             break;
           }

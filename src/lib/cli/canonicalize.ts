@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../crypto/node.js';
 import { parseArgs } from 'node:util';
 import { canonicalizeText } from '../canonical/index.js';
 import { assertDialect, DIALECTS } from '../canonical/dialects.js';
@@ -33,6 +33,6 @@ export async function canonicalizeCommand(argv: string[], io: CliIo): Promise<nu
   const dialect = assertDialect(values.dialect ?? 'orjson', '--dialect');
   const body = await readInput(positionals[0], io);
   const text = canonicalizeText(body, { dialect });
-  io.stdout(values.digest ? createHash('sha256').update(text, 'utf8').digest('hex') + '\n' : text + '\n');
+  io.stdout(values.digest ? sha256Hex(text) + '\n' : text + '\n');
   return 0;
 }
