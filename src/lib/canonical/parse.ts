@@ -73,6 +73,7 @@ export function parseDocument(body: string | Uint8Array, options?: ParseOptions)
       nonFinite: parser.nonFinite,
       nonAscii: parser.nonAscii,
       dialectNumbers: parser.dialectNumbers,
+      negativeZero: parser.negativeZero,
     };
   } catch (err) {
     if (err instanceof ParseFailure) throw new BodyMalformedError(err.reason, utf8ByteLength(text, err.index));
@@ -87,6 +88,7 @@ class Parser {
   nonFinite = false;
   nonAscii = false;
   dialectNumbers = false;
+  negativeZero = false;
   readonly keys: Array<string | undefined> = new Array(KEY_CACHE_SIZE);
 
   constructor(
@@ -190,8 +192,14 @@ class Parser {
     if (fracStart < 0 && !exponent) {
       // Integer. Up to 18 digits it fits orjson's 64-bit range; python writes any size as is.
       if (intLen > 15 && !Number.isSafeInteger(Number(raw))) this.unsafeInteger = true;
-      if (intLen <= 18) return raw === '-0' ? '0' : raw;
+      if (intLen <= 18) {
+        if (raw !== '-0') return raw;
+        this.negativeZero = true;
+        return '0';
+      }
       this.dialectNumbers = true;
+      // orjson reads it as a float (outside 64 bits); one that rounds to ±Infinity makes orjson fail.
+      if (intLen > 308 && !Number.isFinite(Number(raw))) this.nonFinite = true;
       return new JsonNumber(raw, false);
     }
     if (!exponent && this.asWritten(intStart, intLen, fracStart, fracLen)) return raw;

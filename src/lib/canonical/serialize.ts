@@ -17,8 +17,20 @@ function indent(depth: number): string {
 }
 
 // orjson holds integers as i64/u64; a token outside that range is read as a float.
-const ORJSON_MIN = -(2n ** 63n);
-const ORJSON_MAX = 2n ** 64n - 1n;
+const ORJSON_MIN = '9223372036854775808'; // magnitude of -2^63
+const ORJSON_MAX = '18446744073709551615'; // 2^64 - 1
+
+/**
+ * True when an integer token (no leading zeros) is within orjson's −2^63 … 2^64−1.
+ * Compares digit strings: BigInt() of a huge token costs time quadratic in its length.
+ */
+export function inOrjsonIntegerRange(raw: string): boolean {
+  const negative = raw.charCodeAt(0) === 0x2d;
+  const digits = negative ? raw.slice(1) : raw;
+  const bound = negative ? ORJSON_MIN : ORJSON_MAX;
+  if (digits.length !== bound.length) return digits.length < bound.length;
+  return digits <= bound;
+}
 
 /**
  * Explains why the document has no canonical form in `dialect`, or returns undefined
@@ -130,9 +142,7 @@ class Writer {
 
   number(n: JsonNumber): string {
     if (!n.isFloat) {
-      if (!this.orjson) return n.raw;
-      const big = BigInt(n.raw);
-      if (big >= ORJSON_MIN && big <= ORJSON_MAX) return n.raw;
+      if (!this.orjson || inOrjsonIntegerRange(n.raw)) return n.raw;
     }
     // Finite by construction for orjson (unrepresentableReason screened non-finite values).
     return formatFloat(Number(n.raw), this.dialect)!;

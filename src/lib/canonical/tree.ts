@@ -35,10 +35,12 @@ export interface ParsedDocument {
   readonly loneSurrogate: boolean;
   /** An integer token outside ±(2^53 − 1). */
   readonly unsafeInteger: boolean;
-  /** A float token overflowed to ±Infinity. */
+  /** A number token overflows to ±Infinity when read as a float (a float token, or an integer token past orjson's 64 bits). */
   readonly nonFinite: boolean;
   /** Some string or key holds a character the `python` dialect escapes (U+007F and above). */
   readonly nonAscii: boolean;
   /** Some number's text depends on the dialect. */
   readonly dialectNumbers: boolean;
+  /** An integer token `-0` (written `0`, so its value is 0, not −0). */
+  readonly negativeZero: boolean;
 }
