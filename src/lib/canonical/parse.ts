@@ -74,6 +74,7 @@ export function parseDocument(body: string | Uint8Array, options?: ParseOptions)
       nonAscii: parser.nonAscii,
       dialectNumbers: parser.dialectNumbers,
       negativeZero: parser.negativeZero,
+      layoutBytes: parser.layoutBytes,
     };
   } catch (err) {
     if (err instanceof ParseFailure) throw new BodyMalformedError(err.reason, utf8ByteLength(text, err.index));
@@ -89,6 +90,7 @@ class Parser {
   nonAscii = false;
   dialectNumbers = false;
   negativeZero = false;
+  layoutBytes = 0;
   readonly keys: Array<string | undefined> = new Array(KEY_CACHE_SIZE);
 
   constructor(
@@ -339,6 +341,8 @@ class Parser {
         this.ws();
       } else if (c === 0x5d) {
         this.i++;
+        // Newline and indent before each item and before the closing bracket.
+        this.layoutBytes += items.length * (1 + 2 * depth) + 2 * depth - 1;
         return items;
       } else {
         this.fail(Number.isNaN(c) ? 'unexpected end of input in an array' : `unexpected ${describe(c)}, expected ',' or ']'`);
@@ -387,6 +391,8 @@ class Parser {
         this.fail(Number.isNaN(c) ? 'unexpected end of input in an object' : `unexpected ${describe(c)}, expected ',' or '}'`);
       }
     }
+    // Newline and indent before each member and the closing brace, and the space after each colon.
+    this.layoutBytes += (m.length >> 1) * (2 + 2 * depth) + 2 * depth - 1;
     return new JsonObject(inOrder ? m : this.sorted(m, start));
   }
 

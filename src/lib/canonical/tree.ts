@@ -43,4 +43,11 @@ export interface ParsedDocument {
   readonly dialectNumbers: boolean;
   /** An integer token `-0` (written `0`, so its value is 0, not −0). */
   readonly negativeZero: boolean;
+  /**
+   * Whitespace the canonical layout adds: a newline and 2 spaces per depth before
+   * every item of a non-empty container and before its closing bracket, and a space
+   * after every colon. The canonical text is about body bytes + this; it is what
+   * makes deeply nested input expand, so it bounds work before any is done.
+   */
+  readonly layoutBytes: number;
 }
