@@ -6,7 +6,7 @@ import type { KeyObject } from 'node:crypto';
 import { canonicalizeBytes, canonicalizeText, parseJsonValue, type CanonicalizeOptions, type ParseJsonOptions } from './lib/canonical/index.js';
 import type { JsonValue } from './lib/canonical/to-value.js';
 import { createNodeVerifier, type Verifier, type VerifierOptions } from './lib/verify/node-verifier.js';
-import type { VerifiedDelivery } from './lib/verify/flow.js';
+import type { VerifiedDelivery } from './lib/verify/core.js';
 import type { HeadersInput } from './lib/verify/headers.js';
 import { signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/sign.js';
 
@@ -61,8 +61,9 @@ export function parseJson(body: string | Uint8Array, options?: ParseJsonOptions)
 }
 
 export type { Verifier, VerifierOptions } from './lib/verify/node-verifier.js';
-export type { VerifiedDelivery, VerifyOptionsBase } from './lib/verify/flow.js';
-export { DEFAULT_ALGORITHM_HEADER, DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from './lib/verify/flow.js';
+export type { VerifiedDelivery } from './lib/verify/core.js';
+export type { VerifyOptionsBase } from './lib/verify/options.js';
+export { DEFAULT_ALGORITHM_HEADER, DEFAULT_MAX_AGE_SECONDS, DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from './lib/protocol.js';
 export type { HeadersInput } from './lib/verify/headers.js';
 export type { NodePublicKeyInput } from './lib/crypto/node.js';
 export type { RsaPublicJwk } from './lib/crypto/keys.js';

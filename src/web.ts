@@ -8,7 +8,7 @@ import { createHandler, type WebhookHandlerOptions } from './lib/adapters/web.js
 
 export type { WebVerifier, WebVerifierOptions } from './lib/verify/web-verifier.js';
 export type { WebPublicKeyInput } from './lib/crypto/web.js';
-export type { VerifiedDelivery } from './lib/verify/flow.js';
+export type { VerifiedDelivery } from './lib/verify/core.js';
 export type { JobCompletedEvent, JobFailedEvent, JobSucceededEvent } from './lib/event.js';
 export * from './lib/errors.js';
 

@@ -35,7 +35,12 @@ describe('public types', () => {
     const status = (code: WebhookErrorCode): number => {
       switch (code) {
         case 'BODY_TOO_LARGE':
+        case 'CANONICAL_TOO_LARGE':
           return 413;
+        case 'BODY_TIMEOUT':
+          return 408;
+        case 'ENCODING_UNSUPPORTED':
+          return 415;
         case 'BODY_MALFORMED':
         case 'CANONICAL_UNREPRESENTABLE':
         case 'PAYLOAD_INVALID':

@@ -6,9 +6,12 @@
 /** The stable codes, one per subclass below. */
 export type WebhookErrorCode =
   | 'BODY_TOO_LARGE'
+  | 'BODY_TIMEOUT'
   | 'BODY_MALFORMED'
   | 'BODY_UNAVAILABLE'
+  | 'ENCODING_UNSUPPORTED'
   | 'CANONICAL_UNREPRESENTABLE'
+  | 'CANONICAL_TOO_LARGE'
   | 'SIGNATURE_MISSING'
   | 'SIGNATURE_MALFORMED'
   | 'ALGORITHM_UNSUPPORTED'
@@ -38,6 +41,14 @@ export class BodyTooLargeError extends WebhookError {
   }
 }
 
+/** The body did not arrive within `bodyTimeoutMs` (the sender gives an attempt 30 s). */
+export class BodyTimeoutError extends WebhookError {
+  readonly code = 'BODY_TIMEOUT' as const;
+  constructor(readonly timeoutMs: number) {
+    super(`The body did not arrive within ${timeoutMs} ms.`);
+  }
+}
+
 /** The body is not strict JSON (RFC 8259), has duplicate keys, invalid UTF-8 or is nested too deeply. */
 export class BodyMalformedError extends WebhookError {
   readonly code = 'BODY_MALFORMED' as const;
@@ -54,9 +65,26 @@ export class BodyUnavailableError extends WebhookError {
   readonly code = 'BODY_UNAVAILABLE' as const;
 }
 
+/** The request's Content-Encoding is not one jobhook decodes (gzip, deflate, br, identity). */
+export class EncodingUnsupportedError extends WebhookError {
+  readonly code = 'ENCODING_UNSUPPORTED' as const;
+}
+
 /** The payload cannot be written in the requested dialect (for example a lone surrogate in a UTF-8 dialect). */
 export class CanonicalUnrepresentableError extends WebhookError {
   readonly code = 'CANONICAL_UNREPRESENTABLE' as const;
+}
+
+/**
+ * The signature is genuine (it opened with a key) but the canonical text of the body
+ * would exceed `maxCanonicalBytes`, so it is not built (deeply nested input expands
+ * about 1,000×).
+ */
+export class CanonicalTooLargeError extends WebhookError {
+  readonly code = 'CANONICAL_TOO_LARGE' as const;
+  constructor(readonly limit: number) {
+    super(`The canonical form of this body would exceed ${limit} bytes (maxCanonicalBytes), so it was not built; raise maxCanonicalBytes if such deliveries are expected.`);
+  }
 }
 
 /** The signature header is absent or empty. */
@@ -74,7 +102,7 @@ export class AlgorithmUnsupportedError extends WebhookError {
   readonly code = 'ALGORITHM_UNSUPPORTED' as const;
 }
 
-/** No key verifies the signature under any of the dialects tried. */
+/** No key opens the signature, or the hash it carries matches no dialect's canonical form of the body. */
 export class SignatureInvalidError extends WebhookError {
   readonly code = 'SIGNATURE_INVALID' as const;
 }
@@ -97,9 +125,12 @@ export class StoreUnavailableError extends WebhookError {
 /** Union of every concrete error class, for exhaustive `switch` on `code`. */
 export type AnyWebhookError =
   | BodyTooLargeError
+  | BodyTimeoutError
   | BodyMalformedError
   | BodyUnavailableError
+  | EncodingUnsupportedError
   | CanonicalUnrepresentableError
+  | CanonicalTooLargeError
   | SignatureMissingError
   | SignatureMalformedError
   | AlgorithmUnsupportedError

@@ -1,12 +1,18 @@
 import type { JsonValue } from './canonical/to-value.js';
 import { PayloadInvalidError } from './errors.js';
+import { jobIdProblem } from './protocol.js';
 
 /** A JSON object as jobhook hands it over. */
 export interface JsonObjectValue {
   [key: string]: JsonValue;
 }
 
-/** Fields every `async_job_completed` delivery has. Unknown extra fields are kept as they came. */
+/**
+ * Fields every `async_job_completed` delivery has. The gateway may add fields: they
+ * are kept on the object, and reachable typed as `JsonValue` through the delivery's
+ * `payload` (the same object seen as a JSON object), so a typo such as
+ * `event.outptu` does not compile.
+ */
 export interface JobEventBase {
   event: 'async_job_completed';
   /** The gateway's job id (a UUID string); the idempotency key. */
@@ -17,13 +23,12 @@ export interface JobEventBase {
   model?: string | null;
   /** ISO 8601. */
   created_at?: string;
-  /** ISO 8601; checked against `maxAgeSeconds` when that option is set. */
+  /** ISO 8601; checked against the replay window (`maxAgeSeconds`). */
   finished_at?: string;
   /** The provider's raw answer, only when the caller asked for it. */
   original_response?: JsonValue;
   /** Echo of the caller's `user_webhook_parameters`. */
   user_parameters?: JsonObjectValue;
-  [extra: string]: JsonValue | undefined;
 }
 
 /** A job that succeeded: `output` holds the result. */
@@ -35,10 +40,10 @@ export interface JobSucceededEvent extends JobEventBase {
 /** A job that failed: `error.message` says why. */
 export interface JobFailedEvent extends JobEventBase {
   status: 'fail';
-  error: { message: string; [key: string]: JsonValue };
+  error: { message: string } & JsonObjectValue;
 }
 
-/** The verified payload, discriminated on `status`. */
+/** The verified payload, discriminated on `status`: narrow it before reading `output` or `error`. */
 export type JobCompletedEvent = JobSucceededEvent | JobFailedEvent;
 
 function isObject(v: unknown): v is JsonObjectValue {
@@ -46,13 +51,14 @@ function isObject(v: unknown): v is JsonObjectValue {
 }
 
 function invalid(what: string): never {
-  throw new PayloadInvalidError(`The signature is valid but the payload is not an async_job_completed event: ${what}.`);
+  throw new PayloadInvalidError(`The signature is valid but the payload is not an async_job_completed event jobhook can hand over: ${what}.`);
 }
 
 /** Runtime check of a verified payload; returns it typed or throws PayloadInvalidError. */
 export function validateEvent(value: JsonValue): JobCompletedEvent {
   if (!isObject(value)) invalid('the body is not a JSON object');
-  if (typeof value.job_id !== 'string' || value.job_id.length === 0) invalid('job_id is missing or not a non-empty string');
+  const problem = jobIdProblem(value.job_id);
+  if (problem !== undefined) invalid(value.job_id === undefined ? 'job_id is missing' : problem);
   if (value.event !== 'async_job_completed') invalid(`event is ${JSON.stringify(value.event ?? null)}, expected "async_job_completed"`);
   if (value.status === 'success') {
     if (!isObject(value.output)) invalid('status is "success" but output is not an object');

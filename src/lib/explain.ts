@@ -1,14 +1,12 @@
-import { constants, publicDecrypt } from 'node:crypto';
 import { DIALECTS, type DialectName } from './canonical/dialects.js';
 import { parseDocument } from './canonical/parse.js';
 import { serializeDocument, unrepresentableReason } from './canonical/serialize.js';
 import { isWebhookError } from './errors.js';
-import { importNodeKey, sha256Hex, verifyRsaSha256, type ImportedNodeKey, type NodePublicKeyInput } from './crypto/node.js';
-import { DEFAULT_SIGNATURE_HEADER, hexToBytes } from './verify/flow.js';
+import { importNodeKey, sha256Hex, verifyRsaSha256, type NodePublicKeyInput } from './crypto/node.js';
+import { DEFAULT_SIGNATURE_HEADER } from './protocol.js';
+import { hexToBytes } from './verify/signature.js';
 import { getHeader, type HeadersInput } from './verify/headers.js';
 
-/** DigestInfo prefix of SHA-256 in a PKCS#1 v1.5 signature block. */
-const SHA256_DIGEST_INFO = Buffer.from('3031300d060960864801650304020105000420', 'hex');
 
 export interface DialectFinding {
   dialect: DialectName;
@@ -60,21 +58,6 @@ export interface ExplainOptions {
   dialect?: DialectName;
 }
 
-/** The SHA-256 the signer signed, if the signature opens to a well-formed PKCS#1 v1.5 block under the key. */
-function recoverSignedHash(key: ImportedNodeKey, signature: Uint8Array): string | undefined {
-  try {
-    const block = publicDecrypt({ key: key.key, padding: constants.RSA_NO_PADDING }, signature);
-    if (block[0] !== 0 || block[1] !== 1) return undefined;
-    let k = 2;
-    while (k < block.length && block[k] === 0xff) k++;
-    if (k < 10 || block[k] !== 0) return undefined;
-    const rest = block.subarray(k + 1);
-    if (rest.length !== SHA256_DIGEST_INFO.length + 32 || !rest.subarray(0, SHA256_DIGEST_INFO.length).equals(SHA256_DIGEST_INFO)) return undefined;
-    return rest.subarray(SHA256_DIGEST_INFO.length).toString('hex');
-  } catch {
-    return undefined;
-  }
-}
 
 const FLOAT_TOKEN_ZERO = /(?<![\w.])-?\d+\.0+(?![\d])/g;
 
@@ -126,9 +109,9 @@ export function explainDelivery(body: Uint8Array, headers: HeadersInput, publicK
   const keyFindings: KeyFinding[] = keys.map((k, index) => {
     const finding: KeyFinding = { index, modulusBits: k.modulusBytes * 8, expectedHexDigits: k.modulusBytes * 2, lengthMatches: compact.length === k.modulusBytes * 2 && !signature.nonHex };
     if (finding.lengthMatches && sigBytes !== undefined) {
-      const hash = recoverSignedHash(k, sigBytes);
+      const hash = k.open(sigBytes);
       finding.wellFormed = hash !== undefined;
-      if (hash !== undefined) finding.signedHash = hash;
+      if (hash !== undefined) finding.signedHash = Buffer.from(hash).toString('hex');
     }
     return finding;
   });

@@ -1,7 +1,7 @@
 import { createPrivateKey, sign as rsaSign, type KeyObject } from 'node:crypto';
 import type { DialectName } from './canonical/dialects.js';
 import { canonicalizeText } from './canonical/index.js';
-import { DEFAULT_ALGORITHM_HEADER, DEFAULT_SIGNATURE_HEADER } from './verify/flow.js';
+import { DEFAULT_ALGORITHM_HEADER, DEFAULT_SIGNATURE_HEADER } from './protocol.js';
 import { sha256Hex } from './crypto/node.js';
 
 export interface SignOptions {

@@ -117,5 +117,17 @@ export function storeContract(name: string, pair: () => StorePair): void {
       await expect(a.claim('', { leaseMs: 1000 })).rejects.toThrow(TypeError);
       await expect(a.claim(id('args'), { leaseMs: 0 })).rejects.toThrow(TypeError);
     });
+
+    it('refuses ids it could not keep apart or store: lone surrogates, control characters, over 256 characters', async () => {
+      const { a } = pair();
+      // '\ud800' and '\ud801' would both become U+FFFD on the way to Redis or PostgreSQL.
+      for (const bad of [`lone-\ud800-${id('')}`, `lone-\udfff-${id('')}`, `nul-\u0000-${id('')}`, `c1-\u0085-${id('')}`, 'x'.repeat(257)]) {
+        await expect(a.claim(bad, { leaseMs: 1000 }), JSON.stringify(bad)).rejects.toThrow(TypeError);
+      }
+      // Characters, not UTF-16 units: 200 astral characters are 400 units, and fine.
+      const astral = '😀'.repeat(200) + id('');
+      expect(astral.length).toBeGreaterThan(256);
+      expect((await a.claim(astral, { leaseMs: 1000 })).status).toBe('acquired');
+    });
   });
 }

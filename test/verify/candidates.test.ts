@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { DIALECTS, type DialectName } from '../../src/index.js';
 import { parseDocument } from '../../src/lib/canonical/parse.js';
 import { serializeDocument, unrepresentableReason } from '../../src/lib/canonical/serialize.js';
-import { candidates } from '../../src/lib/verify/flow.js';
+import { candidateDialects } from '../../src/lib/verify/core.js';
 
 /** The reference: serialize every dialect and drop byte-identical repeats by comparing text. */
 function byText(body: string): DialectName[] {
@@ -20,7 +20,17 @@ function byText(body: string): DialectName[] {
   return out;
 }
 
-const viaFlags = (body: string) => [...candidates(parseDocument(body), DIALECTS)].map((c) => c.dialect);
+/** What the verifiers hash: the flags' candidates, repeats then dropped by digest (here: by text). */
+function viaFlags(body: string): DialectName[] {
+  const doc = parseDocument(body);
+  const seen = new Set<string>();
+  return candidateDialects(doc, DIALECTS).filter((d) => {
+    const text = serializeDocument(doc, d);
+    if (seen.has(text)) return false;
+    seen.add(text);
+    return true;
+  });
+}
 
 describe('dialect candidates', () => {
   it.each([
@@ -33,6 +43,11 @@ describe('dialect candidates', () => {
   ])('%s', (_l, body, want) => {
     expect(viaFlags(body)).toEqual(want);
     expect(byText(body)).toEqual(want);
+  });
+
+  it('the flags alone spare the serializations of the usual bodies', () => {
+    expect(candidateDialects(parseDocument('{"a":[1,0.5,1.0,"x"]}'), DIALECTS)).toEqual(['orjson']);
+    expect(candidateDialects(parseDocument('{"a":"é","b":1.0}'), DIALECTS)).toEqual(['orjson', 'python']);
   });
 
   it('the flags never skip a dialect that text comparison would keep (property)', () => {

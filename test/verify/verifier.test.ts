@@ -10,10 +10,15 @@ const all = deliveries();
 // A second 2048-bit key made per run: it can only be the wrong key for these signatures.
 const OTHER_2048 = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }) as string;
 
+// The fixtures finished at 2026-11-21T10:00:05Z: verify them on a clock a few minutes later,
+// inside the default 24 h replay window whatever day the tests run.
+const FIXTURE_NOW = Date.parse('2026-11-21T10:05:00Z');
+const now = () => FIXTURE_NOW;
+
 type AnyVerify = (body: string | Uint8Array, headers: Record<string, string> | Headers, options: VerifierOptions) => Promise<VerifiedDelivery>;
 const backends: Array<[string, AnyVerify]> = [
-  ['node:crypto', async (b, h, o) => createVerifier(o).verify(b, h)],
-  ['WebCrypto', (b, h, o) => createWebVerifier(o as Parameters<typeof createWebVerifier>[0]).verify(b, h)],
+  ['node:crypto', async (b, h, o) => createVerifier({ now, ...o }).verify(b, h)],
+  ['WebCrypto', (b, h, o) => createWebVerifier({ now, ...o } as Parameters<typeof createWebVerifier>[0]).verify(b, h)],
 ];
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
@@ -60,7 +65,7 @@ describe('signed deliveries made by Python cryptography (fixtures/sign_deliverie
 
   it('a KeyObject works too, and bytes work like text', () => {
     const d = all[0]!;
-    const v = createVerifier({ publicKey: createPublicKey(publicPem(d.keyBits)) });
+    const v = createVerifier({ publicKey: createPublicKey(publicPem(d.keyBits)), now });
     expect(v.verify(new TextEncoder().encode(d.body), d.headers).jobId).toBe(d.jobId);
   });
 
@@ -76,14 +81,15 @@ describe('signed deliveries made by Python cryptography (fixtures/sign_deliverie
 
   it('hands over the typed event with unknown fields kept', () => {
     const d = all.find((x) => x.name === 'orjson 2048 success compact')!;
-    const { event } = createVerifier({ publicKey: publicPem(2048), integers: 'bigint' }).verify(d.body, d.headers);
+    const { event, payload } = createVerifier({ publicKey: publicPem(2048), integers: 'bigint', now }).verify(d.body, d.headers);
     expect(event.status).toBe('success');
     if (event.status !== 'success') throw new Error('narrowing');
     expect(event.output.confidence).toBe(1);
     expect(event.output.big).toBe(18446744073709551615n);
-    expect(event.future_field).toEqual({ kept: true });
+    expect(payload.future_field).toEqual({ kept: true });
+    expect(payload).toBe(event);
     const f = all.find((x) => x.name === 'orjson 2048 fail compact')!;
-    const failed = createVerifier({ publicKey: publicPem(2048) }).verify(f.body, f.headers).event;
+    const failed = createVerifier({ publicKey: publicPem(2048), now }).verify(f.body, f.headers).event;
     expect(failed.status === 'fail' && failed.error.message).toBe('provider timeout');
   });
 });
@@ -176,14 +182,14 @@ describe('payload checks after a valid signature (signed here with the test key)
 
   it('verifyWebhook imports the keys once per options object', () => {
     const { headers, body } = signed(base);
-    const options = { publicKey: pub };
+    const options = { publicKey: pub, now };
     expect(verifyWebhook(body, headers, options).jobId).toBe('j-1');
     expect(verifyWebhook(body, headers, options).jobId).toBe('j-1');
   });
 
   it('the canonical SHA-256 is the digest of the canonical bytes', () => {
     const { headers, body } = signed(base);
-    const r = createVerifier({ publicKey: pub }).verify(body, headers);
+    const r = createVerifier({ publicKey: pub, now }).verify(body, headers);
     const canonical = '{\n  "event": "async_job_completed",\n  "finished_at": "2026-11-21T10:00:05Z",\n  "job_id": "j-1",\n  "output": {\n    "a": 1\n  },\n  "status": "success"\n}';
     // JSON.stringify wrote 1.0 as 1, so the signed canonical form has the integer 1.
     expect(r.canonicalSha256).toBe(createHash('sha256').update(canonical).digest('hex'));
@@ -195,7 +201,7 @@ describe('keys are checked at construction', () => {
     ['a 1024-bit key', readFixture('keys', 'weak-1024-public.pem'), /1024-bit RSA key; jobhook requires at least 2048 bits/],
     ['an EC key', readFixture('keys', 'ec-p256-public.pem'), /an EC key; the gateway signs with RSA/],
     ['a private key', privatePem(2048), /private key/],
-    ['not a key', 'hello', /not PEM/],
+    ['not a key', 'hello', /publicKey is a string starting "hello"; expected a PEM/],
     ['nothing', undefined, /publicKey is required/],
     ['an empty list', [], /at least one key/],
     ['a JWK for another algorithm', { ...keyForms(2048).JWK, alg: 'PS256' }, /PS256/],

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { MemoryIdempotencyStore } from '../idempotency/memory.js';
 import { answerForError } from '../receive/answers.js';
 import { receiveDelivery, resolveFlow, verifyOnly, type ReceiverFlowOptions } from '../receive/flow.js';
-import { DEFAULT_MAX_BODY_BYTES } from '../verify/flow.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../protocol.js';
 import { createNodeVerifier, type VerifierOptions } from '../verify/node-verifier.js';
 import { readNodeBody, sendAnswer, type NodeWebhookRequest } from './node-http.js';
 

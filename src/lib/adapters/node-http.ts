@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyTooLargeError, BodyUnavailableError } from '../errors.js';
 import type { HttpAnswer } from '../receive/answers.js';
-import type { VerifiedDelivery } from '../verify/flow.js';
+import type { VerifiedDelivery } from '../verify/core.js';
 
 /** A Node/Express/Connect request as jobhook reads it. */
 export interface NodeWebhookRequest extends IncomingMessage {

@@ -2,7 +2,7 @@ import { BodyTooLargeError } from '../errors.js';
 import { MemoryIdempotencyStore } from '../idempotency/memory.js';
 import { answerForError, type HttpAnswer } from '../receive/answers.js';
 import { receiveDelivery, resolveFlow, type ReceiverFlowOptions } from '../receive/flow.js';
-import { DEFAULT_MAX_BODY_BYTES } from '../verify/flow.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../protocol.js';
 import { createWebVerifierCore, type WebVerifierOptions } from '../verify/web-verifier.js';
 
 export interface WebhookHandlerOptions extends WebVerifierOptions, ReceiverFlowOptions<Request> {}

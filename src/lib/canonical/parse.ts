@@ -1,7 +1,8 @@
 import { BodyMalformedError } from '../errors.js';
 import { JsonNumber, JsonObject, type JsonNode, type ParsedDocument } from './tree.js';
 import { checkWellFormed, decodeUtf8, utf8ByteLength } from './utf8.js';
-import { quoteUtf8 } from './quote.js';
+import { PYTHON_ESCAPED, quoteUtf8 } from './quote.js';
+import { optionalNumber } from '../options.js';
 
 /** Default and highest accepted nesting limits. */
 export const DEFAULT_MAX_DEPTH = 1000;
@@ -13,8 +14,6 @@ export interface ParseOptions {
   maxDepth?: number;
 }
 
-// Characters the python dialect escapes (everything from U+007F up).
-const NON_ASCII = /[\u007f-\uffff]/;
 
 const ESCAPES: Record<number, string> = {
   0x22: '"',
@@ -38,11 +37,7 @@ class ParseFailure {
 }
 
 export function resolveMaxDepth(maxDepth: number | undefined): number {
-  if (maxDepth === undefined) return DEFAULT_MAX_DEPTH;
-  if (!Number.isInteger(maxDepth) || maxDepth < 1 || maxDepth > MAX_MAX_DEPTH) {
-    throw new TypeError(`maxDepth must be an integer from 1 to ${MAX_MAX_DEPTH}, got ${String(maxDepth)}`);
-  }
-  return maxDepth;
+  return optionalNumber(maxDepth, 'maxDepth', DEFAULT_MAX_DEPTH, { integer: true, max: MAX_MAX_DEPTH });
 }
 
 /**
@@ -244,10 +239,12 @@ class Parser {
       const c = t.charCodeAt(j);
       // NaN (end of text) fails c >= 0x20 and stops the loop.
       if (!(c >= 0x20) || c === 0x22 || c === 0x5c) break;
-      high |= c;
+      // Non-zero exactly when c >= U+007F (OR-ing the codes themselves would flag
+      // ASCII pairs such as 'w' | 'O' = 0x7f and rescan most long strings).
+      high |= (c + 1) >> 7;
       j++;
     }
-    if (high >= 0x7f && !this.nonAscii && NON_ASCII.test(t.slice(start, j))) this.nonAscii = true;
+    if (high !== 0) this.nonAscii = true;
     return j;
   }
 
@@ -318,7 +315,7 @@ class Parser {
     }
     this.i = j + 1;
     if (escapedSurrogate && !out.isWellFormed()) this.loneSurrogate = true;
-    if (!this.nonAscii && NON_ASCII.test(out)) this.nonAscii = true;
+    if (!this.nonAscii && PYTHON_ESCAPED.test(out)) this.nonAscii = true;
     return out;
   }
 

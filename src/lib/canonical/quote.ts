@@ -9,8 +9,9 @@ const SHORT_ESCAPES: Record<number, string> = {
   0x0c: '\\f',
   0x0d: '\\r',
 };
-// Python's ensure_ascii also escapes U+007F and everything above, per UTF-16 unit.
-const PYTHON_ASCII = /[\u007f-\uffff]/g;
+/** What Python's ensure_ascii escapes besides the shared escapes: U+007F and everything above, per UTF-16 unit. */
+export const PYTHON_ESCAPED = /[\u007f-\uffff]/;
+const PYTHON_ESCAPED_ALL = new RegExp(PYTHON_ESCAPED.source, 'g');
 
 /** Quotes a decoded string as the UTF-8 dialects write it. */
 export function quoteUtf8(s: string): string {
@@ -33,5 +34,5 @@ function unicodeEscape(c: string): string {
 
 /** Turns a UTF-8-dialect token into the python (ensure_ascii) token: the other escapes are the same. */
 export function asciiToken(token: string): string {
-  return token.replace(PYTHON_ASCII, unicodeEscape);
+  return token.replace(PYTHON_ESCAPED_ALL, unicodeEscape);
 }

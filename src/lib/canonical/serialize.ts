@@ -1,10 +1,9 @@
 import { CanonicalUnrepresentableError } from '../errors.js';
 import type { DialectName } from './dialects.js';
 import { formatFloat } from './floats.js';
-import { asciiToken, quoteUtf8 } from './quote.js';
-import { JsonNumber, JsonObject, type JsonNode, type ParsedDocument } from './tree.js';
+import { asciiToken, PYTHON_ESCAPED, quoteUtf8 } from './quote.js';
+import { JsonNumber, JsonObject, type DocumentFlags, type JsonNode, type ParsedDocument } from './tree.js';
 
-const NON_ASCII = /[\u007f-\uffff]/;
 
 const INDENTS: string[] = ['\n'];
 function indent(depth: number): string {
@@ -36,7 +35,7 @@ export function inOrjsonIntegerRange(raw: string): boolean {
  * Explains why the document has no canonical form in `dialect`, or returns undefined
  * when it has one. Cheap: uses the flags the parser collected.
  */
-export function unrepresentableReason(doc: ParsedDocument, dialect: DialectName): string | undefined {
+export function unrepresentableReason(doc: DocumentFlags, dialect: DialectName): string | undefined {
   if (doc.loneSurrogate && dialect !== 'python') {
     return `a string holds a lone surrogate escape, which the ${dialect} dialect cannot encode as UTF-8`;
   }
@@ -52,7 +51,7 @@ export function unrepresentableReason(doc: ParsedDocument, dialect: DialectName)
  * depends on the dialect, the UTF-8 dialects coincide, and `python` joins them when
  * no string holds a character it escapes. False means "not proven", not "different".
  */
-export function provablySame(doc: ParsedDocument, a: DialectName, b: DialectName): boolean {
+export function provablySame(doc: DocumentFlags, a: DialectName, b: DialectName): boolean {
   if (doc.dialectNumbers) return false;
   return (a === 'python') === (b === 'python') || !doc.nonAscii;
 }
@@ -63,13 +62,26 @@ export function provablySame(doc: ParsedDocument, a: DialectName, b: DialectName
  * cannot write this document.
  */
 export function serializeDocument(doc: ParsedDocument, dialect: DialectName): string {
+  let whole: string | undefined;
+  let chunks: string[] | undefined;
+  writeDocument(doc, dialect, (chunk) => {
+    if (whole === undefined) whole = chunk;
+    else (chunks ??= [whole]).push(chunk);
+  });
+  return chunks === undefined ? whole! : chunks.join('');
+}
+
+/**
+ * Streams the canonical text of `doc` to `sink` in chunks of about 32 K characters
+ * (the last may be shorter; a document gives at least one chunk), so it can be
+ * hashed without holding all of it. Throws like {@link serializeDocument}.
+ */
+export function writeDocument(doc: ParsedDocument, dialect: DialectName, sink: (chunk: string) => void): void {
   const reason = unrepresentableReason(doc, dialect);
   if (reason !== undefined) throw new CanonicalUnrepresentableError(`No canonical ${dialect} form: ${reason}.`);
-  const w = new Writer(dialect, doc.nonAscii && dialect === 'python');
+  const w = new Writer(dialect, doc.nonAscii && dialect === 'python', sink);
   w.node(doc.root, 0);
-  if (w.chunks.length === 0) return w.out;
-  w.chunks.push(w.out);
-  return w.chunks.join('');
+  sink(w.out);
 }
 
 // Output is flushed in flat chunks of about this many characters: a long rope of
@@ -78,13 +90,13 @@ const CHUNK = 32 * 1024;
 
 class Writer {
   out = '';
-  readonly chunks: string[] = [];
   readonly keys = new Map<string, string>();
   readonly orjson: boolean;
   constructor(
     readonly dialect: DialectName,
     /** Escape non-ASCII (python dialect, and only when the document has any). */
     readonly ascii: boolean,
+    readonly sink: (chunk: string) => void,
   ) {
     this.orjson = dialect === 'orjson' || dialect === 'orjson-legacy';
   }
@@ -92,13 +104,13 @@ class Writer {
   flush(): void {
     // Reading a character flattens the rope, so the pieces become garbage while young.
     this.out.charCodeAt(0);
-    this.chunks.push(this.out);
+    this.sink(this.out);
     this.out = '';
   }
 
   node(n: JsonNode, depth: number): void {
     if (typeof n === 'string') {
-      this.out += this.ascii && n.charCodeAt(0) === 0x22 && NON_ASCII.test(n) ? asciiToken(n) : n;
+      this.out += this.ascii && n.charCodeAt(0) === 0x22 && PYTHON_ESCAPED.test(n) ? asciiToken(n) : n;
     } else if (n instanceof JsonObject) {
       const m = n.m;
       if (m.length === 0) {

@@ -1,3 +1,6 @@
+import { PayloadInvalidError } from '../errors.js';
+import type { DialectName } from './dialects.js';
+import { inOrjsonIntegerRange } from './serialize.js';
 import { JsonNumber, JsonObject, type JsonNode, type ParsedDocument } from './tree.js';
 
 /** How integers outside ±(2^53 − 1) are handed to the application. */
@@ -13,37 +16,59 @@ export function assertIntegerMode(mode: unknown): IntegerMode {
 }
 
 /**
- * Plain JS values of a parsed document. The strict parser has already accepted
- * the text, so `JSON.parse` (native, keeps `__proto__` as an own property) gives
- * the same values, except for large integers in the exact modes: those take the tree.
+ * Plain JS values of a parsed document.
+ *
+ * With a `dialect`, the value is that of the canonical text of that dialect — what
+ * the signature covers — so two bodies with one canonical form give one value: an
+ * integer token `-0` is 0 (the canonical text says `0`), and under the orjson
+ * dialects an integer outside −2^63…2^64−1 is the float orjson reads it as (so
+ * `100000000000000000001` signed as `1e+20` is 1e20 in every integer mode). Without
+ * a dialect, integers keep their exact value in the exact modes.
+ *
+ * The strict parser has already accepted the text, so native `JSON.parse` (which keeps
+ * `__proto__` as an own property) gives the same values whenever none of the above
+ * applies; otherwise the tree is walked.
  */
-export function documentValue(doc: ParsedDocument, integers: IntegerMode): JsonValue {
-  if (integers === 'number' || !doc.unsafeInteger) return JSON.parse(doc.text) as JsonValue;
-  return toValue(doc.root, integers);
+export function documentValue(doc: ParsedDocument, integers: IntegerMode, dialect?: DialectName): JsonValue {
+  const exact = integers !== 'number' && doc.unsafeInteger;
+  if (!exact && !(dialect !== undefined && doc.negativeZero)) return JSON.parse(doc.text) as JsonValue;
+  return toValue(doc.root, integers, dialect === 'orjson' || dialect === 'orjson-legacy');
 }
 
-function integer(raw: string, integers: IntegerMode): JsonValue {
+// Python refuses to convert integers longer than this (sys.int_max_str_digits), and
+// BigInt() takes time quadratic in the length: a longer token is kept out of bigint mode.
+const MAX_BIGINT_DIGITS = 4300;
+
+function integer(raw: string, integers: IntegerMode, orjson: boolean): JsonValue {
+  if (orjson && !inOrjsonIntegerRange(raw)) return Number(raw);
   const v = Number(raw);
   if (integers === 'number' || Number.isSafeInteger(v)) return v;
-  return integers === 'bigint' ? BigInt(raw) : raw;
+  if (integers === 'string') return raw;
+  if (raw.length > MAX_BIGINT_DIGITS + 1) {
+    throw new PayloadInvalidError(
+      `An integer has ${raw.replace('-', '').length} digits; integers: 'bigint' converts at most ${MAX_BIGINT_DIGITS} (Python's own limit; BigInt() slows quadratically with length): use integers: 'string'.`,
+    );
+  }
+  return BigInt(raw);
 }
 
-function toValue(node: JsonNode, integers: IntegerMode): JsonValue {
+function toValue(node: JsonNode, integers: IntegerMode, orjson: boolean): JsonValue {
   if (typeof node === 'string') {
     const c = node.charCodeAt(0);
     if (c === 0x22) return JSON.parse(node) as string;
     if (c === 0x74) return true;
     if (c === 0x66) return false;
     if (c === 0x6e) return null;
-    return /[.eE]/.test(node) ? Number(node) : integer(node, integers);
+    // A number token every dialect writes as it stands (integer tokens `-0` are stored as `0`).
+    return /[.eE]/.test(node) ? Number(node) : integer(node, integers, orjson);
   }
-  if (node instanceof JsonNumber) return node.isFloat ? Number(node.raw) : integer(node.raw, integers);
+  if (node instanceof JsonNumber) return node.isFloat ? Number(node.raw) : integer(node.raw, integers, orjson);
   if (node instanceof JsonObject) {
     const out: { [key: string]: JsonValue } = {};
     const m = node.m;
     for (let k = 0; k < m.length; k += 2) {
       const key = m[k] as string;
-      const value = toValue(m[k + 1]!, integers);
+      const value = toValue(m[k + 1]!, integers, orjson);
       if (key === '__proto__') {
         Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
       } else {
@@ -53,6 +78,6 @@ function toValue(node: JsonNode, integers: IntegerMode): JsonValue {
     return out;
   }
   const out = new Array<JsonValue>(node.length);
-  for (let k = 0; k < node.length; k++) out[k] = toValue(node[k]!, integers);
+  for (let k = 0; k < node.length; k++) out[k] = toValue(node[k]!, integers, orjson);
   return out;
 }

@@ -27,10 +27,14 @@ export class JsonObject {
 export type JsonNode = string | JsonNumber | JsonNode[] | JsonObject;
 
 /** What the parser found out about the whole document on the way. */
-export interface ParsedDocument {
+export interface ParsedDocument extends DocumentFlags {
   readonly root: JsonNode;
   /** The source text (for the fast value path). */
   readonly text: string;
+}
+
+/** Facts about a document that decide which dialects can write it and how alike they are (any engine). */
+export interface DocumentFlags {
   /** A `\uD800`-style escape produced a lone surrogate: only the `python` dialect can write it. */
   readonly loneSurrogate: boolean;
   /** An integer token outside ±(2^53 − 1). */

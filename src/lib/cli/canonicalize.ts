@@ -3,11 +3,14 @@ import { parseArgs } from 'node:util';
 import { canonicalizeText } from '../canonical/index.js';
 import { assertDialect, DIALECTS } from '../canonical/dialects.js';
 import { readInput, type CliIo } from './io.js';
+import { CanonicalUnrepresentableError } from '../errors.js';
 
 export const CANONICALIZE_HELP = `Usage: jobhook canonicalize [--dialect NAME] [--digest] [FILE|-]
 
 Prints the canonical JSON the gateway signs for a body (sorted keys, 2-space
-indent), or with --digest the lowercase hex SHA-256 of it.
+indent), or with --digest the lowercase hex SHA-256 of it. Exit 0, 1 when the
+dialect cannot write this body (e.g. a number orjson cannot read), 2 when the
+body is not JSON.
 
 Options:
   --dialect NAME  ${DIALECTS.join(' | ')} (default orjson)
@@ -32,7 +35,15 @@ export async function canonicalizeCommand(argv: string[], io: CliIo): Promise<nu
   if (positionals.length > 1) throw new TypeError('canonicalize takes one FILE (or - for standard input)');
   const dialect = assertDialect(values.dialect ?? 'orjson', '--dialect');
   const body = await readInput(positionals[0], io);
-  const text = canonicalizeText(body, { dialect });
+  let text: string;
+  try {
+    text = canonicalizeText(body, { dialect });
+  } catch (err) {
+    // The body is JSON, but this dialect's serializer cannot write it (orjson fails on it too).
+    if (!(err instanceof CanonicalUnrepresentableError)) throw err;
+    io.stderr(`jobhook canonicalize: ${err.code}: ${err.message}\n`);
+    return 1;
+  }
   io.stdout(values.digest ? sha256Hex(text) + '\n' : text + '\n');
   return 0;
 }

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { assertDialect, DIALECTS } from '../canonical/dialects.js';
 import { isWebhookError } from '../errors.js';
+import { checkNumber } from '../options.js';
 import { createNodeVerifier } from '../verify/node-verifier.js';
 import { DELIVERY_OPTIONS, dialectOption, loadCaptures, loadKeys } from './common.js';
 import type { CliIo } from './io.js';
@@ -17,6 +18,8 @@ Options:
   --signature HEX       signature of a bare JSON body
   --signature-header N  header that carries the signature (default X-Service-Signature)
   --dialect NAME|auto   ${DIALECTS.join(' | ')} | auto (default: try all)
+  --max-age SECONDS     refuse events whose finished_at is older (default: no window,
+                        captured deliveries are old by nature)
   --jsonl               read every input as JSON lines of capture objects
   --json                one JSON object per delivery instead of text
   -h, --help            show this help
@@ -33,7 +36,7 @@ export async function verifyCommand(argv: string[], io: CliIo): Promise<number> 
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { ...DELIVERY_OPTIONS, jsonl: { type: 'boolean' } },
+    options: { ...DELIVERY_OPTIONS, jsonl: { type: 'boolean' }, 'max-age': { type: 'string' } },
   });
   if (values.help) {
     io.stdout(VERIFY_HELP);
@@ -43,7 +46,13 @@ export async function verifyCommand(argv: string[], io: CliIo): Promise<number> 
   const keyPaths = values.key ?? [];
   const keys = await loadKeys(keyPaths);
   const signatureHeader = values['signature-header'];
-  const verifier = createNodeVerifier({ publicKey: keys, dialects: dialectOption(values.dialect), ...(signatureHeader ? { signatureHeader } : {}) });
+  const maxAge = values['max-age'];
+  const verifier = createNodeVerifier({
+    publicKey: keys,
+    dialects: dialectOption(values.dialect),
+    maxAgeSeconds: maxAge === undefined ? false : checkNumber(Number.isNaN(Number(maxAge)) ? maxAge : Number(maxAge), '--max-age'),
+    ...(signatureHeader ? { signatureHeader } : {}),
+  });
   const captures = await loadCaptures(positionals, io, { jsonl: values.jsonl, signature: values.signature, signatureHeader });
   const progress = captures.length > 1000 && io.isTTY;
   let invalid = 0;

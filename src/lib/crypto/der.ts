@@ -126,6 +126,10 @@ export function spkiFromPkcs1(pkcs1: Uint8Array): Uint8Array {
 export interface RsaSpkiInfo {
   /** Modulus size in bits. */
   modulusBits: number;
+  /** Modulus, big-endian (as DER holds it: maybe a leading zero byte). */
+  modulus: Uint8Array;
+  /** Public exponent, big-endian. */
+  exponent: Uint8Array;
 }
 
 /**
@@ -145,8 +149,11 @@ export function inspectSpki(spki: Uint8Array): RsaSpkiInfo {
   const rsaKey = spki.subarray(bitString.start + 1, bitString.end);
   const seq = readTlv(rsaKey, 0);
   const n = readTlv(rsaKey, seq.start, seq.end);
-  if (n.tag !== 0x02) throw new DerError('malformed RSA public key');
-  return { modulusBits: integerBits(rsaKey.subarray(n.start, n.end)) };
+  if (n.tag !== 0x02 || n.end >= seq.end) throw new DerError('malformed RSA public key');
+  const e = readTlv(rsaKey, n.end, seq.end);
+  if (e.tag !== 0x02) throw new DerError('malformed RSA public key');
+  const modulus = rsaKey.subarray(n.start, n.end);
+  return { modulusBits: integerBits(modulus), modulus, exponent: rsaKey.subarray(e.start, e.end) };
 }
 
 /** Bit length of a big-endian unsigned integer. */

@@ -1,38 +1,78 @@
-import { createHash, createPublicKey, KeyObject, verify as rsaVerify } from 'node:crypto';
-import { MIN_MODULUS_BITS, normalizeKey, type RsaPublicJwk } from './keys.js';
+import crypto, { KeyObject } from 'node:crypto';
+import { checkModulusBits, normalizeKey, type RsaPublicJwk } from './keys.js';
+import { expectedPrefix, hashFromBlock } from './pkcs1.js';
 
 /** Public key forms the Node verifier imports. */
 export type NodePublicKeyInput = string | Uint8Array | ArrayBuffer | RsaPublicJwk | KeyObject;
 
+/** A key imported once: the KeyObject and what opening a signature needs. */
 export interface ImportedNodeKey {
   key: KeyObject;
   modulusBytes: number;
+  /**
+   * The RSA public operation on `signature` (one modular exponentiation), checked
+   * against the PKCS#1 v1.5 / SHA-256 layout: the 32-byte hash the signer signed,
+   * or undefined when the signature was not made with this key.
+   */
+  open(signature: Uint8Array): Uint8Array | undefined;
+}
+
+function timingSafeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && crypto.timingSafeEqual(a, b);
+}
+
+function opener(key: KeyObject, modulusBytes: number): ImportedNodeKey {
+  const prefix = expectedPrefix(modulusBytes);
+  return {
+    key,
+    modulusBytes,
+    open(signature) {
+      let block: Uint8Array;
+      try {
+        // Called through the module object (not a bound import) so tests can count RSA operations.
+        block = crypto.publicDecrypt({ key, padding: crypto.constants.RSA_NO_PADDING }, signature);
+      } catch {
+        return undefined; // the signature, read as a number, is not below the modulus
+      }
+      return hashFromBlock(block, prefix, timingSafeEqual);
+    },
+  };
 }
 
 /** Imports a key once into a KeyObject; TypeError for non-RSA keys, private keys and moduli under 2048 bits. */
 export function importNodeKey(input: NodePublicKeyInput): ImportedNodeKey {
   if (input instanceof KeyObject) {
-    if (input.type !== 'public') throw new TypeError(`publicKey is a ${input.type} KeyObject: pass the gateway's public key`);
+    if (input.type !== 'public') throw new TypeError(`publicKey is a ${input.type} KeyObject; expected the gateway's public key`);
     if (input.asymmetricKeyType !== 'rsa') {
-      throw new TypeError(`publicKey is an ${String(input.asymmetricKeyType)} key; the gateway signs with RSA PKCS#1 v1.5`);
+      throw new TypeError(`publicKey is an ${String(input.asymmetricKeyType)} key; expected RSA (the gateway signs with RSA PKCS#1 v1.5)`);
     }
     const bits = input.asymmetricKeyDetails?.modulusLength ?? 0;
-    if (bits < MIN_MODULUS_BITS) throw new TypeError(`publicKey is a ${bits}-bit RSA key; jobhook requires at least ${MIN_MODULUS_BITS} bits`);
-    return { key: input, modulusBytes: Math.ceil(bits / 8) };
+    checkModulusBits(bits);
+    return opener(input, Math.ceil(bits / 8));
   }
   const normalized = normalizeKey(input);
   const key =
     normalized.kind === 'spki'
-      ? createPublicKey({ key: Buffer.from(normalized.spki), format: 'der', type: 'spki' })
-      : createPublicKey({ key: normalized.jwk as unknown as import('node:crypto').JsonWebKey, format: 'jwk' });
-  return { key, modulusBytes: Math.ceil(normalized.modulusBits / 8) };
+      ? crypto.createPublicKey({ key: Buffer.from(normalized.spki), format: 'der', type: 'spki' })
+      : crypto.createPublicKey({ key: normalized.jwk as unknown as crypto.JsonWebKey, format: 'jwk' });
+  return opener(key, Math.ceil(normalized.modulusBits / 8));
 }
 
-export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+const oneShot = (crypto as { hash?: (algorithm: string, data: string | Uint8Array, encoding: 'hex' | 'buffer') => string | Buffer }).hash;
+
+/** Lowercase hex SHA-256 of a UTF-8 text or bytes. */
+export function sha256Hex(data: string | Uint8Array): string {
+  if (oneShot !== undefined) return oneShot('sha256', data, 'hex') as string;
+  return crypto.createHash('sha256').update(data).digest('hex');
 }
 
-/** RSASSA-PKCS1-v1_5 / SHA-256 over `message` (OpenSSL; strict DigestInfo encoding). */
+/** SHA-256 of the ASCII bytes of a hex digest: the `H` a PKCS#1 block carries for it. */
+export function sha256OfHex(digestHex: string): Uint8Array {
+  if (oneShot !== undefined) return oneShot('sha256', digestHex, 'buffer') as Buffer;
+  return crypto.createHash('sha256').update(digestHex, 'latin1').digest();
+}
+
+/** RSASSA-PKCS1-v1_5 / SHA-256 over `message` (OpenSSL), for tools that hold the message itself. */
 export function verifyRsaSha256(key: KeyObject, message: Uint8Array, signature: Uint8Array): boolean {
-  return rsaVerify('sha256', message, key, signature);
+  return crypto.verify('sha256', message, key, signature);
 }

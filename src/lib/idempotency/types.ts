@@ -1,3 +1,5 @@
+import { jobIdProblem } from '../protocol.js';
+
 /** What a claim on a job id found. */
 export type ClaimResult =
   /** This caller owns the job until the lease ends; pass `token` to complete/release. */
@@ -32,9 +34,14 @@ export interface IdempotencyStore {
 export const DEFAULT_LEASE_MS = 60_000;
 export const DEFAULT_RETAIN_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * The job id when a store can keep it apart from every other id (see `jobIdProblem`:
+ * 1–256 characters of well-formed Unicode without control characters), else a TypeError.
+ */
 export function checkJobId(jobId: unknown): string {
-  if (typeof jobId !== 'string' || jobId.length === 0) throw new TypeError('jobId must be a non-empty string');
-  return jobId;
+  const problem = jobIdProblem(jobId);
+  if (problem !== undefined) throw new TypeError(`jobId is not usable as an idempotency key: ${problem}`);
+  return jobId as string;
 }
 
 export function checkPositive(value: unknown, what: string): number {

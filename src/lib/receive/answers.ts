@@ -1,4 +1,5 @@
 import { isWebhookError, type WebhookErrorCode } from '../errors.js';
+import { STATUS_BY_CODE } from '../protocol.js';
 
 /** Codes that appear in error bodies besides the WebhookError codes. */
 export type ReceiverErrorCode = WebhookErrorCode | 'IN_PROGRESS' | 'HANDLER_FAILED' | 'INTERNAL_ERROR';
@@ -10,20 +11,7 @@ export interface HttpAnswer {
   body: { status: 'processed' | 'duplicate' | 'verified'; job_id: string } | { error: { code: ReceiverErrorCode; message: string } };
 }
 
-/** DESIGN §4: the gateway retries 5xx and timeouts only. */
-export const STATUS_BY_CODE: Record<WebhookErrorCode, number> = {
-  BODY_TOO_LARGE: 413,
-  BODY_MALFORMED: 400,
-  BODY_UNAVAILABLE: 500,
-  CANONICAL_UNREPRESENTABLE: 400,
-  SIGNATURE_MISSING: 401,
-  SIGNATURE_MALFORMED: 401,
-  ALGORITHM_UNSUPPORTED: 401,
-  SIGNATURE_INVALID: 401,
-  PAYLOAD_INVALID: 400,
-  EVENT_TOO_OLD: 401,
-  STORE_UNAVAILABLE: 503,
-};
+export { STATUS_BY_CODE };
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
 

@@ -1,7 +1,9 @@
 import { StoreUnavailableError, isWebhookError } from '../errors.js';
 import type { JobCompletedEvent } from '../event.js';
 import { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS, checkPositive, type IdempotencyStore } from '../idempotency/types.js';
-import type { VerifiedDelivery } from '../verify/flow.js';
+import type { VerifiedDelivery } from '../verify/core.js';
+import { checkReplayWindow } from '../verify/options.js';
+import { DEFAULT_MAX_AGE_SECONDS } from '../protocol.js';
 import { answerForError, errorAnswer, okAnswer, type HttpAnswer } from './answers.js';
 
 /** What `onEvent` gets besides the event. */
@@ -39,8 +41,10 @@ export interface ResolvedFlow<Req> {
   onError: NonNullable<ReceiverFlowOptions<Req>['onError']>;
 }
 
-export function resolveFlow<Req>(options: ReceiverFlowOptions<Req>, defaultStore: () => IdempotencyStore): ResolvedFlow<Req> {
+export function resolveFlow<Req>(options: ReceiverFlowOptions<Req> & { maxAgeSeconds?: number | false }, defaultStore: () => IdempotencyStore): ResolvedFlow<Req> {
   if (typeof options?.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
+  const retainMs = options.retainMs === undefined ? DEFAULT_RETAIN_MS : checkPositive(options.retainMs, 'retainMs');
+  checkReplayWindow(options.maxAgeSeconds === false ? undefined : (options.maxAgeSeconds ?? DEFAULT_MAX_AGE_SECONDS), retainMs);
   const store = options.store ?? defaultStore();
   for (const m of ['claim', 'complete', 'release'] as const) {
     if (typeof (store as unknown as Record<string, unknown>)[m] !== 'function') throw new TypeError(`store must implement ${m}()`);
@@ -49,7 +53,7 @@ export function resolveFlow<Req>(options: ReceiverFlowOptions<Req>, defaultStore
     onEvent: options.onEvent,
     store,
     leaseMs: options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkPositive(options.leaseMs, 'leaseMs'),
-    retainMs: options.retainMs === undefined ? DEFAULT_RETAIN_MS : checkPositive(options.retainMs, 'retainMs'),
+    retainMs,
     retryAfterSeconds: options.retryAfterSeconds === undefined ? undefined : checkPositive(options.retryAfterSeconds, 'retryAfterSeconds'),
     onError: options.onError ?? (() => undefined),
   };

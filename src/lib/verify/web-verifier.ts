@@ -1,7 +1,10 @@
-import { asciiBytes, prepareWebKey, sha256HexWeb, verifyRsaSha256Web, type WebPublicKeyInput } from '../crypto/web.js';
-import { candidates, finish, noKeyVerifies, prepare, resolveOptions, type VerifiedDelivery, type VerifyOptionsBase } from './flow.js';
+import { constantTimeEqual } from '../crypto/pkcs1.js';
+import { prepareWebKey, sha256HexWeb, sha256OfHexWeb, type WebPublicKeyInput } from '../crypto/web.js';
+import { boundedSink, candidateDialects, finish, matchOpened, noDialectMatches, parseBody, type CanonicalChunk, type ParsedBody, type VerifiedDelivery } from './core.js';
 import type { HeadersInput } from './headers.js';
 import { importKeys } from './key-list.js';
+import { resolveOptions, type VerifyOptionsBase } from './options.js';
+import { noKeyOpens, readSignature, type Opened } from './signature.js';
 
 export interface WebVerifierOptions extends VerifyOptionsBase {
   /** The gateway's public key, or several during a rotation (valid if any verifies). */
@@ -13,6 +16,26 @@ export interface WebVerifier {
   verify(body: string | Uint8Array, headers: HeadersInput): Promise<VerifiedDelivery>;
 }
 
+const encoder = new TextEncoder();
+
+/**
+ * The canonical bytes of one dialect. WebCrypto has no incremental hash, so they are
+ * held whole, one dialect at a time (bounded by maxCanonicalBytes).
+ */
+function canonicalBytes(body: ParsedBody, dialect: Parameters<ParsedBody['write']>[0], limit: number): Uint8Array {
+  const chunks: CanonicalChunk[] = [];
+  body.write(dialect, boundedSink(limit, (chunk) => chunks.push(typeof chunk === 'string' ? chunk : chunk.slice())));
+  if (chunks.every((c) => typeof c === 'string')) return encoder.encode((chunks as string[]).join(''));
+  const parts = chunks.map((c) => (typeof c === 'string' ? encoder.encode(c) : c));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
 export function createWebVerifierCore(options: WebVerifierOptions): WebVerifier {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
   const keys = importKeys(options.publicKey, prepareWebKey);
@@ -20,17 +43,27 @@ export function createWebVerifierCore(options: WebVerifierOptions): WebVerifier 
   const o = resolveOptions(options);
   return {
     async verify(body, headers) {
-      const { doc, signature, keyIndexes } = prepare(body, headers, o, modulusBytes);
-      let tried = 0;
-      for (const { dialect, canonical } of candidates(doc, o.dialects)) {
-        tried++;
-        const digest = await sha256HexWeb(canonical);
-        const message = asciiBytes(digest);
-        for (const k of keyIndexes) {
-          if (await verifyRsaSha256Web(await keys[k]!.imported, message, signature)) return finish(doc, o, dialect, k, digest);
-        }
+      const { signature, keyIndexes } = readSignature(body, headers, o, modulusBytes);
+      const opened: Opened[] = [];
+      for (const k of keyIndexes) {
+        const hash = await keys[k]!.open(signature);
+        if (hash !== undefined) opened.push({ keyIndex: k, hash });
       }
-      return noKeyVerifies(o, tried);
+      if (opened.length === 0) throw noKeyOpens(keyIndexes.length);
+      const parsed = parseBody(body, o);
+      try {
+        const digests: string[] = [];
+        for (const dialect of candidateDialects(parsed.flags, o.dialects)) {
+          const digest = await sha256HexWeb(canonicalBytes(parsed, dialect, o.maxCanonicalBytes));
+          if (digests.includes(digest)) continue;
+          digests.push(digest);
+          const match = matchOpened(opened, await sha256OfHexWeb(digest), constantTimeEqual);
+          if (match !== undefined) return finish(parsed, o, dialect, match.keyIndex, digest);
+        }
+        throw noDialectMatches(parsed, o, opened, digests.length);
+      } finally {
+        parsed.dispose();
+      }
     },
   };
 }

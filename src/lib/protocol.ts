@@ -1,0 +1,72 @@
+/**
+ * The gateway's protocol as jobhook speaks it: header names, defaults, the rule for
+ * job ids and the table from error codes to HTTP statuses. One place, so verifiers,
+ * receivers, stores and the CLI cannot drift apart. Runtime-neutral.
+ */
+import type { WebhookErrorCode } from './errors.js';
+
+/** Header that carries the hex RSA signature (vendors prefix it differently, e.g. `X-Acme-Signature`). */
+export const DEFAULT_SIGNATURE_HEADER = 'X-Service-Signature';
+/** Header that names the hash algorithm; when present it must say SHA256. */
+export const DEFAULT_ALGORITHM_HEADER = 'X-Service-Hash-Algorithm';
+/** Largest body accepted by default: 25 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024;
+/** Replay window by default: an event whose `finished_at` is older than 24 h is refused. */
+export const DEFAULT_MAX_AGE_SECONDS = 24 * 60 * 60;
+/**
+ * Largest canonical text built by default, as a multiple of `maxBodyBytes`. Real
+ * deliveries expand about 2.2× (indentation of nested OCR words); deeply nested
+ * input can expand 1,000×, which this bounds.
+ */
+export const DEFAULT_CANONICAL_EXPANSION = 4;
+/**
+ * Lease of a claim, renewed every third of it while the handler runs. Short enough
+ * that a crashed process frees its jobs before the gateway's last retry: after a
+ * failed attempt it retries 1, 3 and 7 s later (backoff from 1 s, doubling).
+ */
+export const DEFAULT_LEASE_MS = 5_000;
+/** How long completed job ids are remembered by default: 24 h. */
+export const DEFAULT_RETAIN_MS = 24 * 60 * 60 * 1000;
+/** The gateway gives up on an attempt after 30 s; a body still arriving then is dropped (408). */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+/** Longest job id accepted, in characters (code points). */
+export const MAX_JOB_ID_LENGTH = 256;
+
+// C0 controls, DEL and C1 controls.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * Why a job id is unusable as an idempotency key, or undefined when it is fine: 1–256
+ * characters of well-formed Unicode (no lone surrogate, which stores would merge with
+ * other ids) without control characters (PostgreSQL refuses U+0000).
+ */
+export function jobIdProblem(jobId: unknown): string | undefined {
+  if (typeof jobId !== 'string') return 'job_id is not a string';
+  if (jobId.length === 0) return 'job_id is empty';
+  if (!jobId.isWellFormed()) return 'job_id holds a lone surrogate (not well-formed Unicode)';
+  if (CONTROL.test(jobId)) return 'job_id holds a control character';
+  if (jobId.length > MAX_JOB_ID_LENGTH && [...jobId].length > MAX_JOB_ID_LENGTH) return `job_id is longer than ${MAX_JOB_ID_LENGTH} characters`;
+  return undefined;
+}
+
+/**
+ * The HTTP status for each error code. The gateway retries 5xx and timeouts only, so
+ * a 4xx is final: it is used where retrying cannot help (the request is not the
+ * gateway's, or can never be processed) and 5xx where a retry can succeed.
+ */
+export const STATUS_BY_CODE: Readonly<Record<WebhookErrorCode, number>> = {
+  BODY_TOO_LARGE: 413,
+  BODY_TIMEOUT: 408,
+  BODY_MALFORMED: 400,
+  BODY_UNAVAILABLE: 500,
+  ENCODING_UNSUPPORTED: 415,
+  CANONICAL_UNREPRESENTABLE: 400,
+  CANONICAL_TOO_LARGE: 413,
+  SIGNATURE_MISSING: 401,
+  SIGNATURE_MALFORMED: 401,
+  ALGORITHM_UNSUPPORTED: 401,
+  SIGNATURE_INVALID: 401,
+  PAYLOAD_INVALID: 400,
+  EVENT_TOO_OLD: 401,
+  STORE_UNAVAILABLE: 503,
+};
