@@ -167,7 +167,7 @@ describe('the event is what was signed', () => {
           }
           const d = signDelivery(envelope(t), key, { dialect });
           const r = createVerifier({ publicKey: pub, integers, dialects: [dialect], now }).verify(d.body, d.headers);
-          const value = (r.event as { output: { n: unknown } }).output.n;
+          const value = (r.payload.output as { n: unknown }).n;
           const shown = typeof value === 'bigint' ? `${value}n` : Object.is(value, -0) ? '-0' : String(value);
           const seen = byCanonical.get(canonical);
           if (seen !== undefined) expect(`${dialect}/${integers} ${t}: ${shown}`).toBe(`${dialect}/${integers} ${t}: ${seen}`);
@@ -183,7 +183,7 @@ describe('the event is what was signed', () => {
   it("an integer too long for BigInt in integers: 'bigint' is refused, not converted for seconds", () => {
     const d = signDelivery(envelope('1' + '0'.repeat(5_000)), key, { dialect: 'python' });
     expect(() => createVerifier({ publicKey: pub, integers: 'bigint', dialects: ['python'], now }).verify(d.body, d.headers)).toThrow(/converts at most 4300/);
-    expect((createVerifier({ publicKey: pub, integers: 'string', dialects: ['python'], now }).verify(d.body, d.headers).event as { output: { n: unknown } }).output.n).toHaveLength(5_001);
+    expect((createVerifier({ publicKey: pub, integers: 'string', dialects: ['python'], now }).verify(d.body, d.headers).payload.output as { n: unknown }).n).toHaveLength(5_001);
   });
 });
 
