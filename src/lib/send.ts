@@ -1,3 +1,5 @@
+import { enable, option, optionError } from './testing/option-error.js';
+
 /** What happened on one attempt. */
 export interface AttemptReport {
   attempt: number;
@@ -8,6 +10,8 @@ export interface AttemptReport {
   outcome: 'delivered' | 'rejected' | 'retry' | 'gave-up';
   /** Wait before the next attempt (outcome `retry`). */
   delayMs?: number;
+  /** When the attempt started (epoch ms). */
+  startedAt: number;
   elapsedMs: number;
 }
 
@@ -25,6 +29,8 @@ export interface SendOptions {
   maxBackoffMs?: number;
   /** Allow http:// to a host that is not loopback. */
   allowInsecure?: boolean;
+  /** Cancels the delivery: the attempt in flight and any pending backoff. `sendDelivery` then rejects with the signal's reason. */
+  signal?: AbortSignal;
   onAttempt?: (report: AttemptReport) => void;
 }
 
@@ -37,26 +43,60 @@ function isLoopback(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
 }
 
-/** Throws a TypeError for URLs `sendDelivery` refuses. */
+/** Throws an OptionError (a TypeError) for URLs `sendDelivery` refuses. */
 export function checkTarget(url: string, allowInsecure = false): URL {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
-    throw new TypeError(`--to is not a URL: ${url}`);
+    throw optionError`${option('url')} is not a URL: ${url}`;
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new TypeError(`--to must be an http:// or https:// URL, got ${u.protocol}`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw optionError`${option('url')} must be an http:// or https:// URL, got ${u.protocol}`;
   if (u.protocol === 'http:' && !isLoopback(u.hostname) && !allowInsecure) {
-    throw new TypeError(`refusing to send over plain http:// to ${u.hostname} (not loopback); use https:// or --allow-insecure`);
+    throw optionError`refusing to send over plain http:// to ${u.hostname} (not loopback); use https:// or ${enable('allowInsecure')}`;
   }
   return u;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The per-attempt timeout, also aborted by the caller's signal (AbortSignal.any needs Node 20.3). */
+function attemptSignal(timeoutMs: number, signal: AbortSignal | undefined): { signal: AbortSignal; done: () => void } {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  if (signal === undefined) return { signal: timeout, done: () => undefined };
+  const both = new AbortController();
+  const fromTimeout = () => both.abort(timeout.reason);
+  const fromCaller = () => both.abort(signal.reason);
+  if (signal.aborted) fromCaller();
+  timeout.addEventListener('abort', fromTimeout, { once: true });
+  signal.addEventListener('abort', fromCaller, { once: true });
+  return {
+    signal: both.signal,
+    done: () => {
+      timeout.removeEventListener('abort', fromTimeout);
+      signal.removeEventListener('abort', fromCaller);
+    },
+  };
+}
 
 /**
  * POSTs a delivery with the gateway's policy: retry on 5xx, timeouts and network
- * errors, never on 4xx; exponential backoff with a cap.
+ * errors, never on 4xx; exponential backoff with a cap. Redirects are not followed
+ * (a 3xx ends the delivery like a 4xx): following them would let a receiver
+ * redirect the sender to an address it would refuse to call directly.
  */
 export async function sendDelivery(options: SendOptions): Promise<SendResult> {
   const url = checkTarget(options.url, options.allowInsecure);
@@ -64,30 +104,38 @@ export async function sendDelivery(options: SendOptions): Promise<SendResult> {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const backoffMs = options.backoffMs ?? 1000;
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
+  const cancel = options.signal;
   const attempts: AttemptReport[] = [];
   for (let attempt = 1; attempt <= retries + 1; attempt++) {
+    if (cancel?.aborted) throw cancel.reason;
+    const startedAt = Date.now();
     const t0 = performance.now();
     let status: number | undefined;
     let error: string | undefined;
+    const timer = attemptSignal(timeoutMs, cancel);
     try {
-      const res = await fetch(url, { method: 'POST', headers: options.headers, body: options.body as BodyInit, signal: AbortSignal.timeout(timeoutMs) });
+      const res = await fetch(url, { method: 'POST', headers: options.headers, body: options.body as BodyInit, redirect: 'manual', signal: timer.signal });
       status = res.status;
       await res.arrayBuffer().catch(() => undefined);
     } catch (err) {
+      if (cancel?.aborted) throw cancel.reason;
       const e = err as Error & { cause?: { code?: string } };
       error = e.name === 'TimeoutError' ? `timed out after ${timeoutMs} ms` : (e.cause?.code ?? e.message);
+    } finally {
+      timer.done();
     }
     const elapsedMs = Math.round(performance.now() - t0);
     const retryable = status === undefined || status >= 500;
+    const answer = status !== undefined ? { status } : { error };
     let report: AttemptReport;
-    if (status !== undefined && status >= 200 && status < 300) report = { attempt, status, outcome: 'delivered', elapsedMs };
-    else if (!retryable) report = { attempt, status, outcome: 'rejected', elapsedMs };
-    else if (attempt > retries) report = { attempt, ...(status !== undefined ? { status } : { error }), outcome: 'gave-up', elapsedMs };
-    else report = { attempt, ...(status !== undefined ? { status } : { error }), outcome: 'retry', delayMs: Math.min(backoffMs * 2 ** (attempt - 1), maxBackoffMs), elapsedMs };
+    if (status !== undefined && status >= 200 && status < 300) report = { attempt, status, outcome: 'delivered', startedAt, elapsedMs };
+    else if (!retryable) report = { attempt, status, outcome: 'rejected', startedAt, elapsedMs };
+    else if (attempt > retries) report = { attempt, ...answer, outcome: 'gave-up', startedAt, elapsedMs };
+    else report = { attempt, ...answer, outcome: 'retry', delayMs: Math.min(backoffMs * 2 ** (attempt - 1), maxBackoffMs), startedAt, elapsedMs };
     attempts.push(report);
     options.onAttempt?.(report);
     if (report.outcome !== 'retry') return { delivered: report.outcome === 'delivered', attempts };
-    await sleep(report.delayMs!);
+    await sleep(report.delayMs!, cancel);
   }
   return { delivered: false, attempts };
 }

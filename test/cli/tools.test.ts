@@ -23,8 +23,13 @@ describe('jobhook keygen and sign', () => {
     expect(r.stdout).toContain('TEST-ONLY');
     const priv = join(out, 'test-only-private.pem');
     expect(readFileSync(priv, 'utf8')).toMatch(/^TEST-ONLY KEY/);
-    expect((await cli(['keygen', '--out', out])).code).toBe(2);
+    const again = await cli(['keygen', '--out', out]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toBe(`jobhook keygen: ${join(out, 'test-only-private.pem')} exists; pass --force to overwrite\n`);
     expect((await cli(['keygen', '--out', out, '--force'])).code).toBe(0);
+    const bits = await cli(['keygen', '--out', join(dir, 'small'), '--bits', '1024']);
+    expect(bits).toMatchObject({ code: 2, stderr: 'jobhook keygen: --bits must be 2048, 3072 or 4096, got 1024\n' });
+    expect(existsSync(join(dir, 'small'))).toBe(false);
 
     const signed = await cli(['sign', '--key', join(out, 'test-only-private.pem'), '--status', 'fail', '--job-id', 'job-7']);
     expect(signed.code).toBe(0);
@@ -47,6 +52,8 @@ describe('jobhook keygen and sign', () => {
     // This payload has no finished_at, so no replay window applies.
     expect(createVerifier({ publicKey: readFileSync(fixture('keys', 'test-2048-public.pem'), 'utf8'), maxAgeSeconds: false }).verify(capture.body, capture.headers).dialect).toBe('orjson-legacy');
     expect((await cli(['sign', '--key', fixture('keys', 'test-2048-private.pem'), '--status', 'done'])).code).toBe(2);
+    const publicAsPrivate = await cli(['sign', '--key', fixture('keys', 'test-2048-public.pem'), body]);
+    expect(publicAsPrivate).toMatchObject({ code: 2, stderr: 'jobhook sign: --key is not a private key (expected a PEM such as BEGIN PRIVATE KEY)\n' });
   });
 });
 
@@ -111,6 +118,9 @@ describe('jobhook send', () => {
     const r = await cli(['send', '--to', 'http://example.com/hook', '--key', key]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/refusing to send over plain http:\/\/ to example\.com/);
+    expect(r.stderr).toBe('jobhook send: refusing to send over plain http:// to example.com (not loopback); use https:// or --allow-insecure\n');
+    const notUrl = await cli(['send', '--to', 'nowhere', '--key', key]);
+    expect(notUrl).toMatchObject({ code: 2, stderr: 'jobhook send: --to is not a URL: nowhere\n' });
   });
 });
 

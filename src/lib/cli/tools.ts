@@ -3,9 +3,33 @@ import { parseArgs } from 'node:util';
 import { assertDialect, DIALECTS } from '../canonical/dialects.js';
 import { sendDelivery } from '../send.js';
 import { signDelivery } from '../sign.js';
-import { examplePayload, writeTestKeyPair } from '../testing.js';
+import { writeTestKeyPair } from '../testing/keys.js';
+import { OptionError, type OptionMention } from '../testing/option-error.js';
+import { examplePayload } from '../testing/payload.js';
 import { isCaptureObject, parseCaptures } from './captures.js';
 import { readInput, UsageError, type CliIo } from './io.js';
+
+/**
+ * The library names options (`url`, `allowInsecure: true`); a command says the same
+ * with its flags. `flags` maps the options whose flag is not simply the kebab-case
+ * name (`url` → `--to`). Other errors pass through unchanged.
+ */
+export function inFlagTerms(err: unknown, flags: Readonly<Record<string, string>> = {}): unknown {
+  if (!(err instanceof OptionError)) return err;
+  const flag = (m: OptionMention) => flags[m.option] ?? '--' + m.option.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+  return new UsageError(err.describe(flag));
+}
+
+/** Runs `fn`, re-wording option errors with the command's flags. */
+export async function withFlags<T>(flags: Readonly<Record<string, string>>, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw inFlagTerms(err, flags);
+  }
+}
+
+const KEY_FLAGS = { privateKey: '--key' } as const;
 
 export const KEYGEN_HELP = `Usage: jobhook keygen --out DIR [--bits 2048|3072|4096] [--force]
 
@@ -24,7 +48,9 @@ export async function keygenCommand(argv: string[], io: CliIo): Promise<number> 
     return 0;
   }
   if (values.out === undefined) throw new UsageError('--out DIR is required');
-  const files = writeTestKeyPair(values.out, { bits: values.bits === undefined ? 2048 : Number(values.bits), force: values.force });
+  const out = values.out;
+  const bits = values.bits === undefined ? 2048 : Number(values.bits);
+  const files = await withFlags({}, async () => writeTestKeyPair(out, { bits, force: values.force }));
   io.stdout(`wrote TEST-ONLY keys:\n  ${files.privateKey}\n  ${files.publicKey}\n  ${files.publicKeyPkcs1}\n`);
   return 0;
 }
@@ -51,7 +77,8 @@ async function payload(values: PayloadValues, file: string | undefined, io: CliI
 async function signed(values: PayloadValues, body: Uint8Array | string) {
   if (values.key === undefined) throw new UsageError('--key PRIVATE.pem is required');
   const dialect = assertDialect(values.dialect ?? 'orjson', '--dialect');
-  return signDelivery(body, await readFile(values.key, 'utf8'), { dialect });
+  const key = await readFile(values.key, 'utf8');
+  return withFlags(KEY_FLAGS, async () => signDelivery(body, key, { dialect }));
 }
 
 export const SIGN_HELP = `Usage: jobhook sign --key PRIVATE.pem [--dialect NAME] [FILE | - | --status success|fail --job-id ID]
@@ -137,8 +164,9 @@ export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
   const body = await payload(values, positionals[0], io);
   const capture = typeof body === 'string' ? undefined : parseCapture(body, positionals[0]!);
   const delivery = capture ?? (await signed(values, body));
-  const result = await sendDelivery({
-    url: values.to,
+  const to = values.to;
+  const result = await withFlags({ ...KEY_FLAGS, url: '--to' }, () => sendDelivery({
+    url: to,
     headers: delivery.headers,
     body: delivery.body,
     retries: count(values.retries, '--retries', 3),
@@ -151,7 +179,7 @@ export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
       const next = a.outcome === 'retry' ? `retry in ${a.delayMs} ms` : a.outcome === 'rejected' ? 'rejected (4xx: not retried)' : a.outcome;
       io.stdout(`attempt ${a.attempt}: ${what} after ${a.elapsedMs} ms → ${next}\n`);
     },
-  });
+  }));
   return result.delivered ? 0 : 1;
 }
 
