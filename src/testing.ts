@@ -1,17 +1,66 @@
 /**
- * jobhook test tooling: TEST-ONLY keys and signed payloads, to test a webhook
- * receiver without the real gateway. Node only.
+ * jobhook test tooling: a local gateway simulator, TEST-ONLY keys and signed
+ * payloads, to test a webhook receiver without the real gateway. Node only.
  * @packageDocumentation
  */
 import type { KeyObject } from 'node:crypto';
 import type { SignedDelivery } from './lib/sign.js';
 import { generateTestKeys as generateTestKeysCore, type TestKeyOptions, type TestKeyPair } from './lib/testing/keys.js';
 import { signPayload as signPayloadCore, type PayloadInput, type SignPayloadOptions } from './lib/testing/sign-payload.js';
+import { startGatewaySimulator as startCore, type GatewaySimulator, type GatewaySimulatorOptions } from './lib/testing/simulator.js';
 
+export type { DeliveryAttempt, DeliveryResult, GatewaySimulator, GatewaySimulatorOptions } from './lib/testing/simulator.js';
+export { JOBS_PATH, SIMULATOR_USER_AGENT } from './lib/testing/simulator.js';
 export type { TestKeyOptions, TestKeyPair } from './lib/testing/keys.js';
 export type { PayloadInput, SignPayloadOptions } from './lib/testing/sign-payload.js';
 export type { SignedDelivery } from './lib/sign.js';
 export { OptionError, type OptionMention } from './lib/testing/option-error.js';
+
+/**
+ * Starts a local stand-in for the gateway's async-job interface on 127.0.0.1 (a free
+ * port by default), signing with its own TEST-ONLY key pair:
+ *
+ * - `POST /v3/universal-ai/async` (`Authorization: Bearer <token>`) validates the
+ *   request as the gateway does (422 naming the field; `webhook_receiver` must be
+ *   https and not private, link-local, loopback or cloud metadata, except loopback
+ *   receivers, also over http, unless `allowLoopbackReceivers: false`) and answers
+ *   202 with the job (`status: "processing"`, `public_id`, …).
+ * - `GET /v3/universal-ai/async/{public_id}`: `processing`, then `success` with
+ *   `output`, or `fail` with `error.message`; 404 for unknown ids.
+ * - After `delayMs` (200 ms) the job completes and its signed `async_job_completed`
+ *   webhook is POSTed to `webhook_receiver` with the gateway's retry policy (2xx and
+ *   4xx end it; 5xx, timeouts and network errors are retried up to 3 times, backoff
+ *   from `backoffMs` doubling up to `maxBackoffMs`, `attemptTimeoutMs` per attempt).
+ *   Outputs are realistic per feature (`ocr`, `audio`, `image`, `video`, text), with
+ *   floats written as Python writes them (`1.0`, `0.0`) and non-ASCII text.
+ *
+ * **Failure switch:** a job whose `input.simulate` is `"fail"` fails (`status: "fail"`,
+ * `error: { message }`); `"success"` or no `simulate` succeeds. Any other value is a 422.
+ *
+ * @example
+ * ```ts
+ * import { startGatewaySimulator } from 'jobhook/testing';
+ *
+ * const gateway = await startGatewaySimulator({ delayMs: 50, backoffMs: 20 });
+ * // Configure the receiver under test with gateway.publicKey, listening on :3000.
+ * const res = await fetch(gateway.jobsUrl, {
+ *   method: 'POST',
+ *   headers: { authorization: `Bearer ${gateway.token}`, 'content-type': 'application/json' },
+ *   body: JSON.stringify({
+ *     model: 'ocr/ocr_async/amazon',
+ *     input: { file_url: 'https://example.com/scan.pdf' }, // add simulate: 'fail' for a failed job
+ *     webhook_receiver: 'http://127.0.0.1:3000/webhooks/gateway',
+ *     user_webhook_parameters: { order: 42 },
+ *   }),
+ * });
+ * const { public_id } = await res.json();
+ * const delivery = await gateway.waitForDelivery(public_id); // { outcome: 'delivered', attempts: [...] }
+ * await gateway.close();
+ * ```
+ */
+export function startGatewaySimulator(options?: GatewaySimulatorOptions): Promise<GatewaySimulator> {
+  return startCore(options);
+}
 
 /**
  * Generates a **TEST-ONLY** RSA key pair as PEM strings (`privateKey` PKCS#8,

@@ -1,0 +1,403 @@
+/**
+ * A local stand-in for the gateway's async-job interface: create a job, poll it,
+ * and receive its signed `async_job_completed` webhook with the gateway's retry
+ * policy. For tests and local development only.
+ */
+import { createHash, createPublicKey, generateKeyPair, randomBytes, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { assertDialect, type DialectName } from '../canonical/dialects.js';
+import { sendDelivery, type AttemptReport } from '../send.js';
+import { importPrivateKey, signDelivery } from '../sign.js';
+import { isFieldProblem, validateJobRequest, type JobRequest } from './job-request.js';
+import { option, optionError } from './option-error.js';
+import { simulatedFailure, simulatedResult } from './outputs.js';
+import { float, parseWire, writeWire, type WireObject, type WireValue } from './wire.js';
+
+/** Path of the job collection, as on the gateway. */
+export const JOBS_PATH = '/v3/universal-ai/async';
+
+/** The `User-Agent` of the simulator's deliveries. */
+export const SIMULATOR_USER_AGENT = 'jobhook-gateway-simulator/1';
+
+const MAX_REQUEST_BYTES = 1024 * 1024;
+
+export interface GatewaySimulatorOptions {
+  /** Address to listen on (default `127.0.0.1`). */
+  host?: string;
+  /** Port (default 0: a free one). */
+  port?: number;
+  /** The bearer token callers must send (default: a random one). */
+  token?: string;
+  /** RSA private key (PEM or KeyObject) to sign with; default a fresh 2048-bit TEST-ONLY key. */
+  privateKey?: string | KeyObject;
+  /** Canonical dialect the signatures cover, and the style of the JSON it writes (default `orjson`). */
+  dialect?: DialectName;
+  /** Time from creating a job to its completion (default 200 ms). */
+  delayMs?: number;
+  /** Retries after the first delivery attempt (default 3, as the gateway). */
+  retries?: number;
+  /** First backoff between attempts, doubled each time (default 1,000 ms). */
+  backoffMs?: number;
+  /** Backoff cap (default 30,000 ms). */
+  maxBackoffMs?: number;
+  /** Per-attempt timeout (default 30,000 ms). */
+  attemptTimeoutMs?: number;
+  /** Accept loopback receivers (127.0.0.0/8, [::1], localhost), over plain http too (default true). */
+  allowLoopbackReceivers?: boolean;
+  /** Header names, for vendor prefixes (defaults `X-Service-Signature`, `X-Service-Hash-Algorithm`, `X-Service-Webhook`). */
+  signatureHeader?: string;
+  algorithmHeader?: string;
+  webhookHeader?: string;
+  /** Told about every delivery attempt as it ends. */
+  onAttempt?: (attempt: DeliveryAttempt) => void;
+}
+
+/** One delivery attempt, as recorded in {@link GatewaySimulator.deliveries}. */
+export interface DeliveryAttempt {
+  jobId: string;
+  url: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** The receiver's HTTP status, when it answered. */
+  status?: number;
+  /** Why no answer came (a timeout or a network error code). */
+  error?: string;
+  outcome: AttemptReport['outcome'];
+  /** Wait before the next attempt (outcome `retry`). */
+  delayMs?: number;
+  /** Epoch milliseconds. */
+  startedAt: number;
+  elapsedMs: number;
+}
+
+/** How a job's delivery ended. */
+export interface DeliveryResult {
+  jobId: string;
+  url: string;
+  /** `delivered` (2xx), `rejected` (4xx, or a redirect: not retried), `gave-up` after the last retry, `cancelled` by `close()`. */
+  outcome: 'delivered' | 'rejected' | 'gave-up' | 'cancelled';
+  attempts: DeliveryAttempt[];
+  /** What was sent (absent when the job was cancelled before it finished). */
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export interface GatewaySimulator {
+  /** Base URL, e.g. `http://127.0.0.1:41234`. */
+  readonly url: string;
+  /** `url` + `/v3/universal-ai/async`, where jobs are created. */
+  readonly jobsUrl: string;
+  /** The bearer token. */
+  readonly token: string;
+  /** The public key of the signatures (SPKI PEM): give it to the receiver. */
+  readonly publicKey: string;
+  /** Every delivery attempt so far, in order (a live array). */
+  readonly deliveries: readonly DeliveryAttempt[];
+  /** Resolves when the job's delivery has ended (delivered, rejected, gave up or cancelled). */
+  waitForDelivery(jobId: string): Promise<DeliveryResult>;
+  /** Stops the server, cancels pending completions and deliveries. Idempotent. */
+  close(): Promise<void>;
+}
+
+interface Job {
+  id: string;
+  request: JobRequest;
+  createdAt: string;
+  status: 'processing' | 'success' | 'fail';
+  cost: number;
+  finishedAt?: string;
+  output?: WireObject;
+  error?: { message: string };
+  originalResponse?: WireValue;
+  timer?: NodeJS.Timeout;
+  /** Present when the job has a receiver. */
+  delivery?: { promise: Promise<DeliveryResult>; settle: (result: DeliveryResult) => void };
+}
+
+interface Settings {
+  token: string;
+  key: KeyObject;
+  dialect: DialectName;
+  delayMs: number;
+  retries: number;
+  backoffMs: number;
+  maxBackoffMs: number;
+  attemptTimeoutMs: number;
+  allowLoopback: boolean;
+  headers: { signatureHeader?: string; algorithmHeader?: string; webhookHeader?: string };
+  onAttempt?: (attempt: DeliveryAttempt) => void;
+}
+
+// setTimeout's limit: a longer delay would fire at once.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+function whole(value: number | undefined, name: string, fallback: number, min = 0): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < min || value > MAX_TIMER_MS) throw optionError`${option(name)} must be a whole number from ${min} to ${MAX_TIMER_MS}, got ${String(value)}`;
+  return value;
+}
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function headerName(value: string | undefined, name: string): string | undefined {
+  if (value !== undefined && !HEADER_NAME.test(value)) throw optionError`${option(name)} must be an HTTP header name, got ${JSON.stringify(value)}`;
+  return value;
+}
+
+function newKeyPair(): Promise<KeyObject> {
+  return new Promise((resolve, reject) => generateKeyPair('rsa', { modulusLength: 2048 }, (err, _publicKey, privateKey) => (err ? reject(err) : resolve(privateKey))));
+}
+
+async function settings(options: GatewaySimulatorOptions): Promise<Settings> {
+  const s: Omit<Settings, 'key'> = {
+    token: options.token ?? `sim_${randomBytes(16).toString('hex')}`,
+    dialect: assertDialect(options.dialect ?? 'orjson', 'dialect'),
+    delayMs: whole(options.delayMs, 'delayMs', 200),
+    retries: whole(options.retries, 'retries', 3),
+    backoffMs: whole(options.backoffMs, 'backoffMs', 1000),
+    maxBackoffMs: whole(options.maxBackoffMs, 'maxBackoffMs', 30_000),
+    attemptTimeoutMs: whole(options.attemptTimeoutMs, 'attemptTimeoutMs', 30_000, 1),
+    allowLoopback: options.allowLoopbackReceivers ?? true,
+    headers: {
+      signatureHeader: headerName(options.signatureHeader, 'signatureHeader'),
+      algorithmHeader: headerName(options.algorithmHeader, 'algorithmHeader'),
+      webhookHeader: headerName(options.webhookHeader, 'webhookHeader'),
+    },
+    onAttempt: options.onAttempt,
+  };
+  if (s.token.length === 0 || /[\s\u0000-\u001f]/.test(s.token)) throw optionError`${option('token')} must be a non-empty string without whitespace`;
+  const key = options.privateKey === undefined ? await newKeyPair() : importPrivateKey(options.privateKey);
+  return { ...s, key };
+}
+
+function sameToken(given: string, expected: string): boolean {
+  // Digests have one length, so the comparison takes the same time whatever was sent.
+  const digest = (t: string) => createHash('sha256').update(t).digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return new Uint8Array(Buffer.concat(chunks));
+}
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+/** The job as `GET /v3/universal-ai/async/{id}` (and the 202) show it. */
+function resource(job: Job): WireObject {
+  const r = job.request;
+  return {
+    public_id: job.id,
+    status: job.status,
+    created_at: job.createdAt,
+    finished_at: job.finishedAt,
+    feature: r.feature,
+    subfeature: r.subfeature,
+    provider: r.provider,
+    model: r.model,
+    cost: float(job.cost),
+    output: job.output,
+    error: job.error,
+    original_response: r.showOriginalResponse ? job.originalResponse : undefined,
+  };
+}
+
+/** The `async_job_completed` payload, fields as DESIGN §1 lists them. */
+function webhookPayload(job: Job): WireObject {
+  const r = job.request;
+  return {
+    event: 'async_job_completed',
+    job_id: job.id,
+    status: job.status,
+    feature: r.feature,
+    subfeature: r.subfeature,
+    provider: r.provider,
+    model: r.model,
+    created_at: job.createdAt,
+    finished_at: job.finishedAt,
+    output: job.output,
+    error: job.error,
+    original_response: r.showOriginalResponse ? job.originalResponse : undefined,
+    user_parameters: r.userWebhookParameters,
+  };
+}
+
+/**
+ * Starts the simulator (see `startGatewaySimulator` in `jobhook/testing` for the
+ * documented entry point).
+ */
+export async function startGatewaySimulator(options: GatewaySimulatorOptions = {}): Promise<GatewaySimulator> {
+  const s = await settings(options);
+  const jobs = new Map<string, Job>();
+  const deliveries: DeliveryAttempt[] = [];
+  const inflight = new Set<Promise<unknown>>();
+  const cancel = new AbortController();
+  let closing: Promise<void> | undefined;
+
+  const send = (res: ServerResponse, status: number, value: WireValue, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(writeWire(value, s.dialect));
+  };
+  const fail = (res: ServerResponse, status: number, message: string, headers?: Record<string, string>) => send(res, status, { error: { message } }, headers);
+
+  async function deliver(job: Job, url: string): Promise<DeliveryResult> {
+    const body = writeWire(webhookPayload(job), s.dialect);
+    const { headers } = signDelivery(body, s.key, { dialect: s.dialect, userAgent: SIMULATOR_USER_AGENT, ...s.headers });
+    const attempts: DeliveryAttempt[] = [];
+    const record = (report: AttemptReport) => {
+      const attempt: DeliveryAttempt = { jobId: job.id, url, ...report };
+      attempts.push(attempt);
+      deliveries.push(attempt);
+      s.onAttempt?.(attempt);
+    };
+    let outcome: DeliveryResult['outcome'];
+    try {
+      const result = await sendDelivery({
+        url,
+        headers,
+        body,
+        retries: s.retries,
+        timeoutMs: s.attemptTimeoutMs,
+        backoffMs: s.backoffMs,
+        maxBackoffMs: s.maxBackoffMs,
+        signal: cancel.signal,
+        onAttempt: record,
+      });
+      outcome = result.delivered ? 'delivered' : (attempts.at(-1)?.outcome === 'rejected' ? 'rejected' : 'gave-up');
+    } catch (err) {
+      if (!cancel.signal.aborted) throw err;
+      outcome = 'cancelled';
+    }
+    return { jobId: job.id, url, outcome, attempts, headers, body };
+  }
+
+  function complete(job: Job): void {
+    job.timer = undefined;
+    job.finishedAt = now();
+    if (job.request.outcome === 'fail') {
+      const failure = simulatedFailure(job.request.provider);
+      job.status = 'fail';
+      job.cost = 0;
+      job.error = { message: failure.message };
+      job.originalResponse = failure.originalResponse;
+    } else {
+      const result = simulatedResult(job.request.feature, job.request.input);
+      job.status = 'success';
+      job.output = result.output;
+      job.originalResponse = result.originalResponse;
+    }
+    const url = job.request.webhookReceiver;
+    if (url === undefined || job.delivery === undefined) return;
+    const settle = job.delivery.settle;
+    const running = deliver(job, url).then(settle, (err: unknown) =>
+      // Not expected (the URL was checked when the job was created); reported as a failed delivery.
+      settle({ jobId: job.id, url, outcome: 'gave-up', attempts: [{ jobId: job.id, url, attempt: 1, error: String(err), outcome: 'gave-up', startedAt: Date.now(), elapsedMs: 0 }] }),
+    );
+    inflight.add(running);
+    void running.finally(() => inflight.delete(running));
+  }
+
+  async function createJob(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req, MAX_REQUEST_BYTES);
+    if (raw === undefined) return fail(res, 413, `The body is larger than ${MAX_REQUEST_BYTES} bytes`, { connection: 'close' });
+    let body: WireValue;
+    try {
+      body = parseWire(raw);
+    } catch (err) {
+      return fail(res, 400, `The body is not valid JSON: ${(err as Error).message}`);
+    }
+    const request = await validateJobRequest(body, { allowLoopback: s.allowLoopback });
+    if (isFieldProblem(request)) return send(res, 422, { error: { field: request.field, message: request.message } });
+    if (closing) return fail(res, 503, 'The simulator is shutting down');
+    const cost = simulatedResult(request.feature, request.input).cost;
+    const job: Job = { id: randomUUID(), request, createdAt: now(), status: 'processing', cost };
+    if (request.webhookReceiver !== undefined) {
+      let settle!: (result: DeliveryResult) => void;
+      const promise = new Promise<DeliveryResult>((resolve) => (settle = resolve));
+      job.delivery = { promise, settle };
+    }
+    jobs.set(job.id, job);
+    job.timer = setTimeout(() => complete(job), s.delayMs);
+    send(res, 202, resource(job));
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://simulator').pathname.replace(/\/+$/, '');
+    const isCollection = path === JOBS_PATH;
+    const id = path.startsWith(JOBS_PATH + '/') ? decodeURIComponent(path.slice(JOBS_PATH.length + 1)) : undefined;
+    if (!isCollection && (id === undefined || id.includes('/'))) return fail(res, 404, `No route ${req.method ?? ''} ${path}`);
+    const auth = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    if (auth === null || !sameToken(auth[1]!, s.token)) {
+      req.resume();
+      return fail(res, 401, 'Missing or invalid bearer token (Authorization: Bearer <token>)', { 'www-authenticate': 'Bearer' });
+    }
+    if (isCollection) {
+      if (req.method === 'POST') return createJob(req, res);
+      req.resume();
+      return fail(res, 405, 'Use POST to create a job', { allow: 'POST' });
+    }
+    req.resume();
+    if (req.method !== 'GET') return fail(res, 405, 'Use GET to read a job', { allow: 'GET' });
+    const job = jobs.get(id!);
+    if (job === undefined) return fail(res, 404, `No job with id ${JSON.stringify(id)}`);
+    send(res, 200, resource(job));
+  }
+
+  const server: Server = createServer((req, res) => {
+    route(req, res).catch((err: unknown) => {
+      if (!res.headersSent) fail(res, 500, `Simulator error: ${(err as Error).message}`);
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+
+  async function shutdown(): Promise<void> {
+    for (const job of jobs.values()) {
+      if (job.timer === undefined) continue;
+      clearTimeout(job.timer);
+      job.timer = undefined;
+      job.delivery?.settle({ jobId: job.id, url: job.request.webhookReceiver!, outcome: 'cancelled', attempts: [] });
+    }
+    cancel.abort(new DOMException('The gateway simulator was closed', 'AbortError'));
+    await Promise.allSettled([...inflight]);
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
+
+  return {
+    url,
+    jobsUrl: url + JOBS_PATH,
+    token: s.token,
+    publicKey: createPublicKey(s.key).export({ type: 'spki', format: 'pem' }) as string,
+    deliveries,
+    waitForDelivery(jobId: string): Promise<DeliveryResult> {
+      const job = jobs.get(jobId);
+      if (job === undefined) return Promise.reject(new TypeError(`No job with id ${JSON.stringify(jobId)} on this simulator`));
+      if (job.delivery === undefined) return Promise.reject(new TypeError(`Job ${jobId} has no webhook_receiver, so nothing is delivered`));
+      return job.delivery.promise;
+    },
+    close(): Promise<void> {
+      closing ??= shutdown();
+      return closing;
+    },
+  };
+}
