@@ -125,7 +125,7 @@ describe('jobhook send', () => {
 });
 
 describe('help, version, unknown commands', () => {
-  it.each(['verify', 'explain', 'canonicalize', 'keygen', 'sign', 'send'])('%s --help shows usage and an example', async (command) => {
+  it.each(['verify', 'explain', 'canonicalize', 'keygen', 'sign', 'send', 'simulate'])('%s --help shows usage and an example', async (command) => {
     const r = await cli([command, '--help']);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^Usage: jobhook ${command}`));

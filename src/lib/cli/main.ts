@@ -15,6 +15,7 @@ const COMMANDS: Record<string, { run: Command; summary: string }> = {
   keygen: { run: keygenCommand, summary: 'write a TEST-ONLY RSA key pair' },
   sign: { run: signCommand, summary: 'sign a payload as the gateway does (prints a capture object)' },
   send: { run: sendCommand, summary: "POST a signed delivery with the gateway's retry policy" },
+  simulate: { run: async (argv, io) => (await import('./simulate.js')).simulateCommand(argv, io), summary: 'run a local gateway that creates jobs and sends signed webhooks' },
 };
 
 export const MAIN_HELP = `Usage: jobhook <command> [options]
