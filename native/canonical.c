@@ -1,0 +1,1150 @@
+/*
+ * jobhook canonical JSON engine, byte level, for WebAssembly (freestanding C, no libc).
+ *
+ * Produces exactly the bytes of the JS engine (src/lib/canonical/) for the four
+ * dialects; the JS engine is the oracle (test/canonical/differential.test.ts).
+ *
+ * Shape:
+ * - parse(): one pass over the UTF-8 body with an explicit container stack. It
+ *   validates strict RFC 8259 JSON and UTF-8, decodes string escapes *in place*
+ *   (a decoded string is never longer than its escaped text), and writes a tape
+ *   of u32 words that points into the body. Objects whose keys are not already in
+ *   code point order get a permutation of their members appended after them.
+ *   On any error it returns 0: the JS side re-runs the JS parser for the exact
+ *   error (reason and byte offset), so this file carries no error messages.
+ * - serialize(): walks the tape with an explicit stack and writes the canonical
+ *   bytes of one dialect into a 64 KiB buffer, handing each full buffer to JS
+ *   (import env.emit). Number tokens whose text depends on the dialect are
+ *   formatted by JS (import env.format_number, the engine's own formatFloat).
+ *
+ * Tape entries (word 0 holds the tag in its low 3 bits):
+ *   scalar     [len << 3 | tag, offset]            tag ASIS, STR, STR_ESC, INT_BIG, FLOAT
+ *   array      [count << 3 | ARR, end]
+ *   object     [count << 3 | OBJ, end, perm]       perm = 0 when members are in order,
+ *                                                   else index of `count` words, each the
+ *                                                   index of a member's key entry
+ *   An object member is its key entry (a STR or STR_ESC scalar) followed by its value.
+ *   `end` is the index after the container's subtree (and its permutation).
+ */
+
+#include <wasm_simd128.h>
+
+typedef unsigned char u8;
+typedef unsigned int u32;
+typedef int i32;
+typedef unsigned long long u64;
+typedef long long i64;
+
+#define TAG_ASIS 0    /* written as it stands in every dialect: literals, plain numbers */
+#define TAG_STR 1     /* string without escapes: the body bytes between the quotes */
+#define TAG_STR_ESC 2 /* string that had escapes, decoded in place to (WTF-)8 */
+#define TAG_INT_BIG 3 /* integer token of more than 18 digits */
+#define TAG_FLOAT 4   /* float token whose text depends on the dialect */
+#define TAG_ARR 5
+#define TAG_OBJ 6
+
+#define F_LONE_SURROGATE 1
+#define F_UNSAFE_INTEGER 2
+#define F_NON_FINITE 4
+#define F_NON_ASCII 8
+#define F_DIALECT_NUMBERS 16
+#define F_NEGATIVE_ZERO 32
+
+#define D_ORJSON 0
+#define D_ORJSON_LEGACY 1
+#define D_PYTHON_UTF8 2
+#define D_PYTHON 3
+
+#define PAD 64          /* readable zero bytes after the body: scans stop on them */
+#define MAX_DEPTH 2000  /* MAX_MAX_DEPTH in parse.ts */
+#define CHUNK 65536     /* bytes handed to JS at most per emit() */
+#define SLACK 128       /* writable bytes after a chunk: small copies write 32 at once */
+#define LEN_LIMIT (1u << 29)
+
+#define EXPORT(name) __attribute__((export_name(name)))
+#define IMPORT(name) __attribute__((import_module("env"), import_name(name)))
+#define INLINE static inline __attribute__((always_inline))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Hands bytes [p, p + n) of output to the JS sink. */
+IMPORT("emit") void js_emit(const u8 *p, u32 n);
+/* Writes formatFloat(Number(token), dialect) at dst (at most 32 bytes); returns its length. */
+IMPORT("format_number") u32 js_format_number(const u8 *token, u32 n, u32 dialect, u8 *dst);
+/* Number.isFinite(Number(token)). */
+IMPORT("number_is_finite") u32 js_number_is_finite(const u8 *token, u32 n);
+
+#define memcpy __builtin_memcpy
+#define memmove __builtin_memmove
+#define memset __builtin_memset
+
+/* ------------------------------------------------------------------------------------
+ * Allocator: address-ordered blocks with boundary tags, first fit, coalescing on free,
+ * the last block can grow in place. Few blocks are alive at once (a handful per
+ * document), so a walk over all of them is cheap. Memory freed at the top is reused;
+ * WebAssembly memory itself never shrinks (a high-water mark).
+ * ---------------------------------------------------------------------------------- */
+
+typedef struct Block {
+  u32 size;      /* whole block in bytes, header included, multiple of 16 */
+  u32 prev_size; /* size of the block before (0 for the first) */
+  u32 used;
+  u32 pad_;
+} Block;
+
+#define HDR 16u
+
+extern u8 __heap_base;
+static u32 heap_start; /* first block */
+static u32 heap_top;   /* end of the last block */
+
+static u32 align16(u32 n) { return (n + 15u) & ~15u; }
+
+/* Makes [0, end) addressable. */
+static int reserve(u32 end) {
+  u32 have = (u32)__builtin_wasm_memory_size(0) * 65536u;
+  if (end <= have) return 1;
+  u32 pages = (u32)(((u64)end - have + 65535u) >> 16);
+  return __builtin_wasm_memory_grow(0, pages) != (__SIZE_TYPE__)-1;
+}
+
+static void heap_init(void) {
+  if (heap_start) return;
+  heap_start = align16((u32)(__SIZE_TYPE__)&__heap_base);
+  heap_top = heap_start;
+}
+
+INLINE Block *block_at(u32 a) { return (Block *)(__SIZE_TYPE__)a; }
+INLINE u32 addr_of(const void *p) { return (u32)(__SIZE_TYPE__)p; }
+
+/* Splits block b (at a) so that it is `need` bytes, the rest becoming a free block. */
+static void split(u32 a, u32 need) {
+  Block *b = block_at(a);
+  u32 rest = b->size - need;
+  if (rest < 64) return;
+  b->size = need;
+  Block *r = block_at(a + need);
+  r->size = rest;
+  r->prev_size = need;
+  r->used = 0;
+  u32 after = a + need + rest;
+  if (after < heap_top) block_at(after)->prev_size = rest;
+}
+
+static u32 total_need(u32 n) {
+  if (n > 0xFFFFFF00u - HDR) return 0;
+  return align16(n) + HDR;
+}
+
+EXPORT("alloc") void *alloc(u32 n) {
+  heap_init();
+  u32 need = total_need(n);
+  if (!need) return 0;
+  for (u32 a = heap_start; a < heap_top; a += block_at(a)->size) {
+    Block *b = block_at(a);
+    if (!b->used && b->size >= need) {
+      split(a, need);
+      b->used = 1;
+      return (void *)(__SIZE_TYPE__)(a + HDR);
+    }
+  }
+  u32 a = heap_top;
+  if ((u64)a + need > 0xFFFFFFF0u || !reserve(a + need)) return 0;
+  Block *b = block_at(a);
+  b->size = need;
+  b->used = 1;
+  b->prev_size = 0;
+  if (a > heap_start) {
+    /* find the previous block's size: it is the block that ends at a */
+    u32 p = heap_start;
+    while (p + block_at(p)->size < a) p += block_at(p)->size;
+    b->prev_size = block_at(p)->size;
+  }
+  heap_top = a + need;
+  return (void *)(__SIZE_TYPE__)(a + HDR);
+}
+
+EXPORT("free") void release(void *p) {
+  if (!p) return;
+  u32 a = addr_of(p) - HDR;
+  Block *b = block_at(a);
+  b->used = 0;
+  /* merge with the next block */
+  u32 next = a + b->size;
+  if (next < heap_top && !block_at(next)->used) {
+    b->size += block_at(next)->size;
+    u32 after = a + b->size;
+    if (after < heap_top) block_at(after)->prev_size = b->size;
+  }
+  /* merge with the previous block */
+  if (a > heap_start && b->prev_size) {
+    u32 pa = a - b->prev_size;
+    Block *pb = block_at(pa);
+    if (!pb->used) {
+      pb->size += b->size;
+      u32 after = pa + pb->size;
+      if (after < heap_top) block_at(after)->prev_size = pb->size;
+      a = pa;
+      b = pb;
+    }
+  }
+  /* a free block at the top goes back to the wilderness */
+  if (a + b->size == heap_top) heap_top = a;
+}
+
+/* Grows (or keeps) the block of p to hold n bytes; the first `keep` bytes survive. */
+static void *grow(void *p, u32 keep, u32 n) {
+  u32 a = addr_of(p) - HDR;
+  Block *b = block_at(a);
+  u32 need = total_need(n);
+  if (!need) return 0;
+  if (b->size >= need) return p;
+  u32 next = a + b->size;
+  u32 avail = b->size;
+  if (next < heap_top && !block_at(next)->used) {
+    avail += block_at(next)->size;
+    next += block_at(next)->size;
+  }
+  if (next == heap_top) {
+    /* the block (maybe with a free neighbour) is last: extend it in place */
+    if ((u64)a + need > 0xFFFFFFF0u || !reserve(a + need)) return 0;
+    b->size = need;
+    heap_top = a + need;
+    return p;
+  }
+  if (avail >= need) {
+    b->size = avail;
+    if (next < heap_top) block_at(next)->prev_size = avail;
+    split(a, need);
+    return p;
+  }
+  void *q = alloc(n);
+  if (!q) return 0;
+  memcpy(q, p, keep);
+  release(p);
+  return q;
+}
+
+/* An input buffer for a body of up to n bytes (the parser needs PAD bytes after it). */
+EXPORT("input_alloc") u8 *input_alloc(u32 n) {
+  if (n >= LEN_LIMIT) return 0;
+  return alloc(n + PAD);
+}
+
+/* Grows an input buffer holding `used` bytes to hold n. */
+EXPORT("input_grow") u8 *input_grow(u8 *p, u32 used, u32 n) {
+  if (n >= LEN_LIMIT) return 0;
+  return grow(p, used, n + PAD);
+}
+
+/* Bytes of heap in use or kept (for tests: it must not grow over parse/dispose cycles). */
+EXPORT("heap_bytes") u32 heap_bytes(void) {
+  heap_init();
+  return heap_top - heap_start;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Byte scanning
+ * ---------------------------------------------------------------------------------- */
+
+/* First byte at or after p that is '"', '\\', a control (< 0x20) or >= 0x7F.
+   The zero padding after the body stops it. */
+INLINE const u8 *scan_string(const u8 *p) {
+  const v128_t quote = wasm_i8x16_splat('"');
+  const v128_t bslash = wasm_i8x16_splat('\\');
+  const v128_t c20 = wasm_i8x16_splat(0x20);
+  const v128_t c5f = wasm_i8x16_splat(0x5f);
+  for (;;) {
+    v128_t v = wasm_v128_load(p);
+    v128_t m = wasm_v128_or(wasm_v128_or(wasm_i8x16_eq(v, quote), wasm_i8x16_eq(v, bslash)),
+                            wasm_u8x16_ge(wasm_i8x16_sub(v, c20), c5f));
+    u32 bits = (u32)wasm_i8x16_bitmask(m);
+    if (bits) return p + __builtin_ctz(bits);
+    p += 16;
+  }
+}
+
+/* First byte in [p, end) that a dialect must escape ('"', '\\', controls, and with
+   `ascii` everything from 0x7F up), or end. May read up to 15 bytes past end. */
+INLINE const u8 *scan_escape(const u8 *p, const u8 *end, int ascii) {
+  const v128_t quote = wasm_i8x16_splat('"');
+  const v128_t bslash = wasm_i8x16_splat('\\');
+  const v128_t c20 = wasm_i8x16_splat(0x20);
+  const v128_t lim = wasm_i8x16_splat(ascii ? 0x5f : 0xe0);
+  while (p < end) {
+    v128_t v = wasm_v128_load(p);
+    v128_t m = wasm_v128_or(wasm_v128_or(wasm_i8x16_eq(v, quote), wasm_i8x16_eq(v, bslash)),
+                            wasm_u8x16_ge(wasm_i8x16_sub(v, c20), lim));
+    u32 bits = (u32)wasm_i8x16_bitmask(m);
+    if (bits) {
+      const u8 *q = p + __builtin_ctz(bits);
+      return q < end ? q : end;
+    }
+    p += 16;
+  }
+  return end;
+}
+
+/* Length of the valid UTF-8 sequence (2-4 bytes) starting with byte >= 0x80 at p, or 0. */
+INLINE u32 utf8_seq(const u8 *p) {
+  u32 c = p[0];
+  if (c < 0xC2) return 0;
+  if (c < 0xE0) return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+  if (c < 0xF0) {
+    if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
+    u32 cp = ((c & 0x0F) << 12) | ((u32)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+    if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return 3;
+  }
+  if (c < 0xF5) {
+    if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) return 0;
+    u32 cp = ((c & 0x07) << 18) | ((u32)(p[1] & 0x3F) << 12) | ((u32)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+    if (cp < 0x10000 || cp > 0x10FFFF) return 0;
+    return 4;
+  }
+  return 0;
+}
+
+INLINE int hexval(u32 c) {
+  if (c - '0' < 10) return (int)(c - '0');
+  c |= 0x20;
+  if (c - 'a' < 6) return (int)(c - 'a' + 10);
+  return -1;
+}
+
+/* The four hex digits at p, or -1. */
+INLINE int hex4(const u8 *p) {
+  int a = hexval(p[0]), b = hexval(p[1]), c = hexval(p[2]), d = hexval(p[3]);
+  if ((a | b | c | d) < 0) return -1;
+  return (a << 12) | (b << 8) | (c << 4) | d;
+}
+
+INLINE u8 *put_utf8(u8 *w, u32 cp) {
+  if (cp < 0x80) {
+    *w++ = (u8)cp;
+  } else if (cp < 0x800) {
+    *w++ = (u8)(0xC0 | (cp >> 6));
+    *w++ = (u8)(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    /* also lone surrogates (WTF-8), which keep code point order */
+    *w++ = (u8)(0xE0 | (cp >> 12));
+    *w++ = (u8)(0x80 | ((cp >> 6) & 0x3F));
+    *w++ = (u8)(0x80 | (cp & 0x3F));
+  } else {
+    *w++ = (u8)(0xF0 | (cp >> 18));
+    *w++ = (u8)(0x80 | ((cp >> 12) & 0x3F));
+    *w++ = (u8)(0x80 | ((cp >> 6) & 0x3F));
+    *w++ = (u8)(0x80 | (cp & 0x3F));
+  }
+  return w;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Parser
+ * ---------------------------------------------------------------------------------- */
+
+typedef struct Doc {
+  u8 *in;
+  u32 len;
+  u32 *tape;
+  u32 tape_len;
+  u32 tape_cap;
+  u32 flags;
+  u32 pad_;
+  u64 layout;
+} Doc;
+
+typedef struct Frame {
+  u32 hdr;      /* tape index of the container's header */
+  u32 count;    /* items so far */
+  u32 prev_key; /* tape index of the previous key entry */
+  u32 is_obj;
+  u32 in_order;
+} Frame;
+
+static Frame frames[MAX_DEPTH + 2];
+
+typedef struct Parser {
+  u8 *s;
+  u32 *t;
+  u32 tl;
+  u32 cap;
+  u32 flags;
+  Doc *doc;
+} Parser;
+
+/* Makes room for n more tape words. */
+static int tape_room(Parser *P, u32 n) {
+  if (likely(P->tl + n <= P->cap)) return 1;
+  u64 want = (u64)P->cap + (P->cap >> 1) + n + 64;
+  if (want > 0x3FFFFFF0u) return 0;
+  u32 *t = grow(P->t, P->tl * 4u, (u32)want * 4u);
+  if (!t) return 0;
+  P->t = t;
+  P->cap = (u32)want;
+  return 1;
+}
+
+/* Compares two keys (tape indices of key entries) by their decoded bytes. */
+static int key_cmp(const u32 *t, const u8 *s, u32 a, u32 b) {
+  u32 la = t[a] >> 3, lb = t[b] >> 3;
+  const u8 *pa = s + t[a + 1], *pb = s + t[b + 1];
+  u32 n = la < lb ? la : lb;
+  u32 i = 0;
+  for (; i + 8 <= n; i += 8) {
+    u64 x, y;
+    memcpy(&x, pa + i, 8);
+    memcpy(&y, pb + i, 8);
+    if (x != y) {
+      x = __builtin_bswap64(x);
+      y = __builtin_bswap64(y);
+      return x < y ? -1 : 1;
+    }
+  }
+  for (; i < n; i++) {
+    if (pa[i] != pb[i]) return pa[i] < pb[i] ? -1 : 1;
+  }
+  return la < lb ? -1 : la > lb ? 1 : 0;
+}
+
+static void sift_down(const u32 *t, const u8 *s, u32 *m, u32 root, u32 n) {
+  for (;;) {
+    u32 c = 2 * root + 1;
+    if (c >= n) return;
+    if (c + 1 < n && key_cmp(t, s, m[c], m[c + 1]) < 0) c++;
+    if (key_cmp(t, s, m[root], m[c]) >= 0) return;
+    u32 x = m[root];
+    m[root] = m[c];
+    m[c] = x;
+    root = c;
+  }
+}
+
+/* Sorts the member key indices m[0..n) by key; 0 on a duplicate key. */
+static int sort_members(const u32 *t, const u8 *s, u32 *m, u32 n) {
+  if (n <= 16) {
+    for (u32 a = 1; a < n; a++) {
+      u32 x = m[a];
+      u32 b = a;
+      for (; b > 0; b--) {
+        int d = key_cmp(t, s, m[b - 1], x);
+        if (d == 0) return 0;
+        if (d < 0) break;
+        m[b] = m[b - 1];
+      }
+      m[b] = x;
+    }
+    return 1;
+  }
+  for (u32 r = n / 2; r-- > 0;) sift_down(t, s, m, r, n);
+  for (u32 e = n - 1; e > 0; e--) {
+    u32 x = m[0];
+    m[0] = m[e];
+    m[e] = x;
+    sift_down(t, s, m, 0, e);
+  }
+  for (u32 k = 1; k < n; k++) {
+    if (key_cmp(t, s, m[k - 1], m[k]) == 0) return 0;
+  }
+  return 1;
+}
+
+INLINE u32 skip_ws(const u8 *s, u32 i) {
+  for (;;) {
+    u32 c = s[i];
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') i++;
+    else return i;
+  }
+}
+
+/*
+ * Parses the string whose opening quote is at i into a scalar entry at t[tl].
+ * Returns the index after the closing quote, or 0 on an error.
+ */
+static u32 parse_string(Parser *P, u32 i) {
+  u8 *s = P->s;
+  u32 start = i + 1;
+  const u8 *p = s + start;
+  for (;;) {
+    p = scan_string(p);
+    u32 c = *p;
+    if (likely(c == '"')) {
+      P->t[P->tl] = ((u32)(p - (s + start)) << 3) | TAG_STR;
+      P->t[P->tl + 1] = start;
+      P->tl += 2;
+      return (u32)(p - s) + 1;
+    }
+    if (c == '\\') break;
+    if (c < 0x20) return 0; /* a control character, or the end of the body */
+    if (c == 0x7F) {
+      P->flags |= F_NON_ASCII;
+      p++;
+      continue;
+    }
+    u32 n = utf8_seq(p);
+    if (!n) return 0;
+    P->flags |= F_NON_ASCII;
+    p += n;
+  }
+  /* Escapes: decode in place, writing at w behind the reader r. */
+  u8 *w = (u8 *)p;
+  const u8 *r = p;
+  for (;;) {
+    u32 c = *r;
+    if (c == '"') break;
+    if (c == '\\') {
+      u32 e = r[1];
+      u32 b;
+      switch (e) {
+        case '"': b = '"'; break;
+        case '\\': b = '\\'; break;
+        case '/': b = '/'; break;
+        case 'b': b = 0x08; break;
+        case 'f': b = 0x0C; break;
+        case 'n': b = 0x0A; break;
+        case 'r': b = 0x0D; break;
+        case 't': b = 0x09; break;
+        case 'u': {
+          int h = hex4(r + 2);
+          if (h < 0) return 0;
+          r += 6;
+          u32 cp = (u32)h;
+          if (cp >= 0x7F) P->flags |= F_NON_ASCII;
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            int lo = (r[0] == '\\' && r[1] == 'u') ? hex4(r + 2) : -1;
+            if (lo >= 0xDC00 && lo <= 0xDFFF) {
+              cp = 0x10000 + ((cp - 0xD800) << 10) + ((u32)lo - 0xDC00);
+              r += 6;
+            } else {
+              P->flags |= F_LONE_SURROGATE;
+            }
+          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            P->flags |= F_LONE_SURROGATE;
+          }
+          w = put_utf8(w, cp);
+          continue;
+        }
+        default:
+          return 0;
+      }
+      *w++ = (u8)b;
+      r += 2;
+    } else if (c >= 0x20 && c < 0x7F) {
+      const u8 *q = scan_string(r);
+      u32 n = (u32)(q - r);
+      memmove(w, r, n);
+      w += n;
+      r = q;
+    } else if (c < 0x20) {
+      return 0;
+    } else if (c == 0x7F) {
+      P->flags |= F_NON_ASCII;
+      *w++ = (u8)c;
+      r++;
+    } else {
+      u32 n = utf8_seq(r);
+      if (!n) return 0;
+      P->flags |= F_NON_ASCII;
+      for (u32 k = 0; k < n; k++) w[k] = r[k];
+      w += n;
+      r += n;
+    }
+  }
+  P->t[P->tl] = ((u32)(w - (s + start)) << 3) | TAG_STR_ESC;
+  P->t[P->tl + 1] = start;
+  P->tl += 2;
+  return (u32)(r - s) + 1;
+}
+
+INLINE int is_digit(u32 c) { return c - '0' < 10; }
+
+/* Finiteness of Number(token) given the decimal exponent E of its first significant digit. */
+static int finite_by_exponent(i64 e, const u8 *token, u32 n) {
+  if (e <= 307) return 1;
+  if (e >= 309) return 0;
+  return (int)js_number_is_finite(token, n);
+}
+
+/*
+ * Parses the number token at i into a scalar entry. Returns the index after it, or 0.
+ * Mirrors Parser.number() in parse.ts, flags included.
+ */
+static u32 parse_number(Parser *P, u32 i) {
+  const u8 *s = P->s;
+  u32 start = i;
+  if (s[i] == '-') i++;
+  u32 int_start = i;
+  u32 c = s[i];
+  if (c == '0') {
+    i++;
+  } else if (c - '1' < 9) {
+    do i++;
+    while (is_digit(s[i]));
+  } else {
+    return 0;
+  }
+  u32 int_len = i - int_start;
+  u32 frac_start = 0, frac_len = 0;
+  int has_frac = 0, has_exp = 0;
+  i64 exp = 0;
+  if (s[i] == '.') {
+    has_frac = 1;
+    i++;
+    frac_start = i;
+    if (!is_digit(s[i])) return 0;
+    do i++;
+    while (is_digit(s[i]));
+    frac_len = i - frac_start;
+  }
+  if ((s[i] | 0x20) == 'e') {
+    has_exp = 1;
+    i++;
+    int neg = 0;
+    if (s[i] == '+' || s[i] == '-') {
+      neg = s[i] == '-';
+      i++;
+    }
+    if (!is_digit(s[i])) return 0;
+    do {
+      if (exp < 100000000) exp = exp * 10 + (s[i] - '0');
+      i++;
+    } while (is_digit(s[i]));
+    if (neg) exp = -exp;
+  }
+  u32 n = i - start;
+  u32 *t = P->t + P->tl;
+  P->tl += 2;
+  t[1] = start;
+  t[0] = (n << 3) | TAG_ASIS;
+  if (!has_frac && !has_exp) {
+    if (int_len > 15) {
+      if (int_len > 18) {
+        P->flags |= F_UNSAFE_INTEGER;
+      } else {
+        u64 v = 0;
+        for (u32 k = 0; k < int_len; k++) v = v * 10 + (s[int_start + k] - '0');
+        if (v > 9007199254740991ull) P->flags |= F_UNSAFE_INTEGER;
+      }
+    }
+    if (int_len <= 18) {
+      if (n == 2 && s[start] == '-' && s[start + 1] == '0') {
+        P->flags |= F_NEGATIVE_ZERO;
+        t[0] = (1u << 3) | TAG_ASIS;
+        t[1] = start + 1;
+      }
+      return i;
+    }
+    P->flags |= F_DIALECT_NUMBERS;
+    if (int_len > 308 && !finite_by_exponent((i64)int_len - 1, s + start, n)) P->flags |= F_NON_FINITE;
+    t[0] = (n << 3) | TAG_INT_BIG;
+    return i;
+  }
+  if (!has_exp) {
+    /* asWritten(): a fixed-notation token that is its canonical text in every dialect */
+    u32 last = s[frac_start + frac_len - 1];
+    int as_written;
+    if (last == '0' && frac_len != 1) {
+      as_written = 0;
+    } else if (s[int_start] != '0') {
+      as_written = int_len > 15 ? 0 : (last == '0' || int_len + frac_len <= 15);
+    } else if (last == '0') {
+      as_written = 1;
+    } else {
+      u32 z = 0;
+      while (s[frac_start + z] == '0') z++;
+      as_written = z <= 3 && frac_len - z <= 15;
+    }
+    if (as_written) return i;
+  }
+  if (has_exp || int_len + frac_len > 300) {
+    /* decimal exponent of the first significant digit */
+    i64 e;
+    int zero = 0;
+    if (s[int_start] != '0') {
+      e = (i64)int_len - 1;
+    } else {
+      u32 z = 0;
+      while (z < frac_len && s[frac_start + z] == '0') z++;
+      if (z == frac_len) zero = 1;
+      e = -(i64)z - 1;
+    }
+    if (!zero && !finite_by_exponent(e + exp, s + start, n)) P->flags |= F_NON_FINITE;
+  }
+  P->flags |= F_DIALECT_NUMBERS;
+  t[0] = (n << 3) | TAG_FLOAT;
+  return i;
+}
+
+/* Closes the container of frame f (its closing bracket just read). 0 on a duplicate key. */
+static int close_container(Parser *P, Frame *f, u32 depth) {
+  u32 h = f->hdr;
+  u32 n = f->count;
+  u64 d2 = 2ull * depth;
+  if (!f->is_obj) {
+    P->t[h] = (n << 3) | TAG_ARR;
+    P->t[h + 1] = P->tl;
+    if (n) P->doc->layout += (u64)n * (1 + d2) + d2 - 1;
+    return 1;
+  }
+  P->t[h] = (n << 3) | TAG_OBJ;
+  P->t[h + 2] = 0;
+  if (n) P->doc->layout += (u64)n * (2 + d2) + d2 - 1;
+  if (!f->in_order) {
+    if (!tape_room(P, n)) return -1;
+    u32 *t = P->t;
+    u32 *m = t + P->tl;
+    u32 k = h + 3;
+    for (u32 j = 0; j < n; j++) {
+      m[j] = k;
+      k += 2; /* the key */
+      u32 tag = t[k] & 7;
+      k = tag >= TAG_ARR ? t[k + 1] : k + 2;
+    }
+    if (!sort_members(t, P->s, m, n)) return 0;
+    t[h + 2] = P->tl;
+    P->tl += n;
+  }
+  P->t[h + 1] = P->tl;
+  return 1;
+}
+
+enum { R_MALFORMED = 0, R_NO_MEMORY = 1 };
+
+static u32 parse_into(Parser *P, u32 len, u32 max_depth) {
+  u8 *s = P->s;
+  u32 sp = 0; /* frames[1..sp] are open */
+  u32 i = skip_ws(s, 0);
+  Frame *f = 0;
+  int r;
+  for (;;) {
+    /* a value starts at i */
+    if (!tape_room(P, 4)) return R_NO_MEMORY;
+    u32 c = s[i];
+    if (c == '"') {
+      i = parse_string(P, i);
+      if (!i) return R_MALFORMED;
+    } else if (c == '{' || c == '[') {
+      if (sp + 1 > max_depth) return R_MALFORMED;
+      f = &frames[++sp];
+      f->hdr = P->tl;
+      f->count = 0;
+      f->is_obj = c == '{';
+      f->in_order = 1;
+      P->tl += f->is_obj ? 3 : 2;
+      i = skip_ws(s, i + 1);
+      if (s[i] == (f->is_obj ? '}' : ']')) {
+        i++;
+        r = close_container(P, f, sp);
+        if (r <= 0) return r < 0 ? R_NO_MEMORY : R_MALFORMED;
+        f = &frames[--sp];
+      } else if (f->is_obj) {
+        goto key;
+      } else {
+        continue;
+      }
+    } else if (c == 't') {
+      if (s[i + 1] != 'r' || s[i + 2] != 'u' || s[i + 3] != 'e') return R_MALFORMED;
+      P->t[P->tl] = (4u << 3) | TAG_ASIS;
+      P->t[P->tl + 1] = i;
+      P->tl += 2;
+      i += 4;
+    } else if (c == 'f') {
+      if (s[i + 1] != 'a' || s[i + 2] != 'l' || s[i + 3] != 's' || s[i + 4] != 'e') return R_MALFORMED;
+      P->t[P->tl] = (5u << 3) | TAG_ASIS;
+      P->t[P->tl + 1] = i;
+      P->tl += 2;
+      i += 5;
+    } else if (c == 'n') {
+      if (s[i + 1] != 'u' || s[i + 2] != 'l' || s[i + 3] != 'l') return R_MALFORMED;
+      P->t[P->tl] = (4u << 3) | TAG_ASIS;
+      P->t[P->tl + 1] = i;
+      P->tl += 2;
+      i += 4;
+    } else {
+      i = parse_number(P, i);
+      if (!i) return R_MALFORMED;
+    }
+    /* after a value */
+    for (;;) {
+      i = skip_ws(s, i);
+      if (sp == 0) return i == len ? 2 : R_MALFORMED;
+      f = &frames[sp];
+      f->count++;
+      c = s[i];
+      if (c == ',') {
+        i = skip_ws(s, i + 1);
+        if (f->is_obj) goto key;
+        break;
+      }
+      if (c != (f->is_obj ? '}' : ']')) return R_MALFORMED;
+      i++;
+      r = close_container(P, f, sp);
+      if (r <= 0) return r < 0 ? R_NO_MEMORY : R_MALFORMED;
+      sp--;
+    }
+    continue;
+  key:
+    if (s[i] != '"') return R_MALFORMED;
+    {
+      if (!tape_room(P, 2)) return R_NO_MEMORY;
+      u32 k = P->tl;
+      i = parse_string(P, i);
+      if (!i) return R_MALFORMED;
+      if (f->count > 0 && f->in_order) {
+        int d = key_cmp(P->t, s, f->prev_key, k);
+        if (d == 0) return R_MALFORMED;
+        if (d > 0) f->in_order = 0;
+      }
+      f->prev_key = k;
+    }
+    i = skip_ws(s, i);
+    if (s[i] != ':') return R_MALFORMED;
+    i = skip_ws(s, i + 1);
+  }
+}
+
+static void doc_release(Doc *d) {
+  release(d->in);
+  release(d->tape);
+  release(d);
+}
+
+/*
+ * Parses the body in `in` (from input_alloc, which this takes over: it is freed with
+ * the document or on failure). Returns the document, or 0 when the body is
+ * malformed, or 1 when memory ran out.
+ */
+EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth) {
+  if (max_depth > MAX_DEPTH) max_depth = MAX_DEPTH;
+  memset(in + len, 0, PAD);
+  Doc *d = alloc(sizeof(Doc));
+  if (!d) {
+    release(in);
+    return R_NO_MEMORY;
+  }
+  memset(d, 0, sizeof(Doc));
+  d->in = in;
+  d->len = len;
+  Parser P;
+  P.s = in;
+  P.tl = 0;
+  P.flags = 0;
+  P.doc = d;
+  P.cap = len / 4 + 64;
+  P.t = alloc(P.cap * 4u);
+  if (!P.t) {
+    doc_release(d);
+    return R_NO_MEMORY;
+  }
+  u32 r = parse_into(&P, len, max_depth);
+  d->tape = P.t;
+  d->tape_len = P.tl;
+  d->tape_cap = P.cap;
+  d->flags = P.flags;
+  if (r != 2) {
+    doc_release(d);
+    return r;
+  }
+  return addr_of(d);
+}
+
+EXPORT("doc_flags") u32 doc_flags(Doc *d) { return d->flags; }
+EXPORT("doc_layout") double doc_layout(Doc *d) { return (double)d->layout; }
+EXPORT("doc_free") void doc_free(Doc *d) { doc_release(d); }
+
+/* ------------------------------------------------------------------------------------
+ * Serializer
+ * ---------------------------------------------------------------------------------- */
+
+/* ",\n" and the indent of the deepest item; copies read up to 32 bytes from any offset */
+static u8 INDENT[2 + 2 * MAX_DEPTH + 2 + 64];
+static const char HEX[] = "0123456789abcdef";
+
+typedef struct SFrame {
+  u32 remaining;
+  u32 perm; /* tape index of the next permutation word, or 0 */
+  u32 end;
+  u32 is_obj;
+} SFrame;
+
+/* The work area handed to serialize(): output chunk, slack, then the frame stack. */
+#define WORK_OUT (CHUNK + SLACK)
+#define WORK_SIZE (WORK_OUT + (MAX_DEPTH + 2) * 16)
+
+EXPORT("work_size") u32 work_size(void) { return WORK_SIZE; }
+
+EXPORT("init") void init(void) {
+  heap_init();
+  memset(INDENT, ' ', sizeof INDENT);
+  INDENT[0] = ',';
+  INDENT[1] = '\n';
+}
+
+typedef struct Out {
+  u8 *base;
+  u8 *lim;
+} Out;
+
+static u8 *flush(Out *S, u8 *o) {
+  if (o > S->base) js_emit(S->base, (u32)(o - S->base));
+  return S->base;
+}
+
+/* 32 bytes from src to o (both may run past n: src is padded, o has slack). */
+INLINE u8 *copy32(u8 *o, const u8 *src, u32 n) {
+  v128_t a = wasm_v128_load(src);
+  v128_t b = wasm_v128_load(src + 16);
+  wasm_v128_store(o, a);
+  wasm_v128_store(o + 16, b);
+  return o + n;
+}
+
+static u8 *put_long(Out *S, u8 *o, const u8 *src, u32 n) {
+  for (;;) {
+    u32 room = (u32)(S->lim - o);
+    if (n <= room) {
+      memcpy(o, src, n);
+      return o + n;
+    }
+    memcpy(o, src, room);
+    o = flush(S, o + room);
+    src += room;
+    n -= room;
+  }
+}
+
+/* src must be readable 32 bytes from its start. */
+INLINE u8 *put(Out *S, u8 *o, const u8 *src, u32 n) {
+  if (likely(n <= 32 && (u32)(S->lim - o) >= n)) return copy32(o, src, n);
+  return put_long(S, o, src, n);
+}
+
+INLINE u8 *put1(Out *S, u8 *o, u8 c) {
+  if (unlikely(o >= S->lim)) o = flush(S, o);
+  *o++ = c;
+  return o;
+}
+
+/* Makes room for n (<= CHUNK) contiguous bytes. */
+INLINE u8 *room(Out *S, u8 *o, u32 n) {
+  if (unlikely((u32)(S->lim - o) < n)) o = flush(S, o);
+  return o;
+}
+
+INLINE u8 *put_u_escape(u8 *o, u32 unit) {
+  o[0] = '\\';
+  o[1] = 'u';
+  o[2] = (u8)HEX[(unit >> 12) & 15];
+  o[3] = (u8)HEX[(unit >> 8) & 15];
+  o[4] = (u8)HEX[(unit >> 4) & 15];
+  o[5] = (u8)HEX[unit & 15];
+  return o + 6;
+}
+
+/*
+ * Writes the decoded string p[0..n) as a quoted token: '"', '\\' and controls
+ * escaped; with `ascii` (python dialect) every code point from U+007F up as \uXXXX
+ * (astral ones as a surrogate pair; WTF-8 lone surrogates as themselves).
+ */
+static u8 *put_escaped(Out *S, u8 *o, const u8 *p, u32 n, int ascii) {
+  const u8 *end = p + n;
+  o = put1(S, o, '"');
+  while (p < end) {
+    const u8 *q = scan_escape(p, end, ascii);
+    if (q > p) o = put(S, o, p, (u32)(q - p));
+    if (q == end) break;
+    p = q;
+    o = room(S, o, 12);
+    u32 c = *p;
+    if (c < 0x80) {
+      p++;
+      switch (c) {
+        case '"': o[0] = '\\'; o[1] = '"'; o += 2; break;
+        case '\\': o[0] = '\\'; o[1] = '\\'; o += 2; break;
+        case 0x08: o[0] = '\\'; o[1] = 'b'; o += 2; break;
+        case 0x09: o[0] = '\\'; o[1] = 't'; o += 2; break;
+        case 0x0A: o[0] = '\\'; o[1] = 'n'; o += 2; break;
+        case 0x0C: o[0] = '\\'; o[1] = 'f'; o += 2; break;
+        case 0x0D: o[0] = '\\'; o[1] = 'r'; o += 2; break;
+        default: o = put_u_escape(o, c); break; /* other controls and U+007F */
+      }
+    } else {
+      u32 cp;
+      if (c < 0xE0) {
+        cp = ((c & 0x1F) << 6) | (p[1] & 0x3F);
+        p += 2;
+      } else if (c < 0xF0) {
+        cp = ((c & 0x0F) << 12) | ((u32)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+        p += 3;
+      } else {
+        cp = ((c & 0x07) << 18) | ((u32)(p[1] & 0x3F) << 12) | ((u32)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+        p += 4;
+      }
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        o = put_u_escape(o, 0xD800 + (cp >> 10));
+        o = put_u_escape(o, 0xDC00 + (cp & 0x3FF));
+      } else {
+        o = put_u_escape(o, cp);
+      }
+    }
+  }
+  return put1(S, o, '"');
+}
+
+typedef struct Ser {
+  Out out;
+  const u32 *t;
+  const u8 *s;
+  u32 dialect;
+  int ascii;  /* python dialect and some string needs \u escapes */
+  int orjson; /* integers outside -2^63 .. 2^64-1 are floats */
+} Ser;
+
+/* True when the integer token (optional '-', no leading zeros) is within -2^63 .. 2^64-1. */
+static int in_orjson_range(const u8 *p, u32 n) {
+  static const char MIN[] = "9223372036854775808";
+  static const char MAX[] = "18446744073709551615";
+  const char *bound = MAX;
+  u32 bl = 20;
+  if (*p == '-') {
+    p++;
+    n--;
+    bound = MIN;
+    bl = 19;
+  }
+  if (n != bl) return n < bl;
+  for (u32 k = 0; k < n; k++) {
+    if (p[k] != (u8)bound[k]) return p[k] < (u8)bound[k];
+  }
+  return 1;
+}
+
+/* Writes the scalar entry at t[pos]. */
+static u8 *put_scalar(Ser *R, u8 *o, u32 pos) {
+  Out *S = &R->out;
+  u32 w0 = R->t[pos];
+  u32 n = w0 >> 3;
+  const u8 *src = R->s + R->t[pos + 1];
+  switch (w0 & 7) {
+    case TAG_ASIS:
+      return put(S, o, src, n);
+    case TAG_STR:
+      if (R->ascii) return put_escaped(S, o, src, n, 1);
+      if (likely(n <= 32 && (u32)(S->lim - o) >= n + 2)) {
+        *o = '"';
+        copy32(o + 1, src, n);
+        o[n + 1] = '"';
+        return o + n + 2;
+      }
+      o = put1(S, o, '"');
+      o = put_long(S, o, src, n);
+      return put1(S, o, '"');
+    case TAG_STR_ESC:
+      return put_escaped(S, o, src, n, R->ascii);
+    case TAG_INT_BIG:
+      if (!R->orjson || in_orjson_range(src, n)) return put(S, o, src, n);
+      /* fall through: orjson reads it as a float */
+    default:
+      o = room(S, o, 64);
+      return o + js_format_number(src, n, R->dialect, o);
+  }
+}
+
+/* Writes the key entry at t[k] followed by ": ". */
+INLINE u8 *put_key(Ser *R, u8 *o, u32 k) {
+  Out *S = &R->out;
+  u32 w0 = R->t[k];
+  u32 n = w0 >> 3;
+  if (likely((w0 & 7) == TAG_STR && !R->ascii && n <= 32 && (u32)(S->lim - o) >= n + 4)) {
+    const u8 *src = R->s + R->t[k + 1];
+    *o = '"';
+    copy32(o + 1, src, n);
+    o[n + 1] = '"';
+    o[n + 2] = ':';
+    o[n + 3] = ' ';
+    return o + n + 4;
+  }
+  o = put_scalar(R, o, k);
+  o = put1(S, o, ':');
+  return put1(S, o, ' ');
+}
+
+/* "\n" (or ",\n" with comma) and the indent of depth d. */
+INLINE u8 *put_newline(Out *S, u8 *o, u32 d, int comma) {
+  return put(S, o, INDENT + 1 - comma, 1 + comma + 2 * d);
+}
+
+/* Writes the canonical bytes of `dialect` through emit(); `work` is a work_size() area. */
+EXPORT("serialize") void serialize(Doc *d, u32 dialect, u8 *work) {
+  Ser R;
+  R.out.base = work;
+  R.out.lim = work + CHUNK;
+  R.t = d->tape;
+  R.s = d->in;
+  R.dialect = dialect;
+  R.ascii = dialect == D_PYTHON && (d->flags & F_NON_ASCII);
+  R.orjson = dialect == D_ORJSON || dialect == D_ORJSON_LEGACY;
+  SFrame *stack = (SFrame *)(work + WORK_OUT);
+  Out *S = &R.out;
+  const u32 *t = R.t;
+  u8 *o = work;
+  u32 pos = 0;
+  u32 sp = 0; /* stack[1..sp] */
+  u32 depth = 0;
+  SFrame *f = 0;
+  for (;;) {
+    /* the value at pos */
+    u32 w0 = t[pos];
+    u32 tag = w0 & 7;
+    if (tag < TAG_ARR) {
+      o = put_scalar(&R, o, pos);
+      pos += 2;
+    } else {
+      u32 n = w0 >> 3;
+      int obj = tag == TAG_OBJ;
+      if (n == 0) {
+        o = room(S, o, 2);
+        o[0] = obj ? '{' : '[';
+        o[1] = obj ? '}' : ']';
+        o += 2;
+        pos = t[pos + 1];
+      } else {
+        f = &stack[++sp];
+        f->remaining = n;
+        f->is_obj = obj;
+        f->end = t[pos + 1];
+        f->perm = obj ? t[pos + 2] : 0;
+        pos += obj ? 3 : 2;
+        depth++;
+        o = put1(S, o, obj ? '{' : '[');
+        o = put_newline(S, o, depth, 0);
+        goto item;
+      }
+    }
+    /* after a value: the next item, or close containers */
+    for (;;) {
+      if (sp == 0) {
+        flush(S, o);
+        return;
+      }
+      f = &stack[sp];
+      if (--f->remaining == 0) {
+        depth--;
+        o = put_newline(S, o, depth, 0);
+        o = put1(S, o, f->is_obj ? '}' : ']');
+        pos = f->end;
+        sp--;
+        continue;
+      }
+      o = put_newline(S, o, depth, 1);
+      break;
+    }
+  item:
+    if (f->is_obj) {
+      u32 k = f->perm ? t[f->perm++] : pos;
+      o = put_key(&R, o, k);
+      pos = k + 2;
+    }
+  }
+}
