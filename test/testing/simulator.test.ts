@@ -3,7 +3,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { webhookReceiver, type NodeHandler, type WebhookReceiverOptions } from '../../src/express.js';
 import { canonicalize, createVerifier, DIALECTS, type JobCompletedEvent } from '../../src/index.js';
 import { startGatewaySimulator, SIMULATOR_USER_AGENT, type GatewaySimulator } from '../../src/testing.js';
+import { privatePem } from '../helpers/keys.js';
 import { createJob, getJob, listen, pollUntilDone, scripted, type Hit, type Listening } from './helpers.js';
+
+// The end-to-end block lets the simulator make its own key; the others take a fixture key (faster).
+const privateKey = privatePem(2048);
 
 /** The one place receivers are made (webhookReceiver will be renamed createReceiver). */
 function makeReceiver(options: WebhookReceiverOptions): NodeHandler {
@@ -137,7 +141,7 @@ describe('simulator → jobhook Express receiver, end to end', () => {
 
 describe('dialects and header names', () => {
   it.each(DIALECTS)('signs in the %s dialect and writes the body in that sender’s style', async (dialect) => {
-    const sim = await startGatewaySimulator({ dialect, delayMs: 0, signatureHeader: 'X-Acme-Signature', algorithmHeader: 'X-Acme-Hash-Algorithm', webhookHeader: 'X-Acme-Webhook' });
+    const sim = await startGatewaySimulator({ dialect, privateKey, delayMs: 0, signatureHeader: 'X-Acme-Signature', algorithmHeader: 'X-Acme-Hash-Algorithm', webhookHeader: 'X-Acme-Webhook' });
     const target = await scripted([200]);
     try {
       const id = (await createJob(sim, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${target.url}/hook`, user_webhook_parameters: { n: 1 } })).json.public_id as string;
@@ -163,7 +167,7 @@ describe('delivery retries follow the gateway policy', () => {
   });
   async function setUp(answers: ReadonlyArray<number | 'hang'>, options: Parameters<typeof startGatewaySimulator>[0] = {}) {
     const target = await scripted(answers);
-    const sim = await startGatewaySimulator({ delayMs: 0, backoffMs: 40, ...options });
+    const sim = await startGatewaySimulator({ privateKey, delayMs: 0, backoffMs: 40, ...options });
     cleanup.push(() => sim.close(), () => target.close());
     const id = (await createJob(sim, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${target.url}/hook` })).json.public_id as string;
     return { sim, target, id };
@@ -210,7 +214,7 @@ describe('delivery retries follow the gateway policy', () => {
   it('a connection error is retried; the backoff is capped', async () => {
     const gone = await listen(() => undefined);
     await gone.close(); // nothing listens on this port any more
-    const sim = await startGatewaySimulator({ delayMs: 0, backoffMs: 10, maxBackoffMs: 25 });
+    const sim = await startGatewaySimulator({ privateKey, delayMs: 0, backoffMs: 10, maxBackoffMs: 25 });
     cleanup.push(() => sim.close());
     const id = (await createJob(sim, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${gone.url}/hook` })).json.public_id as string;
     const d = await sim.waitForDelivery(id);
@@ -225,11 +229,11 @@ describe('delivery retries follow the gateway policy', () => {
 
   it('close() cancels a pending completion and a delivery waiting to retry, promptly', async () => {
     const target = await scripted([503]);
-    const sim = await startGatewaySimulator({ delayMs: 0, backoffMs: 60_000 });
+    const sim = await startGatewaySimulator({ privateKey, delayMs: 0, backoffMs: 60_000 });
     cleanup.push(() => target.close());
     const retrying = (await createJob(sim, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${target.url}/hook` })).json.public_id as string;
     await expect.poll(() => sim.deliveries.length).toBe(1);
-    const slow = await startGatewaySimulator({ delayMs: 60_000 });
+    const slow = await startGatewaySimulator({ privateKey, delayMs: 60_000 });
     const pending = (await createJob(slow, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${target.url}/hook` })).json.public_id as string;
 
     const t0 = performance.now();
