@@ -96,6 +96,14 @@ describe('jobhook send', () => {
     expect(r.stdout).toMatch(/attempt 1: HTTP 400 .*rejected/);
   });
 
+  it('a redirect is not followed and not retried, exit 1', async () => {
+    const { url, hits } = await serve([307, 200]);
+    const r = await cli(['send', '--to', url, '--key', key, '--backoff-ms', '10']);
+    expect(r.code).toBe(1);
+    expect(hits).toHaveLength(1);
+    expect(r.stdout).toMatch(/attempt 1: HTTP 307 .*rejected \(redirects are not followed\)/);
+  });
+
   it('a server that never answers → the timeout is retried, then it gives up', async () => {
     const { url, hits } = await serve(['hang']);
     const r = await cli(['send', '--to', url, '--key', key, '--timeout-ms', '150', '--retries', '2', '--backoff-ms', '10']);

@@ -176,7 +176,8 @@ export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
     allowInsecure: values['allow-insecure'],
     onAttempt: (a) => {
       const what = a.status !== undefined ? `HTTP ${a.status}` : a.error;
-      const next = a.outcome === 'retry' ? `retry in ${a.delayMs} ms` : a.outcome === 'rejected' ? 'rejected (4xx: not retried)' : a.outcome;
+      const rejected = a.status !== undefined && a.status < 400 ? 'rejected (redirects are not followed)' : 'rejected (4xx: not retried)';
+      const next = a.outcome === 'retry' ? `retry in ${a.delayMs} ms` : a.outcome === 'rejected' ? rejected : a.outcome;
       io.stdout(`attempt ${a.attempt}: ${what} after ${a.elapsedMs} ms → ${next}\n`);
     },
   }));
