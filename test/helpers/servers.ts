@@ -1,12 +1,16 @@
 /**
  * Throwaway Redis and PostgreSQL servers on free loopback ports, from the local
- * binaries, for the store suites. Nothing here touches the machine's own services.
+ * binaries, for the store suites and the fault suite. Nothing here touches the
+ * machine's own services.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
 
 export interface Throwaway {
   url: string;
@@ -16,6 +20,30 @@ export interface Throwaway {
   start(): Promise<void>;
   /** Stops it and removes everything it wrote. */
   destroy(): Promise<void>;
+}
+
+/**
+ * A throwaway server the fault suite can freeze and crash. Linux only (signals,
+ * /proc). Every call returns once the change has happened.
+ */
+export interface FaultableServer extends Throwaway {
+  /** SIGSTOP every process of the server: connections stay open, nothing is answered until resume(). */
+  pause(): Promise<void>;
+  /** SIGCONT what pause() stopped. */
+  resume(): Promise<void>;
+  /**
+   * A crash. Redis: SIGKILL (with `appendOnly` the data written so far survives in its
+   * directory; without it everything is lost). PostgreSQL: `pg_ctl stop -m immediate`
+   * (every process quits at once, no checkpoint; start() runs crash recovery).
+   */
+  kill(): Promise<void>;
+  /** The directory holding its files (Redis with `appendOnly`, PostgreSQL), or undefined. */
+  dir: string | undefined;
+}
+
+export interface RedisThrowawayOptions {
+  /** `appendonly yes` (fsync every second) in a directory of its own, so kill() + start() keeps the data (default false: no persistence). */
+  appendOnly?: boolean;
 }
 
 function onPath(name: string): string | undefined {
@@ -52,13 +80,15 @@ export async function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function startRedis(): Promise<Throwaway> {
+export async function startRedis(options: RedisThrowawayOptions = {}): Promise<FaultableServer> {
   const bin = redisBinary();
   if (bin === undefined) throw new Error('redis-server is not installed');
   const port = await freePort();
+  const dir = options.appendOnly === true ? mkdtempSync(join(tmpdir(), 'jobhook-redis-')) : undefined;
+  const persistence = dir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir];
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
     await new Promise<void>((resolve, reject) => {
       let out = '';
       const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 10_000);
@@ -83,11 +113,44 @@ export async function startRedis(): Promise<Throwaway> {
     c.kill('SIGKILL');
     await exited;
   };
+  const signal = async (name: 'SIGSTOP' | 'SIGCONT') => {
+    if (child?.pid === undefined || child.exitCode !== null) throw new Error(`redis-server on port ${port} is not running`);
+    process.kill(child.pid, name);
+  };
   await start();
-  return { url: `redis://127.0.0.1:${port}`, start, stop, destroy: stop };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    start,
+    stop,
+    destroy: async () => {
+      await stop();
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    },
+    pause: () => signal('SIGSTOP'),
+    resume: () => signal('SIGCONT'),
+    kill: stop,
+    dir,
+  };
 }
 
-export async function startPostgres(): Promise<Throwaway> {
+/** Process ids of `pid`'s children, from /proc. */
+function childrenOf(pid: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(join('/proc', entry, 'stat'), 'utf8');
+      // "pid (comm) state ppid …": comm may hold spaces and parentheses, so split after the last ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) found.push(Number(entry));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return found;
+}
+
+export async function startPostgres(): Promise<FaultableServer> {
   const bin = postgresBin();
   if (bin === undefined) throw new Error('PostgreSQL (initdb, pg_ctl) is not installed');
   const port = await freePort();
@@ -101,22 +164,37 @@ export async function startPostgres(): Promise<Throwaway> {
     chmodSync(root, 0o755);
     chownSync(root, uid, gid);
   }
-  const run = (cmd: string, args: string[]) => {
+  const command = (cmd: string, args: string[]): [string, string[]] => {
     const full = join(bin, cmd);
-    return asRoot ? execFileSync('runuser', ['-u', 'postgres', '--', full, ...args], { stdio: 'pipe' }) : execFileSync(full, args, { stdio: 'pipe' });
+    return asRoot ? ['runuser', ['-u', 'postgres', '--', full, ...args]] : [full, args];
   };
-  run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
+  // Asynchronous, so that starting and stopping the server in the middle of a fault run
+  // does not freeze the event loop of the receivers and senders in this process.
+  const run = async (cmd: string, args: string[]) => {
+    const [file, argv] = command(cmd, args);
+    await execFileAsync(file, argv);
+  };
+  const [initFile, initArgs] = command('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
+  execFileSync(initFile, initArgs, { stdio: 'pipe' });
   const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${root} -c fsync=off -c full_page_writes=off`;
   const start = async () => {
-    run('pg_ctl', ['start', '-w', '-t', '30', '-D', data, '-l', join(root, 'log'), '-o', options]);
+    await run('pg_ctl', ['start', '-w', '-t', '30', '-D', data, '-l', join(root, 'log'), '-o', options]);
   };
-  const stop = async () => {
+  const stopWith = async (mode: 'fast' | 'immediate') => {
     try {
-      // 'fast' ends every connection (an outage for the clients) but keeps committed data.
-      run('pg_ctl', ['stop', '-w', '-m', 'fast', '-D', data]);
+      // 'fast' ends every connection (an outage for the clients) but keeps committed data;
+      // 'immediate' is a crash: no checkpoint, recovery from the WAL on the next start.
+      await run('pg_ctl', ['stop', '-w', '-m', mode, '-D', data]);
     } catch {
       // already stopped
     }
+  };
+  const stop = () => stopWith('fast');
+  let paused: number[] = [];
+  const postmaster = (): number => {
+    const pid = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    if (!Number.isInteger(pid) || pid <= 0) throw new Error(`PostgreSQL on port ${port} is not running`);
+    return pid;
   };
   await start();
   return {
@@ -124,21 +202,43 @@ export async function startPostgres(): Promise<Throwaway> {
     start,
     stop,
     destroy: async () => {
+      if (paused.length > 0) await resume();
       await stop();
       await sleep(50);
       rmSync(root, { recursive: true, force: true });
     },
+    // The postmaster first, so that it forks no new backend while its children are stopped.
+    pause: async () => {
+      const main = postmaster();
+      process.kill(main, 'SIGSTOP');
+      paused = [main, ...childrenOf(main)];
+      for (const pid of paused.slice(1)) process.kill(pid, 'SIGSTOP');
+    },
+    resume,
+    kill: () => stopWith('immediate'),
+    dir: root,
   };
+  async function resume(): Promise<void> {
+    for (const pid of paused.reverse()) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // gone
+      }
+    }
+    paused = [];
+  }
 }
 
 /**
  * What a store suite should do on this machine: run against `url`, or skip with a
  * notice naming the missing binary. Under CI=true a missing server is an error.
  */
-export function availability(kind: 'redis' | 'postgres'): { skip: false } | { skip: true; reason: string } {
+export function availability(kind: 'redis' | 'postgres', what = 'store tests'): { skip: false } | { skip: true; reason: string } {
   const missing = kind === 'redis' ? (redisBinary() === undefined ? 'redis-server' : undefined) : postgresBin() === undefined ? 'initdb/pg_ctl (PostgreSQL)' : undefined;
   if (missing === undefined) return { skip: false };
-  const reason = `${kind} store tests skipped: ${missing} is not installed (set ${kind === 'redis' ? 'JOBHOOK_TEST_REDIS_URL' : 'JOBHOOK_TEST_DATABASE_URL'} or install it)`;
-  if (process.env.CI === 'true') throw new Error(`CI must run the ${kind} store tests, but ${missing} is not installed`);
+  const hint = what === 'store tests' ? `set ${kind === 'redis' ? 'JOBHOOK_TEST_REDIS_URL' : 'JOBHOOK_TEST_DATABASE_URL'} or install it` : 'install it';
+  const reason = `${kind} ${what} skipped: ${missing} is not installed (${hint})`;
+  if (process.env.CI === 'true') throw new Error(`CI must run the ${kind} ${what}, but ${missing} is not installed`);
   return { skip: true, reason };
 }
