@@ -34,3 +34,31 @@ export function ocrBody(bytes, seed = 42) {
     `"user_parameters":{"ref":"A-17"}}`
   );
 }
+
+const FILE_NAMES = ['page-1.png', 'page-2.png', 'scan.pdf', 'thumbnail.jpg'];
+
+/**
+ * Compact JSON text of about `bytes` bytes whose output holds a few multi-MB base64
+ * strings (an OCR delivery that returns its rendered pages), deterministic.
+ */
+export function base64Body(bytes, seed = 7) {
+  const r = rng(seed);
+  const files = bytes >= 4e6 ? 3 : 1;
+  // Envelope and per-file members take about 700 bytes; the rest is base64 (4 chars per 3 bytes).
+  const rawPerFile = Math.max(0, Math.floor(((bytes - 700) / files) * 0.75));
+  const entries = [];
+  for (let f = 0; f < files; f++) {
+    const raw = Buffer.allocUnsafe(rawPerFile);
+    for (let i = 0; i < rawPerFile; i++) raw[i] = (r() * 256) | 0;
+    entries.push(
+      `{"name":${JSON.stringify(FILE_NAMES[f % FILE_NAMES.length])},"mime_type":"image/png","size":${rawPerFile},` +
+        `"confidence":${float(r)},"data":"${raw.toString('base64')}"}`,
+    );
+  }
+  return (
+    `{"event":"async_job_completed","job_id":"7d3e1a2b-4c5d-4e6f-8a9b-0c1d2e3f4a5b","status":"success","feature":"ocr","subfeature":"render",` +
+    `"provider":"acme","model":"render-2","created_at":"2026-11-21T10:00:00Z","finished_at":"2026-11-21T10:00:09Z",` +
+    `"output":{"files":[${entries.join(',')}],"pages":${files},"text":"Invoice total 1 250,00 €"},` +
+    `"user_parameters":{"ref":"B-42"}}`
+  );
+}

@@ -341,6 +341,11 @@ INLINE u8 *put_utf8(u8 *w, u32 cp) {
 
 /* ------------------------------------------------------------------------------------
  * Parser
+ *
+ * One function keeps the parser's state (tape pointer and length, flags, the open
+ * container) in locals, so the compiler holds them in WebAssembly locals rather than
+ * memory; the rare paths (escapes and non-ASCII in strings, sorting, growing the
+ * tape, asking JS about a number) are separate functions.
  * ---------------------------------------------------------------------------------- */
 
 typedef struct Doc {
@@ -348,63 +353,45 @@ typedef struct Doc {
   u32 len;
   u32 *tape;
   u32 tape_len;
-  u32 tape_cap;
   u32 flags;
-  u32 pad_;
   u64 layout;
 } Doc;
 
+/* An open container that is not the innermost one (that one lives in locals). */
 typedef struct Frame {
   u32 hdr;      /* tape index of the container's header */
   u32 count;    /* items so far */
-  u32 prev_key; /* tape index of the previous key entry */
   u32 is_obj;
-  u32 in_order;
 } Frame;
 
 static Frame frames[MAX_DEPTH + 2];
 
-typedef struct Parser {
-  u8 *s;
-  u32 *t;
-  u32 tl;
-  u32 cap;
-  u32 flags;
-  Doc *doc;
-} Parser;
-
-/* Makes room for n more tape words. */
-static int tape_room(Parser *P, u32 n) {
-  if (likely(P->tl + n <= P->cap)) return 1;
-  u64 want = (u64)P->cap + (P->cap >> 1) + n + 64;
-  if (want > 0x3FFFFFF0u) return 0;
-  u32 *t = grow(P->t, P->tl * 4u, (u32)want * 4u);
-  if (!t) return 0;
-  P->t = t;
-  P->cap = (u32)want;
-  return 1;
-}
-
-/* Compares two keys (tape indices of key entries) by their decoded bytes. */
-static int key_cmp(const u32 *t, const u8 *s, u32 a, u32 b) {
+/*
+ * Compares two keys (tape indices of key entries) by their decoded bytes, 8 at a
+ * time: keys lie in the padded body, so reading past their end is safe (and masked).
+ */
+INLINE int key_cmp(const u32 *t, const u8 *s, u32 a, u32 b) {
   u32 la = t[a] >> 3, lb = t[b] >> 3;
   const u8 *pa = s + t[a + 1], *pb = s + t[b + 1];
   u32 n = la < lb ? la : lb;
-  u32 i = 0;
-  for (; i + 8 <= n; i += 8) {
+  for (u32 i = 0;; i += 8) {
     u64 x, y;
     memcpy(&x, pa + i, 8);
     memcpy(&y, pb + i, 8);
+    u32 rem = n - i;
+    if (rem < 8) {
+      u64 mask = rem ? ~0ull >> (64 - 8 * rem) : 0;
+      x &= mask;
+      y &= mask;
+    }
     if (x != y) {
       x = __builtin_bswap64(x);
       y = __builtin_bswap64(y);
       return x < y ? -1 : 1;
     }
+    if (rem <= 8) break;
   }
-  for (; i < n; i++) {
-    if (pa[i] != pb[i]) return pa[i] < pb[i] ? -1 : 1;
-  }
-  return la < lb ? -1 : la > lb ? 1 : 0;
+  return (la > lb) - (la < lb);
 }
 
 static void sift_down(const u32 *t, const u8 *s, u32 *m, u32 root, u32 n) {
@@ -420,22 +407,93 @@ static void sift_down(const u32 *t, const u8 *s, u32 *m, u32 root, u32 n) {
   }
 }
 
-/* Sorts the member key indices m[0..n) by key; 0 on a duplicate key. */
-static int sort_members(const u32 *t, const u8 *s, u32 *m, u32 n) {
+/* Whether the key at tape index a is the lb bytes at pb (16 at a time, no branch per length). */
+INLINE int key_eq(const u32 *t, const u8 *s, u32 a, const u8 *pb, u32 lb) {
+  if ((t[a] >> 3) != lb) return 0;
+  const u8 *pa = s + t[a + 1];
+  for (u32 i = 0;; i += 16) {
+    u32 eq = (u32)wasm_i8x16_bitmask(wasm_i8x16_eq(wasm_v128_load(pa + i), wasm_v128_load(pb + i)));
+    u32 rem = lb - i;
+    if (rem <= 16) return (eq | (0xFFFFFFFFu << rem)) == 0xFFFFFFFFu;
+    if (eq != 0xFFFF) return 0;
+  }
+}
+
+/*
+ * The key order of the last object of each member count up to 16: bodies repeat a
+ * few object shapes (every OCR word has the same keys in the same order), so most
+ * objects reuse an order after comparing their keys for equality, which costs less
+ * than sorting them (and mispredicts less). Valid for one parse (`shape_gen`).
+ */
+typedef struct Shape {
+  u32 gen;
+  u32 in_order;
+  u32 len[16];
+  const u8 *key[16];
+  u8 ord[16]; /* ord[r] = the ordinal of the r-th member in key order */
+} Shape;
+
+static Shape shapes[17];
+static u32 shape_gen;
+
+/*
+ * Orders the object with header at t[h] and n >= 2 members: writes at t[at] the tape
+ * indices of its members' keys in key order and returns 1, or returns 2 when the
+ * members are already in order (nothing written), or 0 on a duplicate key.
+ */
+static __attribute__((noinline)) u32 sort_object(u32 *t, const u8 *s, u32 h, u32 n, u32 at) {
+  u32 *m = t + at;
+  u32 k = h + 3;
+  for (u32 j = 0; j < n; j++) {
+    m[j] = k;
+    k += 2; /* the key */
+    k = (t[k] & 7) >= TAG_ARR ? t[k + 1] : k + 2;
+  }
   if (n <= 16) {
-    for (u32 a = 1; a < n; a++) {
-      u32 x = m[a];
+    Shape *sh = &shapes[n];
+    u32 pos[16];
+    for (u32 j = 0; j < n; j++) pos[j] = m[j];
+    if (sh->gen == shape_gen) {
+      u32 same = 1;
+      for (u32 j = 0; j < n && same; j++) same = key_eq(t, s, pos[j], sh->key[j], sh->len[j]);
+      if (same) {
+        if (sh->in_order) return 2;
+        for (u32 r = 0; r < n; r++) m[r] = pos[sh->ord[r]];
+        return 1;
+      }
+    }
+    /* insertion sort of the ordinals; an equal key is met before a smaller one, so every duplicate is seen */
+    u8 ord[16];
+    u32 moved = 0;
+    for (u32 a = 0; a < n; a++) {
+      u8 x = (u8)a;
       u32 b = a;
       for (; b > 0; b--) {
-        int d = key_cmp(t, s, m[b - 1], x);
+        int d = key_cmp(t, s, pos[ord[b - 1]], pos[x]);
         if (d == 0) return 0;
         if (d < 0) break;
-        m[b] = m[b - 1];
+        ord[b] = ord[b - 1];
+        moved = 1;
       }
-      m[b] = x;
+      ord[b] = x;
     }
-    return 1;
+    sh->gen = shape_gen;
+    sh->in_order = !moved;
+    for (u32 j = 0; j < n; j++) {
+      sh->key[j] = s + t[pos[j] + 1];
+      sh->len[j] = t[pos[j]] >> 3;
+      sh->ord[j] = ord[j];
+      m[j] = pos[ord[j]];
+    }
+    return moved ? 1 : 2;
   }
+  u32 in_order = 1;
+  for (u32 j = 1; j < n && in_order; j++) {
+    int d = key_cmp(t, s, m[j - 1], m[j]);
+    if (d == 0) return 0;
+    in_order = d < 0;
+  }
+  if (in_order) return 2;
   for (u32 r = n / 2; r-- > 0;) sift_down(t, s, m, r, n);
   for (u32 e = n - 1; e > 0; e--) {
     u32 x = m[0];
@@ -443,50 +501,56 @@ static int sort_members(const u32 *t, const u8 *s, u32 *m, u32 n) {
     m[e] = x;
     sift_down(t, s, m, 0, e);
   }
-  for (u32 k = 1; k < n; k++) {
-    if (key_cmp(t, s, m[k - 1], m[k]) == 0) return 0;
+  for (u32 j = 1; j < n; j++) {
+    if (key_cmp(t, s, m[j - 1], m[j]) == 0) return 0;
   }
   return 1;
 }
 
+static __attribute__((noinline)) u32 *tape_grow(u32 *t, u32 used, u32 cap) { return grow(t, used * 4u, cap * 4u); }
+
 INLINE u32 skip_ws(const u8 *s, u32 i) {
-  for (;;) {
+  /* every whitespace byte is <= ' ', so one compare passes the usual token */
+  while (unlikely(s[i] <= ' ')) {
     u32 c = s[i];
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') i++;
-    else return i;
+    else break;
   }
+  return i;
 }
 
+/* Results of string_tail (a rare path, so globals rather than a struct in memory). */
+static u32 str_len, str_tag, str_flags;
+
 /*
- * Parses the string whose opening quote is at i into a scalar entry at t[tl].
- * Returns the index after the closing quote, or 0 on an error.
+ * The rest of a string from p, its first byte that is not plain printable ASCII
+ * (`start` is the index after the opening quote). Validates UTF-8, decodes escapes
+ * in place (writing at w behind the reader r: the decoded form is never longer).
+ * Returns the index after the closing quote, or 0 on an error; sets str_len, str_tag
+ * and str_flags.
  */
-static u32 parse_string(Parser *P, u32 i) {
-  u8 *s = P->s;
-  u32 start = i + 1;
-  const u8 *p = s + start;
+static __attribute__((noinline)) u32 string_tail(u8 *s, u32 start, const u8 *p) {
+  u32 flags = 0;
   for (;;) {
-    p = scan_string(p);
     u32 c = *p;
-    if (likely(c == '"')) {
-      P->t[P->tl] = ((u32)(p - (s + start)) << 3) | TAG_STR;
-      P->t[P->tl + 1] = start;
-      P->tl += 2;
+    if (c == '"') {
+      str_len = (u32)(p - (s + start));
+      str_tag = TAG_STR;
+      str_flags = flags;
       return (u32)(p - s) + 1;
     }
     if (c == '\\') break;
     if (c < 0x20) return 0; /* a control character, or the end of the body */
     if (c == 0x7F) {
-      P->flags |= F_NON_ASCII;
       p++;
-      continue;
+    } else {
+      u32 n = utf8_seq(p);
+      if (!n) return 0;
+      p += n;
     }
-    u32 n = utf8_seq(p);
-    if (!n) return 0;
-    P->flags |= F_NON_ASCII;
-    p += n;
+    flags |= F_NON_ASCII;
+    p = scan_string(p);
   }
-  /* Escapes: decode in place, writing at w behind the reader r. */
   u8 *w = (u8 *)p;
   const u8 *r = p;
   for (;;) {
@@ -509,17 +573,18 @@ static u32 parse_string(Parser *P, u32 i) {
           if (h < 0) return 0;
           r += 6;
           u32 cp = (u32)h;
-          if (cp >= 0x7F) P->flags |= F_NON_ASCII;
+          if (cp >= 0x7F) flags |= F_NON_ASCII;
           if (cp >= 0xD800 && cp <= 0xDBFF) {
+            /* a high surrogate joins an immediately following low one (UTF-16 adjacency) */
             int lo = (r[0] == '\\' && r[1] == 'u') ? hex4(r + 2) : -1;
             if (lo >= 0xDC00 && lo <= 0xDFFF) {
               cp = 0x10000 + ((cp - 0xD800) << 10) + ((u32)lo - 0xDC00);
               r += 6;
             } else {
-              P->flags |= F_LONE_SURROGATE;
+              flags |= F_LONE_SURROGATE;
             }
           } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            P->flags |= F_LONE_SURROGATE;
+            flags |= F_LONE_SURROGATE;
           }
           w = put_utf8(w, cp);
           continue;
@@ -538,65 +603,73 @@ static u32 parse_string(Parser *P, u32 i) {
     } else if (c < 0x20) {
       return 0;
     } else if (c == 0x7F) {
-      P->flags |= F_NON_ASCII;
+      flags |= F_NON_ASCII;
       *w++ = (u8)c;
       r++;
     } else {
       u32 n = utf8_seq(r);
       if (!n) return 0;
-      P->flags |= F_NON_ASCII;
+      flags |= F_NON_ASCII;
       for (u32 k = 0; k < n; k++) w[k] = r[k];
       w += n;
       r += n;
     }
   }
-  P->t[P->tl] = ((u32)(w - (s + start)) << 3) | TAG_STR_ESC;
-  P->t[P->tl + 1] = start;
-  P->tl += 2;
+  str_len = (u32)(w - (s + start));
+  str_tag = TAG_STR_ESC;
+  str_flags = flags;
   return (u32)(r - s) + 1;
 }
 
 INLINE int is_digit(u32 c) { return c - '0' < 10; }
 
-/* Finiteness of Number(token) given the decimal exponent E of its first significant digit. */
-static int finite_by_exponent(i64 e, const u8 *token, u32 n) {
+/*
+ * Number of consecutive ASCII digits at p, 8 bytes at a time without a branch per
+ * digit (number tokens vary in length, and a mispredicted loop exit costs more than
+ * the token). A byte is a digit when its high nibble is 3 before and after adding 6.
+ * A carry out of a byte >= 0xFA only disturbs later bytes, past that non-digit.
+ * Reads up to 8 bytes past the run: the body is padded.
+ */
+INLINE u32 digit_run(const u8 *p) {
+  const u64 hi = 0xF0F0F0F0F0F0F0F0ull, three = 0x3030303030303030ull, six = 0x0606060606060606ull;
+  for (u32 n = 0;; n += 8) {
+    u64 x;
+    memcpy(&x, p + n, 8);
+    u64 m = ((x & hi) ^ three) | (((x + six) & hi) ^ three);
+    if (likely(m)) return n + ((u32)__builtin_ctzll(m) >> 3);
+  }
+}
+
+/* Finiteness of Number(token) given the decimal exponent e of its first significant digit. */
+static __attribute__((noinline)) int finite_by_exponent(i64 e, const u8 *token, u32 n) {
   if (e <= 307) return 1;
   if (e >= 309) return 0;
   return (int)js_number_is_finite(token, n);
 }
 
 /*
- * Parses the number token at i into a scalar entry. Returns the index after it, or 0.
- * Mirrors Parser.number() in parse.ts, flags included.
+ * Parses the number token at i into the scalar entry e[0..2). Returns the index
+ * after it, or 0. Mirrors Parser.number() in parse.ts, flags included.
  */
-static u32 parse_number(Parser *P, u32 i) {
-  const u8 *s = P->s;
+INLINE u32 parse_number(const u8 *s, u32 i, u32 *e, u32 *flags) {
   u32 start = i;
   if (s[i] == '-') i++;
   u32 int_start = i;
-  u32 c = s[i];
-  if (c == '0') {
-    i++;
-  } else if (c - '1' < 9) {
-    do i++;
-    while (is_digit(s[i]));
-  } else {
-    return 0;
-  }
-  u32 int_len = i - int_start;
+  u32 int_len = digit_run(s + i);
+  if (!int_len) return 0;
+  if (s[i] == '0') int_len = 1; /* a leading zero is the whole integer part (what follows is then an error) */
+  i += int_len;
   u32 frac_start = 0, frac_len = 0;
   int has_frac = 0, has_exp = 0;
   i64 exp = 0;
   if (s[i] == '.') {
     has_frac = 1;
-    i++;
-    frac_start = i;
-    if (!is_digit(s[i])) return 0;
-    do i++;
-    while (is_digit(s[i]));
-    frac_len = i - frac_start;
+    frac_start = i + 1;
+    frac_len = digit_run(s + frac_start);
+    if (!frac_len) return 0;
+    i = frac_start + frac_len;
   }
-  if ((s[i] | 0x20) == 'e') {
+  if (unlikely((s[i] | 0x20) == 'e')) {
     has_exp = 1;
     i++;
     int neg = 0;
@@ -612,31 +685,30 @@ static u32 parse_number(Parser *P, u32 i) {
     if (neg) exp = -exp;
   }
   u32 n = i - start;
-  u32 *t = P->t + P->tl;
-  P->tl += 2;
-  t[1] = start;
-  t[0] = (n << 3) | TAG_ASIS;
+  e[1] = start;
+  e[0] = (n << 3) | TAG_ASIS;
   if (!has_frac && !has_exp) {
-    if (int_len > 15) {
+    if (unlikely(int_len > 15)) {
       if (int_len > 18) {
-        P->flags |= F_UNSAFE_INTEGER;
+        *flags |= F_UNSAFE_INTEGER;
       } else {
         u64 v = 0;
         for (u32 k = 0; k < int_len; k++) v = v * 10 + (s[int_start + k] - '0');
-        if (v > 9007199254740991ull) P->flags |= F_UNSAFE_INTEGER;
+        if (v > 9007199254740991ull) *flags |= F_UNSAFE_INTEGER;
       }
     }
-    if (int_len <= 18) {
-      if (n == 2 && s[start] == '-' && s[start + 1] == '0') {
-        P->flags |= F_NEGATIVE_ZERO;
-        t[0] = (1u << 3) | TAG_ASIS;
-        t[1] = start + 1;
+    if (likely(int_len <= 18)) {
+      if (unlikely(n == 2 && s[start] == '-' && s[start + 1] == '0')) {
+        /* written 0: point at the 0 */
+        *flags |= F_NEGATIVE_ZERO;
+        e[0] = (1u << 3) | TAG_ASIS;
+        e[1] = start + 1;
       }
       return i;
     }
-    P->flags |= F_DIALECT_NUMBERS;
-    if (int_len > 308 && !finite_by_exponent((i64)int_len - 1, s + start, n)) P->flags |= F_NON_FINITE;
-    t[0] = (n << 3) | TAG_INT_BIG;
+    *flags |= F_DIALECT_NUMBERS;
+    if (int_len > 308 && !finite_by_exponent((i64)int_len - 1, s + start, n)) *flags |= F_NON_FINITE;
+    e[0] = (n << 3) | TAG_INT_BIG;
     return i;
   }
   if (!has_exp) {
@@ -650,158 +722,67 @@ static u32 parse_number(Parser *P, u32 i) {
     } else if (last == '0') {
       as_written = 1;
     } else {
-      u32 z = 0;
-      while (s[frac_start + z] == '0') z++;
+      /* leading zeros of the fraction (fewer than frac_len: its last digit is not 0) */
+      u64 x;
+      memcpy(&x, s + frac_start, 8);
+      x ^= 0x3030303030303030ull;
+      u32 z = x ? (u32)__builtin_ctzll(x) >> 3 : 8;
       as_written = z <= 3 && frac_len - z <= 15;
     }
-    if (as_written) return i;
+    if (likely(as_written)) return i;
   }
   if (has_exp || int_len + frac_len > 300) {
-    /* decimal exponent of the first significant digit */
-    i64 e;
+    /* the decimal exponent of the first significant digit decides finiteness */
+    i64 e10;
     int zero = 0;
     if (s[int_start] != '0') {
-      e = (i64)int_len - 1;
+      e10 = (i64)int_len - 1;
     } else {
       u32 z = 0;
       while (z < frac_len && s[frac_start + z] == '0') z++;
       if (z == frac_len) zero = 1;
-      e = -(i64)z - 1;
+      e10 = -(i64)z - 1;
     }
-    if (!zero && !finite_by_exponent(e + exp, s + start, n)) P->flags |= F_NON_FINITE;
+    if (!zero && !finite_by_exponent(e10 + exp, s + start, n)) *flags |= F_NON_FINITE;
   }
-  P->flags |= F_DIALECT_NUMBERS;
-  t[0] = (n << 3) | TAG_FLOAT;
+  *flags |= F_DIALECT_NUMBERS;
+  e[0] = (n << 3) | TAG_FLOAT;
   return i;
-}
-
-/* Closes the container of frame f (its closing bracket just read). 0 on a duplicate key. */
-static int close_container(Parser *P, Frame *f, u32 depth) {
-  u32 h = f->hdr;
-  u32 n = f->count;
-  u64 d2 = 2ull * depth;
-  if (!f->is_obj) {
-    P->t[h] = (n << 3) | TAG_ARR;
-    P->t[h + 1] = P->tl;
-    if (n) P->doc->layout += (u64)n * (1 + d2) + d2 - 1;
-    return 1;
-  }
-  P->t[h] = (n << 3) | TAG_OBJ;
-  P->t[h + 2] = 0;
-  if (n) P->doc->layout += (u64)n * (2 + d2) + d2 - 1;
-  if (!f->in_order) {
-    if (!tape_room(P, n)) return -1;
-    u32 *t = P->t;
-    u32 *m = t + P->tl;
-    u32 k = h + 3;
-    for (u32 j = 0; j < n; j++) {
-      m[j] = k;
-      k += 2; /* the key */
-      u32 tag = t[k] & 7;
-      k = tag >= TAG_ARR ? t[k + 1] : k + 2;
-    }
-    if (!sort_members(t, P->s, m, n)) return 0;
-    t[h + 2] = P->tl;
-    P->tl += n;
-  }
-  P->t[h + 1] = P->tl;
-  return 1;
 }
 
 enum { R_MALFORMED = 0, R_NO_MEMORY = 1 };
 
-static u32 parse_into(Parser *P, u32 len, u32 max_depth) {
-  u8 *s = P->s;
-  u32 sp = 0; /* frames[1..sp] are open */
-  u32 i = skip_ws(s, 0);
-  Frame *f = 0;
-  int r;
-  for (;;) {
-    /* a value starts at i */
-    if (!tape_room(P, 4)) return R_NO_MEMORY;
-    u32 c = s[i];
-    if (c == '"') {
-      i = parse_string(P, i);
-      if (!i) return R_MALFORMED;
-    } else if (c == '{' || c == '[') {
-      if (sp + 1 > max_depth) return R_MALFORMED;
-      f = &frames[++sp];
-      f->hdr = P->tl;
-      f->count = 0;
-      f->is_obj = c == '{';
-      f->in_order = 1;
-      P->tl += f->is_obj ? 3 : 2;
-      i = skip_ws(s, i + 1);
-      if (s[i] == (f->is_obj ? '}' : ']')) {
-        i++;
-        r = close_container(P, f, sp);
-        if (r <= 0) return r < 0 ? R_NO_MEMORY : R_MALFORMED;
-        f = &frames[--sp];
-      } else if (f->is_obj) {
-        goto key;
-      } else {
-        continue;
-      }
-    } else if (c == 't') {
-      if (s[i + 1] != 'r' || s[i + 2] != 'u' || s[i + 3] != 'e') return R_MALFORMED;
-      P->t[P->tl] = (4u << 3) | TAG_ASIS;
-      P->t[P->tl + 1] = i;
-      P->tl += 2;
-      i += 4;
-    } else if (c == 'f') {
-      if (s[i + 1] != 'a' || s[i + 2] != 'l' || s[i + 3] != 's' || s[i + 4] != 'e') return R_MALFORMED;
-      P->t[P->tl] = (5u << 3) | TAG_ASIS;
-      P->t[P->tl + 1] = i;
-      P->tl += 2;
-      i += 5;
-    } else if (c == 'n') {
-      if (s[i + 1] != 'u' || s[i + 2] != 'l' || s[i + 3] != 'l') return R_MALFORMED;
-      P->t[P->tl] = (4u << 3) | TAG_ASIS;
-      P->t[P->tl + 1] = i;
-      P->tl += 2;
-      i += 4;
-    } else {
-      i = parse_number(P, i);
-      if (!i) return R_MALFORMED;
-    }
-    /* after a value */
-    for (;;) {
-      i = skip_ws(s, i);
-      if (sp == 0) return i == len ? 2 : R_MALFORMED;
-      f = &frames[sp];
-      f->count++;
-      c = s[i];
-      if (c == ',') {
-        i = skip_ws(s, i + 1);
-        if (f->is_obj) goto key;
-        break;
-      }
-      if (c != (f->is_obj ? '}' : ']')) return R_MALFORMED;
-      i++;
-      r = close_container(P, f, sp);
-      if (r <= 0) return r < 0 ? R_NO_MEMORY : R_MALFORMED;
-      sp--;
-    }
-    continue;
-  key:
-    if (s[i] != '"') return R_MALFORMED;
-    {
-      if (!tape_room(P, 2)) return R_NO_MEMORY;
-      u32 k = P->tl;
-      i = parse_string(P, i);
-      if (!i) return R_MALFORMED;
-      if (f->count > 0 && f->in_order) {
-        int d = key_cmp(P->t, s, f->prev_key, k);
-        if (d == 0) return R_MALFORMED;
-        if (d > 0) f->in_order = 0;
-      }
-      f->prev_key = k;
-    }
-    i = skip_ws(s, i);
-    if (s[i] != ':') return R_MALFORMED;
-    i = skip_ws(s, i + 1);
-  }
-}
+/* Makes room for n more tape words (may move the tape). */
+#define TAPE_ROOM(n)                                                \
+  do {                                                              \
+    if (unlikely(tl + (n) > cap)) {                                 \
+      u64 want_ = (u64)cap + (cap >> 1) + (n) + 64;                 \
+      if (want_ > 0x3FFFFFF0u) goto no_memory;                      \
+      u32 *grown_ = tape_grow(t, tl, (u32)want_);                   \
+      if (!grown_) goto no_memory;                                  \
+      t = grown_;                                                   \
+      cap = (u32)want_;                                             \
+    }                                                               \
+  } while (0)
+
+/* The string whose opening quote is at i, as a scalar entry; i moves past it. */
+#define PARSE_STRING()                                              \
+  do {                                                              \
+    const u8 *q_ = scan_string(s + i + 1);                          \
+    if (likely(*q_ == '"')) {                                       \
+      t[tl] = ((u32)(q_ - (s + i + 1)) << 3) | TAG_STR;             \
+      t[tl + 1] = i + 1;                                            \
+      i = (u32)(q_ - s) + 1;                                        \
+    } else {                                                        \
+      u32 end_ = string_tail(s, i + 1, q_);                         \
+      if (!end_) goto malformed;                                    \
+      t[tl] = (str_len << 3) | str_tag;                             \
+      t[tl + 1] = i + 1;                                            \
+      flags |= str_flags;                                           \
+      i = end_;                                                     \
+    }                                                               \
+    tl += 2;                                                        \
+  } while (0)
 
 static void doc_release(Doc *d) {
   release(d->in);
@@ -810,42 +791,163 @@ static void doc_release(Doc *d) {
 }
 
 /*
- * Parses the body in `in` (from input_alloc, which this takes over: it is freed with
- * the document or on failure). Returns the document, or 0 when the body is
- * malformed, or 1 when memory ran out.
+ * Parses the body in `in` (from input_alloc; this takes it over: it is freed with
+ * the document, or here on failure). Returns the document, or R_MALFORMED, or
+ * R_NO_MEMORY.
  */
 EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth) {
   if (max_depth > MAX_DEPTH) max_depth = MAX_DEPTH;
   memset(in + len, 0, PAD);
+  shape_gen++; /* forget the key orders of other documents */
   Doc *d = alloc(sizeof(Doc));
-  if (!d) {
-    release(in);
-    return R_NO_MEMORY;
+  u32 cap = len / 4 + 64;
+  u32 *t = alloc(cap * 4u);
+  u32 result;
+  if (!d || !t) {
+    result = R_NO_MEMORY;
+    goto fail;
   }
-  memset(d, 0, sizeof(Doc));
+  u8 *s = in;
+  u32 tl = 0, flags = 0;
+  u64 layout = 0;
+  u32 sp = 0; /* open containers; the innermost is in the c_* locals, the others in frames[1..sp-1] */
+  u32 c_hdr = 0, c_count = 0, c_obj = 0;
+  u32 i = skip_ws(s, 0);
+  u32 want_key = 0; /* the next item is an object member: key and colon first */
+  for (;;) {
+    if (want_key) {
+      if (s[i] != '"') goto malformed;
+      TAPE_ROOM(2);
+      PARSE_STRING();
+      i = skip_ws(s, i);
+      if (s[i] != ':') goto malformed;
+      i = skip_ws(s, i + 1);
+    }
+    /* a value starts at i */
+    TAPE_ROOM(4);
+    u32 c = s[i];
+    u32 closing = 0; /* the value was a container that is already closed (empty) */
+    switch (c) {
+      case '"':
+        PARSE_STRING();
+        break;
+      case '{':
+      case '[':
+        if (sp >= max_depth) goto malformed;
+        if (sp) {
+          Frame *f = &frames[sp];
+          f->hdr = c_hdr;
+          f->count = c_count;
+          f->is_obj = c_obj;
+        }
+        sp++;
+        c_hdr = tl;
+        c_count = 0;
+        c_obj = c == '{';
+        tl += c_obj ? 3 : 2;
+        i = skip_ws(s, i + 1);
+        if (s[i] != (c_obj ? '}' : ']')) {
+          want_key = c_obj;
+          continue;
+        }
+        i++;
+        closing = 1;
+        break;
+      case 't':
+        if (s[i + 1] != 'r' || s[i + 2] != 'u' || s[i + 3] != 'e') goto malformed;
+        t[tl] = (4u << 3) | TAG_ASIS;
+        t[tl + 1] = i;
+        tl += 2;
+        i += 4;
+        break;
+      case 'f':
+        if (s[i + 1] != 'a' || s[i + 2] != 'l' || s[i + 3] != 's' || s[i + 4] != 'e') goto malformed;
+        t[tl] = (5u << 3) | TAG_ASIS;
+        t[tl + 1] = i;
+        tl += 2;
+        i += 5;
+        break;
+      case 'n':
+        if (s[i + 1] != 'u' || s[i + 2] != 'l' || s[i + 3] != 'l') goto malformed;
+        t[tl] = (4u << 3) | TAG_ASIS;
+        t[tl + 1] = i;
+        tl += 2;
+        i += 4;
+        break;
+      default:
+        i = parse_number(s, i, t + tl, &flags);
+        if (!i) goto malformed;
+        tl += 2;
+        break;
+    }
+    /* after a value: close containers that end here, then a comma (or the end of the body) */
+    for (;;) {
+      if (closing) {
+        /* the container at depth sp ends: header, layout whitespace, key order */
+        u64 d2 = 2ull * sp;
+        u32 h = c_hdr, n = c_count;
+        if (!c_obj) {
+          t[h] = (n << 3) | TAG_ARR;
+          t[h + 1] = tl;
+          if (n) layout += (u64)n * (1 + d2) + d2 - 1;
+        } else {
+          if (n) layout += (u64)n * (2 + d2) + d2 - 1;
+          t[h] = (n << 3) | TAG_OBJ;
+          t[h + 2] = 0;
+          if (n > 1) {
+            TAPE_ROOM(n);
+            u32 r = sort_object(t, s, h, n, tl);
+            if (!r) goto malformed;
+            if (r == 1) {
+              t[h + 2] = tl;
+              tl += n;
+            }
+          }
+          t[h + 1] = tl;
+        }
+        sp--;
+        if (sp) {
+          Frame *f = &frames[sp];
+          c_hdr = f->hdr;
+          c_count = f->count;
+          c_obj = f->is_obj;
+        }
+      }
+      i = skip_ws(s, i);
+      if (sp == 0) {
+        if (i != len) goto malformed;
+        goto done;
+      }
+      c_count++;
+      c = s[i];
+      if (c == ',') {
+        i = skip_ws(s, i + 1);
+        want_key = c_obj;
+        break;
+      }
+      if (c != (c_obj ? '}' : ']')) goto malformed;
+      i++;
+      closing = 1;
+    }
+  }
+done:
   d->in = in;
   d->len = len;
-  Parser P;
-  P.s = in;
-  P.tl = 0;
-  P.flags = 0;
-  P.doc = d;
-  P.cap = len / 4 + 64;
-  P.t = alloc(P.cap * 4u);
-  if (!P.t) {
-    doc_release(d);
-    return R_NO_MEMORY;
-  }
-  u32 r = parse_into(&P, len, max_depth);
-  d->tape = P.t;
-  d->tape_len = P.tl;
-  d->tape_cap = P.cap;
-  d->flags = P.flags;
-  if (r != 2) {
-    doc_release(d);
-    return r;
-  }
+  d->tape = t;
+  d->tape_len = tl;
+  d->flags = flags;
+  d->layout = layout;
   return addr_of(d);
+malformed:
+  result = R_MALFORMED;
+  goto fail;
+no_memory:
+  result = R_NO_MEMORY;
+fail:
+  release(t);
+  release(d);
+  release(in);
+  return result;
 }
 
 EXPORT("doc_flags") u32 doc_flags(Doc *d) { return d->flags; }
@@ -1098,7 +1200,18 @@ EXPORT("serialize") void serialize(Doc *d, u32 dialect, u8 *work) {
     u32 w0 = t[pos];
     u32 tag = w0 & 7;
     if (tag < TAG_ARR) {
-      o = put_scalar(&R, o, pos);
+      /* the usual scalars inline: a short plain string (not python-escaped), a token as written */
+      u32 n = w0 >> 3;
+      const u8 *src = R.s + t[pos + 1];
+      if (likely(n <= 32 && (u32)(S->lim - o) >= n + 2 && (tag == TAG_ASIS || (tag == TAG_STR && !R.ascii)))) {
+        u32 q = tag; /* 1 for a string: quotes around it */
+        *o = '"';
+        copy32(o + q, src, n);
+        o[n + 1] = '"';
+        o += n + 2 * q;
+      } else {
+        o = put_scalar(&R, o, pos);
+      }
       pos += 2;
     } else {
       u32 n = w0 >> 3;

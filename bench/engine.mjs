@@ -1,0 +1,176 @@
+// Canonical engines, each followed by SHA-256 of its output, in interleaved rounds in
+// one process (every round times every contender once on the same input; the table
+// gives the median and the min–max spread of the per-round figures):
+//   native  JSON.stringify(JSON.parse(text), null, 2)   (not canonical: the baseline)
+//   js      canonicalizeBytes (src/lib/canonical, the tree engine)
+//   wasm    the WebAssembly engine (src/lib/canonical/wasm), output hashed chunk by chunk
+// then the peak extra memory per body byte on the 10 MB OCR body, one child process
+// per contender.
+//
+//   node bench/engine.mjs            (re-runs itself under tsx to load the TypeScript sources)
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { base64Body, ocrBody } from './bodies.mjs';
+import { machine, table } from './harness.mjs';
+
+const SELF = fileURLToPath(import.meta.url);
+if (process.env.JOBHOOK_BENCH_CHILD !== '1') {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--expose-gc', SELF, ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, JOBHOOK_BENCH_CHILD: '1' },
+  });
+  process.exit(r.status ?? 1);
+}
+
+const { canonicalizeBytes } = await import('../src/lib/canonical/index.ts');
+const { wasmEngine } = await import('../src/lib/canonical/wasm/engine.ts');
+const engine = wasmEngine();
+if (engine === undefined) throw new Error('WebAssembly engine unavailable');
+const OPTIONS = { maxDepth: 1000 };
+
+const contenders = {
+  native: (b) => createHash('sha256').update(JSON.stringify(JSON.parse(b.text), null, 2)).digest('hex'),
+  js: (b) => createHash('sha256').update(canonicalizeBytes(b.bytes)).digest('hex'),
+  'wasm (bytes in)': (b) => wasmHash(b.bytes),
+  'wasm (string in)': (b) => wasmHash(b.text),
+};
+
+function wasmHash(body) {
+  const doc = engine.parse(body, OPTIONS);
+  const h = createHash('sha256');
+  doc.write('orjson', (chunk) => h.update(chunk));
+  doc.dispose();
+  return h.digest('hex');
+}
+
+/** The ≲ 5 µs target: WASM call, copy in and serialize, no hashing. */
+let sink = 0;
+function wasmNoHash(body) {
+  const doc = engine.parse(body, OPTIONS);
+  doc.write('orjson', (chunk) => {
+    sink += chunk[0];
+  });
+  doc.dispose();
+}
+
+// ---------------------------------------------------------------------------------
+// Child mode: peak memory of one contender on one body file.
+// ---------------------------------------------------------------------------------
+if (process.argv[2] === '--memory') {
+  const [, , , name, file] = process.argv;
+  const small = { text: ocrBody(20_000), bytes: new TextEncoder().encode(ocrBody(20_000)) };
+  contenders[name](small); // compile and warm up
+  const bytes = new Uint8Array(readFileSync(file));
+  const body = { bytes, text: name === 'native' || name === 'wasm (string in)' ? new TextDecoder().decode(bytes) : '' };
+  globalThis.gc();
+  const before = process.memoryUsage();
+  const maxBefore = process.resourceUsage().maxRSS * 1024;
+  contenders[name](body);
+  const after = process.memoryUsage();
+  const maxAfter = process.resourceUsage().maxRSS * 1024;
+  process.stdout.write(
+    JSON.stringify({
+      peakRss: maxAfter - before.rss,
+      earlierPeak: maxBefore - before.rss,
+      arrayBuffers: after.arrayBuffers - before.arrayBuffers,
+    }),
+  );
+  process.exit(0);
+}
+
+// ---------------------------------------------------------------------------------
+// Throughput in interleaved rounds.
+// ---------------------------------------------------------------------------------
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const spread = (xs, digits) => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
+
+function rounds(body, names, { rounds: n, warmup, reps }) {
+  const times = Object.fromEntries(names.map((k) => [k, []]));
+  for (let r = 0; r < warmup + n; r++) {
+    for (const name of names) {
+      const fn = name === 'wasm, no hash' ? () => wasmNoHash(body.bytes) : () => contenders[name](body);
+      const t0 = performance.now();
+      for (let i = 0; i < reps; i++) fn();
+      const ms = (performance.now() - t0) / reps;
+      if (r >= warmup) times[name].push(ms);
+    }
+  }
+  return times;
+}
+
+const load0 = os.loadavg();
+const start = new Date();
+console.log(`# Canonical engines — ${machine()}\n`);
+console.log(`Started ${start.toISOString()}, load average ${load0.map((x) => x.toFixed(2)).join(' ')}.\n`);
+
+const ENGINES = ['native', 'js', 'wasm (bytes in)', 'wasm (string in)'];
+const cases = [
+  { label: 'ocrBody(1400)', text: ocrBody(1400), opts: { rounds: 15, warmup: 3, reps: 4000 }, extra: ['wasm, no hash'] },
+  { label: 'ocrBody 10 MB', text: ocrBody(10 * 1024 * 1024), opts: { rounds: 9, warmup: 2, reps: 1 }, extra: [] },
+  { label: 'base64Body 10 MB', text: base64Body(10 * 1024 * 1024), opts: { rounds: 9, warmup: 2, reps: 1 }, extra: [] },
+];
+
+const rows = [];
+for (const c of cases) {
+  const body = { text: c.text, bytes: new TextEncoder().encode(c.text) };
+  // The engines agree (native is not canonical, so it is not compared).
+  const want = contenders.js(body);
+  for (const name of ['wasm (bytes in)', 'wasm (string in)']) {
+    if (contenders[name](body) !== want) throw new Error(`${name} disagrees with the JS engine on ${c.label}`);
+  }
+  const names = [...ENGINES, ...c.extra];
+  const times = rounds(body, names, c.opts);
+  const small = body.bytes.length < 1e5;
+  const mb = body.bytes.length / 1e6;
+  for (const name of names) {
+    const t = times[name];
+    const ratio = t.map((x, i) => times.native[i] / x);
+    rows.push({
+      body: `${c.label} (${body.bytes.length} B)`,
+      contender: name === 'native' ? 'native JSON.parse+stringify' : name,
+      'median (µs/op or ms/op)': small ? `${(median(t) * 1000).toFixed(2)} µs` : `${median(t).toFixed(1)} ms`,
+      'spread (min–max)': small ? spread(t.map((x) => x * 1000), 2) + ' µs' : spread(t, 1) + ' ms',
+      'MB/s (median)': (mb / (median(t) / 1000)).toFixed(1),
+      '× native (median of rounds)': name === 'native' ? '1.00' : `${median(ratio).toFixed(2)} (${spread(ratio, 2)})`,
+    });
+  }
+}
+console.log(table(rows, Object.keys(rows[0])));
+console.log(`\nEvery figure includes SHA-256 of the output (node:crypto) except "wasm, no hash". native takes the body as a string (its best case); js and "wasm (bytes in)" take the UTF-8 bytes a receiver has.`);
+
+// ---------------------------------------------------------------------------------
+// Peak extra memory on the 10 MB OCR body.
+// ---------------------------------------------------------------------------------
+const dir = mkdtempSync(join(os.tmpdir(), 'jobhook-bench-'));
+try {
+  const file = join(dir, 'ocr.json');
+  const ocr = new TextEncoder().encode(ocrBody(10 * 1024 * 1024));
+  writeFileSync(file, ocr);
+  const mem = [];
+  for (const name of ENGINES) {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--expose-gc', SELF, '--memory', name, file], {
+      encoding: 'utf8',
+      env: { ...process.env, JOBHOOK_BENCH_CHILD: '1' },
+    });
+    if (r.status !== 0) throw new Error(`memory child ${name} failed: ${r.stderr}`);
+    const m = JSON.parse(r.stdout);
+    mem.push({
+      contender: name === 'native' ? 'native JSON.parse+stringify' : name,
+      'peak extra RSS': `${(m.peakRss / 2 ** 20).toFixed(1)} MiB`,
+      'per body byte': (m.peakRss / ocr.length).toFixed(2),
+      'arrayBuffers kept after (WASM high-water)': `${(m.arrayBuffers / 2 ** 20).toFixed(1)} MiB`,
+      'RSS peak before the run (above baseline)': `${(m.earlierPeak / 2 ** 20).toFixed(1)} MiB`,
+    });
+  }
+  console.log(`\n## Peak extra memory, ocrBody 10 MB (${ocr.length} B), one fresh process per contender\n`);
+  console.log(table(mem, Object.keys(mem[0])));
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+const load1 = os.loadavg();
+console.log(`\nFinished ${new Date().toISOString()} (${((Date.now() - start.getTime()) / 1000).toFixed(0)} s), load average ${load1.map((x) => x.toFixed(2)).join(' ')}.`);
+if (sink === -1) console.log(sink);
