@@ -1,10 +1,11 @@
 // jobhook demo: an Express receiver with the in-memory idempotency store, and three
 // deliveries signed with the TEST-ONLY key in fixtures/keys (never use it elsewhere).
-// Run with `npm run demo` (it builds first).
+// Run with `npm run demo` (it builds the JavaScript first, a few seconds). The imports
+// name the package itself, as your code would; inside this repository they resolve to dist/.
 import { readFileSync } from 'node:fs';
 import express from 'express';
-import { signDelivery } from '../dist/index.js';
-import { webhookReceiver } from '../dist/express.js';
+import { createReceiver } from 'jobhook/express';
+import { signPayload } from 'jobhook/testing';
 
 const keys = new URL('../fixtures/keys/', import.meta.url);
 const publicKey = readFileSync(new URL('test-2048-public-pkcs1.pem', keys), 'utf8'); // BEGIN RSA PUBLIC KEY, as gateways publish it
@@ -14,7 +15,7 @@ const handled = [];
 const app = express();
 app.post(
   '/webhooks/gateway',
-  webhookReceiver({
+  createReceiver({
     publicKey,
     onEvent: (event, { jobId, dialect }) => {
       handled.push(jobId);
@@ -28,12 +29,14 @@ await new Promise((resolve) => server.once('listening', resolve));
 const url = `http://127.0.0.1:${server.address().port}/webhooks/gateway`;
 console.log(`jobhook demo: Express receiver with the memory store on ${url}`);
 
-// What the gateway would send: floats such as 1.0 and 0.0 that JSON.parse would lose.
+// What the gateway would send: floats such as 1.0 and 0.0 that JSON.parse would lose,
+// for a job that finished a moment ago (older events are refused as replays).
+const finished = new Date(Date.now() - 5_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const body =
   '{"event":"async_job_completed","job_id":"3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41","status":"success",' +
-  '"feature":"ocr","subfeature":"ocr","provider":"acme","model":null,"created_at":"2026-11-21T10:00:00Z",' +
-  '"finished_at":"2026-11-21T10:00:05Z","output":{"text":"Grüße aus Zürich","confidence":1.0,"box":{"x":0.0,"y":0.5}}}';
-const delivery = signDelivery(body, privateKey);
+  `"feature":"ocr","subfeature":"ocr","provider":"acme","model":null,"created_at":"${finished}",` +
+  `"finished_at":"${finished}","output":{"text":"Grüße aus Zürich","confidence":1.0,"box":{"x":0.0,"y":0.5}}}`;
+const delivery = signPayload(body, privateKey);
 
 async function send(label, payload, headers) {
   const res = await fetch(url, { method: 'POST', headers, body: payload });

@@ -2,50 +2,39 @@
  * jobhook for Express (4 and 5), Connect and node:http.
  * @packageDocumentation
  */
-import { createMiddleware, createReceiver, type NodeHandler, type WebhookMiddlewareOptions, type WebhookReceiverOptions } from './lib/adapters/express.js';
+import { createNodeMiddleware, createNodeReceiver, type ExpressReceiverOptions, type MiddlewareOptions, type NodeHandler } from './lib/adapters/express.js';
+import type { ReceiverControls } from './lib/adapters/controls.js';
+import type { VerifiedDelivery } from './lib/verify/core.js';
 
-export type { NextFunction, NodeHandler, WebhookMiddlewareOptions, WebhookReceiverOptions } from './lib/adapters/express.js';
+export type { ExpressReceiverOptions, MiddlewareOptions, NextFunction, NodeHandler } from './lib/adapters/express.js';
 export type { NodeWebhookRequest } from './lib/adapters/node-http.js';
-export type { EventContext, ReceiverFlowOptions } from './lib/receive/flow.js';
-export type { HttpAnswer, ReceiverErrorCode } from './lib/receive/answers.js';
-export { STATUS_BY_CODE } from './lib/receive/answers.js';
 export { keepRawBody } from './lib/adapters/node-http.js';
 
-/**
- * Verifies the delivery and sets `req.webhook` (`{ event, jobId, dialect, keyIndex, canonicalSha256 }`),
- * then calls `next()`. Failures are answered per DESIGN §4 (401/400/413 with a JSON
- * error body), or passed to `next(err)` with `onError: 'next'`. It reads the raw
- * body itself; mount it before `express.json()`, or keep the bytes with `keepRawBody`.
- *
- * @example
- * ```ts
- * import express from 'express';
- * import { webhookMiddleware } from 'jobhook/express';
- *
- * const app = express();
- * app.post('/webhooks/gateway', webhookMiddleware({ publicKey: process.env.GATEWAY_PUBLIC_KEY! }), (req, res) => {
- *   console.log(req.webhook!.jobId);
- *   res.sendStatus(204);
- * });
- * ```
- */
-export function webhookMiddleware(options: WebhookMiddlewareOptions): NodeHandler {
-  return createMiddleware(options);
+declare global {
+  namespace Express {
+    interface Request {
+      /** The verified delivery, set by jobhook's `createMiddleware`. */
+      webhook?: VerifiedDelivery;
+    }
+  }
 }
 
 /**
- * The complete receiver: verify, claim the `job_id` in the idempotency store, run
- * `onEvent` once, then answer 200 (processed or duplicate), 503 + Retry-After while
- * the same job is in progress, 500 when the handler throws (the claim is released so
- * the gateway's retry processes it), 503 when the store fails, 401/400/413 on bad input.
+ * The complete receiver as an Express/Connect/node:http handler: reads the raw body
+ * (limits, timeout, gzip/deflate/br), verifies, claims the `job_id`, runs `onEvent`
+ * once (renewing the claim while it runs), records the completion, and answers 200
+ * (processed or duplicate), 503 + Retry-After while the same job is in progress or
+ * the store is unreachable, 500 when the handler throws (claim released, so the
+ * gateway's retry processes it), 4xx for deliveries that are not the gateway's.
+ * `await receiver.close()` on shutdown finishes store operations still waiting.
  *
  * @example
  * ```ts
  * import express from 'express';
- * import { webhookReceiver } from 'jobhook/express';
+ * import { createReceiver } from 'jobhook/express';
  *
  * const app = express();
- * app.post('/webhooks/gateway', webhookReceiver({
+ * app.post('/webhooks/gateway', createReceiver({
  *   publicKey: process.env.GATEWAY_PUBLIC_KEY!,
  *   onEvent: async (event, { jobId }) => {
  *     if (event.status === 'success') await saveResult(jobId, event.output);
@@ -55,6 +44,43 @@ export function webhookMiddleware(options: WebhookMiddlewareOptions): NodeHandle
  * app.use(express.json()); // other routes may parse JSON; mount the receiver first
  * ```
  */
-export function webhookReceiver(options: WebhookReceiverOptions): NodeHandler {
-  return createReceiver(options);
+export function createReceiver(options: ExpressReceiverOptions): NodeHandler & ReceiverControls {
+  return createNodeReceiver(options);
 }
+
+/**
+ * Verification only: sets `req.webhook` (`{ event, payload, jobId, dialect, keyIndex,
+ * canonicalSha256 }`) and calls `next()`; your route does the rest (no idempotency).
+ * Failures are answered with the receiver's status codes, or passed to `next(err)` with
+ * `errors: 'next'`. Mount it before `express.json()`, or keep the bytes with `keepRawBody`.
+ *
+ * @example
+ * ```ts
+ * import { createMiddleware } from 'jobhook/express';
+ *
+ * app.post('/webhooks/gateway', createMiddleware({ publicKey: process.env.GATEWAY_PUBLIC_KEY! }), (req, res) => {
+ *   console.log(req.webhook?.jobId);
+ *   res.sendStatus(204);
+ * });
+ * ```
+ */
+export function createMiddleware(options: MiddlewareOptions): NodeHandler {
+  return createNodeMiddleware(options);
+}
+
+/** @deprecated Renamed {@link createReceiver}; this alias goes at 1.0. */
+export const webhookReceiver: typeof createReceiver = createReceiver;
+
+/** @deprecated Options of the deprecated {@link webhookMiddleware}: `onError` is now `errors`. */
+export interface WebhookMiddlewareOptions extends Omit<MiddlewareOptions, 'errors'> {
+  onError?: 'respond' | 'next';
+}
+
+/** @deprecated Renamed {@link createMiddleware} (with `errors: 'respond' | 'next'` for `onError`); this alias goes at 1.0. */
+export function webhookMiddleware(options: WebhookMiddlewareOptions): NodeHandler {
+  const { onError, ...rest } = options ?? {};
+  return createNodeMiddleware(onError === undefined ? rest : { ...rest, errors: onError });
+}
+
+/** @deprecated Renamed {@link ExpressReceiverOptions}. */
+export type WebhookReceiverOptions = ExpressReceiverOptions;

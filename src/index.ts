@@ -1,19 +1,51 @@
 /**
- * jobhook: verify the RSA-signed `async_job_completed` webhooks of an AI gateway.
+ * jobhook: verify and receive the RSA-signed `async_job_completed` webhooks of an AI
+ * gateway. This entry holds the Node verifier, the framework-agnostic receiver, the
+ * canonical-JSON engine, and every error, store and type shared by the other entries.
  * @packageDocumentation
  */
 import type { KeyObject } from 'node:crypto';
+import { createAgnosticReceiver, type ReceiverOptions, type ReceiverRequest } from './lib/adapters/agnostic.js';
+import type { ReceiverControls } from './lib/adapters/controls.js';
 import { canonicalizeBytes, canonicalizeText, parseJsonValue, type CanonicalizeOptions, type ParseJsonOptions } from './lib/canonical/index.js';
 import type { JsonValue } from './lib/canonical/to-value.js';
-import { createNodeVerifier, type Verifier, type VerifierOptions } from './lib/verify/node-verifier.js';
+import type { ReceiverAnswer } from './lib/receive/answers.js';
+import { signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/sign.js';
 import type { VerifiedDelivery } from './lib/verify/core.js';
 import type { HeadersInput } from './lib/verify/headers.js';
-import { signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/sign.js';
+import { createNodeVerifier, type Verifier, type VerifierOptions } from './lib/verify/node-verifier.js';
 
 export { DIALECTS, type DialectName } from './lib/canonical/dialects.js';
 export type { IntegerMode, JsonValue } from './lib/canonical/to-value.js';
 export type { CanonicalizeOptions, ParseJsonOptions } from './lib/canonical/index.js';
 export * from './lib/errors.js';
+export {
+  DEFAULT_ALGORITHM_HEADER,
+  DEFAULT_BODY_TIMEOUT_MS,
+  DEFAULT_CANONICAL_EXPANSION,
+  DEFAULT_LEASE_MS,
+  DEFAULT_MAX_AGE_SECONDS,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_RETAIN_MS,
+  DEFAULT_SIGNATURE_HEADER,
+  MAX_JOB_ID_LENGTH,
+  STATUS_BY_CODE,
+} from './lib/protocol.js';
+export type { Verifier, VerifierOptions } from './lib/verify/node-verifier.js';
+export type { VerifiedDelivery } from './lib/verify/core.js';
+export type { VerifyOptionsBase } from './lib/verify/options.js';
+export type { HeadersInput } from './lib/verify/headers.js';
+export type { NodePublicKeyInput } from './lib/crypto/node.js';
+export type { RsaPublicJwk } from './lib/crypto/keys.js';
+export type { JobCompletedEvent, JobEventBase, JobFailedEvent, JobSucceededEvent, JsonObjectValue } from './lib/event.js';
+export type { ReceiverOptions, ReceiverRequest } from './lib/adapters/agnostic.js';
+export type { ReceiverControls } from './lib/adapters/controls.js';
+export type { ReceiverAnswer, ReceiverErrorCode } from './lib/receive/answers.js';
+export type { EventContext, EventContextBase, FailureStage, PollEventContext, ReceiverOptionsBase, WebhookEventContext } from './lib/receive/core.js';
+export type { Logger, LoggerInput } from './lib/log.js';
+export { MemoryIdempotencyStore, type MemoryStoreOptions } from './lib/idempotency/memory.js';
+export type { ClaimOptions, ClaimResult, CompleteOptions, IdempotencyStore, RenewOptions } from './lib/idempotency/types.js';
+export type { SignOptions, SignedDelivery } from './lib/sign.js';
 
 /**
  * Rebuilds the canonical text the gateway signed from a raw body: sorted keys,
@@ -60,18 +92,10 @@ export function parseJson(body: string | Uint8Array, options?: ParseJsonOptions)
   return parseJsonValue(body, options);
 }
 
-export type { Verifier, VerifierOptions } from './lib/verify/node-verifier.js';
-export type { VerifiedDelivery } from './lib/verify/core.js';
-export type { VerifyOptionsBase } from './lib/verify/options.js';
-export { DEFAULT_ALGORITHM_HEADER, DEFAULT_MAX_AGE_SECONDS, DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from './lib/protocol.js';
-export type { HeadersInput } from './lib/verify/headers.js';
-export type { NodePublicKeyInput } from './lib/crypto/node.js';
-export type { RsaPublicJwk } from './lib/crypto/keys.js';
-export type { JobCompletedEvent, JobEventBase, JobFailedEvent, JobSucceededEvent, JsonObjectValue } from './lib/event.js';
-
 /**
  * Imports the gateway's public key(s) once and returns a verifier whose
  * `verify(body, headers)` is synchronous (node:crypto). Pass the raw body bytes.
+ * (`createVerifier` from `jobhook/web` is the same on WebCrypto, asynchronous.)
  *
  * @example
  * ```ts
@@ -89,7 +113,37 @@ export type { JobCompletedEvent, JobEventBase, JobFailedEvent, JobSucceededEvent
  * @throws TypeError for a key that is not RSA, is private, or has a modulus under 2048 bits, and for bad options.
  */
 export function createVerifier(options: VerifierOptions): Verifier {
-  return createNodeVerifier(options);
+  const { verify } = createNodeVerifier(options);
+  return { verify };
+}
+
+/**
+ * The complete receiver for any framework: give it the raw body and the headers, get
+ * the answer to send. It verifies, claims the `job_id` in the idempotency store,
+ * runs `onEvent` once (renewing the claim while it runs), records the completion, and
+ * answers 200 (processed or duplicate), 503 + Retry-After while the same job is in
+ * progress or the store is unreachable, 500 when the handler throws (the claim is
+ * released so the gateway's retry processes it), 4xx for deliveries that are not the
+ * gateway's or cannot be processed. Content-Encoding gzip, deflate and br are decoded.
+ * (`jobhook/express` and `jobhook/web` have the same receiver for their frameworks.)
+ *
+ * @example
+ * ```ts
+ * // Fastify: keep the raw body, hand it over, send the answer.
+ * import Fastify from 'fastify';
+ * import { createReceiver } from 'jobhook';
+ *
+ * const receive = createReceiver({ publicKey: process.env.GATEWAY_PUBLIC_KEY!, onEvent: async (event) => save(event) });
+ * const app = Fastify();
+ * app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+ * app.post('/webhooks/gateway', async (req, reply) => {
+ *   const answer = await receive({ body: req.body as Buffer, headers: req.headers });
+ *   return reply.code(answer.status).headers(answer.headers).send(answer.body);
+ * });
+ * ```
+ */
+export function createReceiver(options: ReceiverOptions): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
+  return createAgnosticReceiver(options);
 }
 
 const verifiers = new WeakMap<VerifierOptions, Verifier>();
@@ -107,13 +161,11 @@ const verifiers = new WeakMap<VerifierOptions, Verifier>();
 export function verifyWebhook(body: string | Uint8Array, headers: HeadersInput, options: VerifierOptions): VerifiedDelivery {
   let verifier = verifiers.get(options);
   if (verifier === undefined) {
-    verifier = createNodeVerifier(options);
+    verifier = createVerifier(options);
     verifiers.set(options, verifier);
   }
   return verifier.verify(body, headers);
 }
-
-export type { SignOptions, SignedDelivery } from './lib/sign.js';
 
 /**
  * Signs a body as the gateway does, for tests and local tools (never needed to receive).
@@ -127,7 +179,3 @@ export type { SignOptions, SignedDelivery } from './lib/sign.js';
 export function signDelivery(body: string | Uint8Array, privateKey: string | KeyObject, options?: SignOptions): SignedDelivery {
   return signDeliveryCore(body, privateKey, options);
 }
-
-export { MemoryIdempotencyStore, type MemoryStoreOptions } from './lib/idempotency/memory.js';
-export type { ClaimOptions, ClaimResult, CompleteOptions, IdempotencyStore } from './lib/idempotency/types.js';
-export { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS } from './lib/idempotency/types.js';

@@ -1,25 +1,40 @@
+import type { Request as ExpressRequest } from 'express';
 import { describe, expectTypeOf, it } from 'vitest';
 import {
   canonicalize,
+  createReceiver,
   createVerifier,
   isWebhookError,
   parseJson,
   type AnyWebhookError,
   type DialectName,
+  type EventContext,
   type JobCompletedEvent,
+  type JsonObjectValue,
+  type JsonValue,
+  type ReceiverAnswer,
   type VerifiedDelivery,
   type WebhookErrorCode,
 } from '../src/index.js';
-import { webhookReceiver } from '../src/express.js';
-import { createWebhookHandler, createWebVerifier } from '../src/web.js';
+import { createMiddleware, createReceiver as createExpressReceiver, webhookReceiver } from '../src/express.js';
+import { createReceiver as createWebReceiver, createVerifier as createWebVerifier, createWebhookHandler } from '../src/web.js';
 
 describe('public types', () => {
-  it('narrows the event on status', () => {
+  it('narrows the event on status, and only then', () => {
     const e = {} as JobCompletedEvent;
-    if (e.status === 'success') expectTypeOf(e.output).toEqualTypeOf<import('../src/lib/event.js').JsonObjectValue>();
+    // @ts-expect-error output exists only on a success: narrow on status first
+    void e.output;
+    if (e.status === 'success') expectTypeOf(e.output).toEqualTypeOf<JsonObjectValue>();
     else expectTypeOf(e.error.message).toEqualTypeOf<string>();
     expectTypeOf(e.job_id).toEqualTypeOf<string>();
     expectTypeOf(e.model).toEqualTypeOf<string | null | undefined>();
+  });
+
+  it('a typo in a field name does not compile; unknown fields are reached through payload, as JSON', () => {
+    const d = {} as VerifiedDelivery;
+    // @ts-expect-error no catch-all index: a misspelt field is an error
+    void d.event.outptu;
+    expectTypeOf(d.payload.some_future_field).toEqualTypeOf<JsonValue | undefined>();
   });
 
   it('verify is synchronous on Node and async on WebCrypto', () => {
@@ -28,6 +43,45 @@ describe('public types', () => {
     const w = createWebVerifier({ publicKey: '' });
     expectTypeOf(w.verify).returns.toEqualTypeOf<Promise<VerifiedDelivery>>();
     expectTypeOf<VerifiedDelivery['dialect']>().toEqualTypeOf<DialectName>();
+  });
+
+  it('the same verbs from every entry, each of its runtime', () => {
+    const agnostic = createReceiver({ publicKey: '', onEvent: () => undefined });
+    expectTypeOf(agnostic).parameter(0).toEqualTypeOf<{ body: string | Uint8Array; headers: import('../src/index.js').HeadersInput }>();
+    expectTypeOf(agnostic).returns.toEqualTypeOf<Promise<ReceiverAnswer>>();
+    expectTypeOf<ReceiverAnswer['body']>().toEqualTypeOf<string>();
+    expectTypeOf(agnostic.close).returns.toEqualTypeOf<Promise<void>>();
+    const web = createWebReceiver({ publicKey: '', onEvent: () => undefined });
+    expectTypeOf(web).parameter(0).toEqualTypeOf<Request>();
+    expectTypeOf(web).returns.toEqualTypeOf<Promise<Response>>();
+    const express = createExpressReceiver({ publicKey: '', onEvent: () => undefined });
+    expectTypeOf(express.pending).toBeNumber();
+    // The deprecated names are the same functions.
+    expectTypeOf(webhookReceiver).toEqualTypeOf(createExpressReceiver);
+    expectTypeOf(createWebhookHandler).toEqualTypeOf(createWebReceiver);
+  });
+
+  it('onEvent gets the framework request and a typed context; one handler can serve receivers and the reconciler', () => {
+    createWebReceiver({
+      publicKey: '',
+      onEvent: (_e, ctx) => {
+        expectTypeOf(ctx.request).toEqualTypeOf<Request>();
+        expectTypeOf(ctx.source).toEqualTypeOf<'webhook'>();
+        expectTypeOf(ctx.signal).toEqualTypeOf<AbortSignal>();
+      },
+    });
+    const shared = (_e: JobCompletedEvent, ctx: EventContext) => {
+      if (ctx.source === 'webhook') expectTypeOf(ctx.dialect).toEqualTypeOf<DialectName>();
+    };
+    createReceiver({ publicKey: '', onEvent: shared });
+  });
+
+  it('Express requests carry req.webhook once createMiddleware ran', () => {
+    const req = {} as ExpressRequest;
+    expectTypeOf(req.webhook).toEqualTypeOf<VerifiedDelivery | undefined>();
+    createMiddleware({ publicKey: '', errors: 'next' });
+    // @ts-expect-error the middleware's choice is errors: 'respond' | 'next'
+    createMiddleware({ publicKey: '', errors: 'throw' });
   });
 
   it('error codes switch exhaustively', () => {
@@ -72,12 +126,15 @@ describe('public types', () => {
     canonicalize({ a: 1 });
     // @ts-expect-error unknown dialect
     canonicalize('{}', { dialect: 'json5' });
-    expectTypeOf(parseJson('1', { integers: 'bigint' })).toEqualTypeOf<import('../src/index.js').JsonValue>();
+    expectTypeOf(parseJson('1', { integers: 'bigint' })).toEqualTypeOf<JsonValue>();
   });
 
-  it('receivers require onEvent', () => {
+  it('receivers require onEvent, and onError is a callback', () => {
     // @ts-expect-error onEvent is required
-    webhookReceiver({ publicKey: '' });
-    expectTypeOf(createWebhookHandler({ publicKey: '', onEvent: () => undefined })).toEqualTypeOf<(request: Request) => Promise<Response>>();
+    createExpressReceiver({ publicKey: '' });
+    // @ts-expect-error onError is the failure callback, not the middleware's 'respond' | 'next'
+    createReceiver({ publicKey: '', onEvent: () => undefined, onError: 'next' });
+    // A partial logger is fine.
+    createReceiver({ publicKey: '', onEvent: () => undefined, log: { error: () => undefined } });
   });
 });

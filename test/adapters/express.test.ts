@@ -4,7 +4,7 @@ import express5 from 'express';
 import express4 from 'express4';
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { keepRawBody, webhookMiddleware, webhookReceiver } from '../../src/express.js';
+import { createReceiver, keepRawBody, webhookMiddleware, webhookReceiver } from '../../src/express.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
 import { receiverBehaviour, type MakeReceiver } from './receiver-table.js';
@@ -32,14 +32,22 @@ for (const [name, express] of versions) {
   describe(`${name}: mounting and raw bytes`, () => {
     const publicKey = publicPem(2048);
 
-    it('after express.json() without kept bytes → 500 BODY_UNAVAILABLE saying how to mount', async () => {
+    it('after express.json() without kept bytes → 500 BODY_UNAVAILABLE; the log and onError say how to mount', async () => {
       const app = express();
       app.use(express.json());
-      app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined }));
+      const errors: string[] = [];
+      const heard: string[] = [];
+      app.post(
+        '/hook',
+        createReceiver({ publicKey, onEvent: () => undefined, log: { error: (m, d) => void errors.push(`${m} ${JSON.stringify(d)}`) }, onError: (_e, c) => void heard.push(c.stage) }),
+      );
       const d = signed(jobId());
       const r = await poster(app)(d.body, d.headers);
       expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 500, code: 'BODY_UNAVAILABLE' });
-      expect(r.body.error?.message).toContain('keepRawBody');
+      // A 5xx tells the sender nothing about the receiver's setup; the operator's log does.
+      expect(r.body.error?.message).not.toContain('express.json');
+      expect(errors.join('\n')).toContain('keepRawBody');
+      expect(heard).toEqual(['body']);
     });
 
     it('after express.json({ verify: keepRawBody }) → verified from the kept bytes', async () => {

@@ -60,15 +60,25 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect((await taker.claim(job, { leaseMs: 10_000 })).status).toBe('completed');
     });
 
-    it('an expired lease is no longer owned, even before anyone reclaims it', async () => {
+    it('an expired lease nobody took over: the owner may still complete it (the work was done)', async () => {
       const { a } = pair();
       const job = id('expired');
       const first = await a.claim(job, { leaseMs: 150 });
       if (first.status !== 'acquired') throw new Error(first.status);
       await sleep(300);
-      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(false);
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(true);
+      expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('completed');
+    });
+
+    it('an expired lease is free for anyone to claim, and then the old owner cannot release it', async () => {
+      const { a, b } = pair();
+      const job = id('free');
+      const first = await a.claim(job, { leaseMs: 150 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      await sleep(300);
+      expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('acquired');
       expect(await a.release(job, first.token)).toBe(false);
-      expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('acquired');
+      expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
     });
 
     it('a completed mark expires after the retention window', async () => {
@@ -82,16 +92,68 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('acquired');
     });
 
-    it('a wrong token changes nothing', async () => {
+    it('a wrong token changes nothing while the owner holds the job', async () => {
       const { a } = pair();
       const job = id('token');
       const first = await a.claim(job, { leaseMs: 10_000 });
       if (first.status !== 'acquired') throw new Error(first.status);
       expect(await a.complete(job, 'not-the-token', { retainMs: 60_000 })).toBe(false);
       expect(await a.release(job, 'not-the-token')).toBe(false);
+      expect(await a.renew!(job, 'not-the-token', { leaseMs: 10_000 })).toBe(false);
       expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
-      expect(await a.complete(id('never-claimed'), first.token, { retainMs: 60_000 })).toBe(false);
       expect(await a.release(id('never-claimed'), first.token)).toBe(false);
+    });
+
+    it('completing a job nobody holds records it (a completion retried after the store lost the claim); completing twice is a success', async () => {
+      const { a } = pair();
+      const job = id('unheld');
+      expect(await a.complete(job, 'some-token-1', { retainMs: 60_000 })).toBe(true);
+      expect(await a.complete(job, 'some-token-1', { retainMs: 60_000 })).toBe(true);
+      expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('completed');
+    });
+
+    it('a caller-chosen token: the claim is held by it, and claiming again with it acquires again (a lost reply undone)', async () => {
+      const { a, b } = pair();
+      const job = id('chosen');
+      const token = `tok-${seq++}-${process.pid}`;
+      expect(await a.claim(job, { leaseMs: 10_000, token })).toEqual({ status: 'acquired', token });
+      expect(await b.claim(job, { leaseMs: 10_000, token })).toEqual({ status: 'acquired', token });
+      expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
+      expect(await a.release(job, token)).toBe(true);
+      expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('acquired');
+    });
+
+    it('renew keeps a claim past its first lease; renew is refused once another token holds the job or it is completed', async () => {
+      const { a, b } = pair();
+      const job = id('renew');
+      const first = await a.claim(job, { leaseMs: 300 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      await sleep(150);
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe(true);
+      await sleep(300);
+      // Past the first lease, still held.
+      expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(true);
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe(false);
+
+      const other = id('renew-lost');
+      const mine = await a.claim(other, { leaseMs: 150 });
+      if (mine.status !== 'acquired') throw new Error(mine.status);
+      await sleep(300);
+      const theirs = await b.claim(other, { leaseMs: 10_000 });
+      expect(theirs.status).toBe('acquired');
+      expect(await a.renew!(other, mine.token, { leaseMs: 10_000 })).toBe(false);
+      expect(await a.complete(other, mine.token, { retainMs: 60_000 })).toBe(false);
+    });
+
+    it('renew after the lease ran out, when nobody took the job over, holds it again', async () => {
+      const { a, b } = pair();
+      const job = id('revive');
+      const first = await a.claim(job, { leaseMs: 150 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      await sleep(300);
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe(true);
+      expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
     });
 
     it('unicode and 200-character job ids are distinct keys', async () => {
@@ -116,6 +178,9 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const { a } = pair();
       await expect(a.claim('', { leaseMs: 1000 })).rejects.toThrow(TypeError);
       await expect(a.claim(id('args'), { leaseMs: 0 })).rejects.toThrow(TypeError);
+      await expect(a.claim(id('args'), { leaseMs: 1000, token: 'short' })).rejects.toThrow(TypeError);
+      await expect(a.claim(id('args'), { leaseMs: 1000, token: 'has space in it' })).rejects.toThrow(TypeError);
+      await expect(a.complete(id('args'), '', { retainMs: 1000 })).rejects.toThrow(TypeError);
     });
 
     it('refuses ids it could not keep apart or store: lone surrogates, control characters, over 256 characters', async () => {

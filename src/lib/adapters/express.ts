@@ -1,55 +1,70 @@
 import type { ServerResponse } from 'node:http';
-import { MemoryIdempotencyStore } from '../idempotency/memory.js';
 import { answerForError } from '../receive/answers.js';
-import { receiveDelivery, resolveFlow, verifyOnly, type ReceiverFlowOptions } from '../receive/flow.js';
-import { DEFAULT_MAX_BODY_BYTES } from '../protocol.js';
+import { logRefusal, receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import { createNodeVerifier, type VerifierOptions } from '../verify/node-verifier.js';
 import { readNodeBody, sendAnswer, type NodeWebhookRequest } from './node-http.js';
+import { withControls, type ReceiverControls } from './controls.js';
+import { resolveLogger } from '../log.js';
+import { DEFAULT_BODY_TIMEOUT_MS } from '../protocol.js';
+import { optionalNumber } from '../options.js';
 
 export type NextFunction = (err?: unknown) => void;
+/** A handler for Express 4 and 5, Connect and node:http (`next` is optional). */
 export type NodeHandler = (req: NodeWebhookRequest, res: ServerResponse, next?: NextFunction) => void;
 
-export interface WebhookMiddlewareOptions extends VerifierOptions {
-  /** `respond` (default): answer failures per DESIGN §4. `next`: pass the WebhookError to `next(err)`. */
-  onError?: 'respond' | 'next';
+/** Options of `createReceiver` from `jobhook/express`. */
+export interface ExpressReceiverOptions extends VerifierOptions, ReceiverOptionsBase<NodeWebhookRequest> {}
+
+/** Options of `createMiddleware`. */
+export interface MiddlewareOptions extends VerifierOptions {
+  /** `respond` (default): answer failures with the receiver's status codes. `next`: pass the WebhookError to `next(err)`. */
+  errors?: 'respond' | 'next';
+  /** A body still arriving after this long is answered 408 (default 30 s). */
+  bodyTimeoutMs?: number;
+  /** As the receiver's `log` (default: warnings and errors to the console). */
+  log?: ReceiverOptionsBase<unknown>['log'];
 }
 
-export interface WebhookReceiverOptions extends VerifierOptions, ReceiverFlowOptions<NodeWebhookRequest> {}
-
-function bodyLimit(options: VerifierOptions): number {
-  return options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-}
-
-export function createMiddleware(options: WebhookMiddlewareOptions): NodeHandler {
+export function createNodeReceiver(options: ExpressReceiverOptions): NodeHandler & ReceiverControls {
   const verifier = createNodeVerifier(options);
-  const limit = bodyLimit(options);
-  const passOn = options.onError === 'next';
-  if (options.onError !== undefined && options.onError !== 'respond' && !passOn) throw new TypeError("onError must be 'respond' or 'next'");
-  return (req, res, next) => {
-    verifyOnly(async () => verifier.verify(await readNodeBody(req, limit), req.headers)).then(
-      (result) => {
-        if ('delivery' in result) {
-          req.webhook = result.delivery;
-          next?.();
-        } else if (passOn && next) {
-          next(result.error);
-        } else {
-          sendAnswer(res, result.answer);
-        }
-      },
-      (err: unknown) => (next ? next(err) : sendAnswer(res, answerForError(err))),
-    );
+  const r = resolveReceiver(options);
+  const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };
+  const handler: NodeHandler = (req, res, next) => {
+    readNodeBody(req, limits)
+      .then(
+        (bytes) => receive(r, (b, h) => verifier.verify(b, h), bytes, req.headers, req),
+        (err: unknown) => refuse(r, err),
+      )
+      .then(
+        (answer) => sendAnswer(res, answer),
+        (err: unknown) => (next ? next(err) : sendAnswer(res, answerForError(err))),
+      );
   };
+  return withControls(handler, r.runner);
 }
 
-export function createReceiver(options: WebhookReceiverOptions): NodeHandler {
+export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
   const verifier = createNodeVerifier(options);
-  const flow = resolveFlow(options, () => new MemoryIdempotencyStore());
-  const limit = bodyLimit(options);
+  const mode = options.errors ?? 'respond';
+  if (mode !== 'respond' && mode !== 'next') throw new TypeError("errors must be 'respond' or 'next'");
+  const log = resolveLogger(options.log);
+  const limits = {
+    maxBodyBytes: verifier.options.maxBodyBytes,
+    timeoutMs: optionalNumber(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS),
+  };
   return (req, res, next) => {
-    receiveDelivery(async () => verifier.verify(await readNodeBody(req, limit), req.headers), flow, req).then(
-      (answer) => sendAnswer(res, answer),
-      (err: unknown) => (next ? next(err) : sendAnswer(res, answerForError(err))),
-    );
+    readNodeBody(req, limits)
+      .then((bytes) => verifier.verify(bytes, req.headers))
+      .then(
+        (delivery) => {
+          req.webhook = delivery;
+          next?.();
+        },
+        (err: unknown) => {
+          logRefusal(log, err);
+          if (mode === 'next' && next) next(err);
+          else sendAnswer(res, answerForError(err));
+        },
+      );
   };
 }

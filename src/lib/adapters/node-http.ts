@@ -1,7 +1,14 @@
+/**
+ * The two things a Node (node:http, Express, Connect) receiver does itself: read the
+ * exact body bytes within the limits, and write an answer.
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyTooLargeError, BodyUnavailableError } from '../errors.js';
-import type { HttpAnswer } from '../receive/answers.js';
+import zlib from 'node:zlib';
+import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, BodyUnavailableError } from '../errors.js';
+import type { ReceiverAnswer } from '../receive/answers.js';
 import type { VerifiedDelivery } from '../verify/core.js';
+import type { BodyLimits } from './body-limits.js';
+import { contentCoding } from './encoding.js';
 
 /** A Node/Express/Connect request as jobhook reads it. */
 export interface NodeWebhookRequest extends IncomingMessage {
@@ -9,7 +16,7 @@ export interface NodeWebhookRequest extends IncomingMessage {
   body?: unknown;
   /** Raw bytes kept by another middleware, e.g. `express.json({ verify: keepRawBody })`. */
   rawBody?: unknown;
-  /** Set by `webhookMiddleware` once the delivery is verified. */
+  /** Set by `createMiddleware` once the delivery is verified. */
   webhook?: VerifiedDelivery;
 }
 
@@ -23,76 +30,123 @@ function checkSize(bytes: Uint8Array, limit: number): Uint8Array {
 }
 
 /**
- * The exact request bytes: kept by another middleware (`req.rawBody`, a Buffer
- * `req.body` from express.raw(), a string from express.text()), or read from the
- * stream with the limit enforced as it arrives.
+ * Bytes another middleware already read (body parsers decode Content-Encoding
+ * themselves, so these are the decoded bytes), undefined when the stream is still
+ * ours to read; BodyUnavailableError when only a parsed object is left.
  */
-export function readNodeBody(req: NodeWebhookRequest, limit: number): Promise<Uint8Array> {
+function keptBytes(req: NodeWebhookRequest): Uint8Array | undefined {
   const kept = req.rawBody;
-  if (kept instanceof Uint8Array) return Promise.resolve(checkSize(kept, limit));
-  if (typeof kept === 'string') return Promise.resolve(checkSize(Buffer.from(kept, 'utf8'), limit));
+  if (kept instanceof Uint8Array) return kept;
+  if (typeof kept === 'string') return Buffer.from(kept, 'utf8');
+  if (req.body instanceof Uint8Array) return req.body;
   const consumed = (req as { _body?: unknown })._body === true || req.readableEnded;
-  if (req.body instanceof Uint8Array) return Promise.resolve(checkSize(req.body, limit));
-  if (consumed) {
-    // express.text() decoded the bytes as UTF-8; encoding them again gives them back for any valid UTF-8 body.
-    if (typeof req.body === 'string') return Promise.resolve(checkSize(Buffer.from(req.body, 'utf8'), limit));
-    return Promise.reject(new BodyUnavailableError(HOW_TO_MOUNT));
+  if (!consumed) return undefined;
+  // express.text() decoded the bytes as UTF-8; encoding them again gives them back for any valid UTF-8 body.
+  if (typeof req.body === 'string') return Buffer.from(req.body, 'utf8');
+  throw new BodyUnavailableError(HOW_TO_MOUNT);
+}
+
+function decoder(coding: 'gzip' | 'deflate' | 'br'): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress {
+  return coding === 'gzip' ? zlib.createGunzip() : coding === 'deflate' ? zlib.createInflate() : zlib.createBrotliDecompress();
+}
+
+/**
+ * The exact request bytes: kept by another middleware, or read from the stream with
+ * the limits enforced as it arrives (413 as soon as the body, raw or decoded, passes
+ * `maxBodyBytes`; 408 when it is not complete within `timeoutMs`; gzip, deflate and
+ * br decoded; other codings 415).
+ */
+export function readNodeBody(req: NodeWebhookRequest, limits: BodyLimits): Promise<Uint8Array> {
+  let kept: Uint8Array | undefined;
+  let coding;
+  try {
+    kept = keptBytes(req);
+    if (kept !== undefined) return Promise.resolve(checkSize(kept, limits.maxBodyBytes));
+    coding = contentCoding(req.headers);
+    if (Number(req.headers['content-length']) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
+  } catch (err) {
+    return Promise.reject(err);
   }
-  const declared = Number(req.headers['content-length']);
-  if (declared > limit) return Promise.reject(new BodyTooLargeError(limit));
+  const limit = limits.maxBodyBytes;
+  const unzip = coding === 'identity' ? undefined : decoder(coding);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let rawSize = 0;
+    let settled = false;
+    const timer = setTimeout(() => fail(new BodyTimeoutError(limits.timeoutMs)), limits.timeoutMs);
     const cleanup = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
+      settled = true;
+      clearTimeout(timer);
+      req.off('data', onRaw);
+      req.off('end', onRawEnd);
+      req.off('error', fail);
       req.off('aborted', onAborted);
     };
-    const onData = (chunk: Buffer) => {
+    function fail(err: Error): void {
+      if (settled) return;
+      cleanup();
+      // Stop reading: the answer goes out with Connection: close, so the rest is never read.
+      req.pause();
+      unzip?.destroy();
+      reject(err);
+    }
+    const onDecoded = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        // Stop reading: the answer is sent with Connection: close, so the rest is never read.
-        cleanup();
-        req.pause();
-        reject(new BodyTooLargeError(limit));
-        return;
-      }
+      if (size > limit) return fail(new BodyTooLargeError(limit));
       chunks.push(chunk);
     };
-    const onEnd = () => {
+    const finish = () => {
+      if (settled) return;
       cleanup();
       resolve(Buffer.concat(chunks, size));
     };
-    const onError = (err: Error) => {
-      cleanup();
-      reject(err);
-    };
-    const onAborted = () => onError(new Error('The client aborted the request'));
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
+    function onRaw(chunk: Buffer): void {
+      rawSize += chunk.length;
+      if (rawSize > limit) return fail(new BodyTooLargeError(limit));
+      if (unzip === undefined) onDecoded(chunk);
+      else unzip.write(chunk);
+    }
+    const onRawEnd = () => (unzip === undefined ? finish() : unzip.end());
+    const onAborted = () => fail(new Error('The client aborted the request'));
+    if (unzip !== undefined) {
+      unzip.on('data', onDecoded);
+      unzip.on('end', finish);
+      unzip.on('error', () => fail(new BodyMalformedError(`the body is not valid ${coding} data (Content-Encoding: ${coding})`, 0)));
+    }
+    req.on('data', onRaw);
+    req.on('end', onRawEnd);
+    req.on('error', fail);
     req.on('aborted', onAborted);
   });
 }
 
 /** Writes an answer with plain Node APIs (works for Express, Connect and node:http). */
-export function sendAnswer(res: ServerResponse, answer: HttpAnswer): void {
+export function sendAnswer(res: ServerResponse, answer: ReceiverAnswer): void {
   if (res.headersSent) return;
   res.statusCode = answer.status;
   for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
-  res.end(JSON.stringify(answer.body));
+  if (answer.headers.connection === 'close') {
+    // The rest of the body is not wanted: end the connection once the answer is out,
+    // and drop it if the client keeps it open (a slow sender holding a socket).
+    res.once('finish', () => {
+      const socket = res.socket;
+      socket?.end();
+      setTimeout(() => socket?.destroy(), 1000).unref();
+    });
+  }
+  res.end(answer.body);
 }
 
 /**
  * For `express.json({ verify: keepRawBody })`: keeps the raw bytes (`req.rawBody`)
- * so jobhook's middleware can run after the JSON parser.
+ * so jobhook's handlers can run after the JSON parser.
  *
  * @example
  * ```ts
- * import { keepRawBody, webhookReceiver } from 'jobhook/express';
+ * import { createReceiver, keepRawBody } from 'jobhook/express';
  * app.use(express.json({ verify: keepRawBody }));
- * app.post('/webhooks/gateway', webhookReceiver({ publicKey, onEvent }));
+ * app.post('/webhooks/gateway', createReceiver({ publicKey, onEvent }));
  * ```
  */
 export function keepRawBody(req: IncomingMessage, _res: ServerResponse, buf: Buffer): void {

@@ -1,32 +1,73 @@
-import { BodyTooLargeError } from '../errors.js';
-import { MemoryIdempotencyStore } from '../idempotency/memory.js';
-import { answerForError, type HttpAnswer } from '../receive/answers.js';
-import { receiveDelivery, resolveFlow, type ReceiverFlowOptions } from '../receive/flow.js';
-import { DEFAULT_MAX_BODY_BYTES } from '../protocol.js';
+/**
+ * The two things a Fetch API receiver does itself: read the exact body bytes of a
+ * `Request` within the limits, and turn an answer into a `Response`. No node:* import.
+ */
+import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, EncodingUnsupportedError } from '../errors.js';
+import type { ReceiverAnswer } from '../receive/answers.js';
+import { receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import { createWebVerifierCore, type WebVerifierOptions } from '../verify/web-verifier.js';
+import type { BodyLimits } from './body-limits.js';
+import { withControls, type ReceiverControls } from './controls.js';
+import { contentCoding } from './encoding.js';
 
-export interface WebhookHandlerOptions extends WebVerifierOptions, ReceiverFlowOptions<Request> {}
+/** Counts the bytes that pass and errors the stream past `limit`. */
+function limited(limit: number): TransformStream<Uint8Array, Uint8Array> {
+  let size = 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      size += chunk.byteLength;
+      if (size > limit) controller.error(new BodyTooLargeError(limit));
+      else controller.enqueue(chunk);
+    },
+  });
+}
 
-/** Reads a Fetch request body, stopping (and cancelling the stream) as soon as it passes `limit`. */
-export async function readRequestBody(request: Request, limit: number): Promise<Uint8Array> {
-  const declared = Number(request.headers.get('content-length'));
-  if (declared > limit) {
+function decompressed(stream: ReadableStream<Uint8Array>, coding: 'gzip' | 'deflate' | 'br'): ReadableStream<Uint8Array> {
+  let decoder: DecompressionStream;
+  try {
+    decoder = new DecompressionStream(coding as CompressionFormat);
+  } catch {
+    throw new EncodingUnsupportedError(`Content-Encoding ${coding} cannot be decoded in this runtime; send the body as is, or gzip or deflate.`);
+  }
+  return stream.pipeThrough(decoder as unknown as TransformStream<Uint8Array, Uint8Array>);
+}
+
+/**
+ * Reads a Fetch request body: 413 (and the stream cancelled) as soon as it passes
+ * `maxBodyBytes`, raw or decoded; 408 when it is not complete within `timeoutMs`;
+ * gzip and deflate (and br where the runtime can) decoded; other codings 415.
+ */
+export async function readRequestBody(request: Request, limits: BodyLimits): Promise<Uint8Array> {
+  const limit = limits.maxBodyBytes;
+  const coding = contentCoding(request.headers);
+  if (Number(request.headers.get('content-length')) > limit) {
     await request.body?.cancel().catch(() => undefined);
     throw new BodyTooLargeError(limit);
   }
   if (request.body === null) return new Uint8Array(0);
-  const reader = request.body.getReader();
+  let stream = request.body.pipeThrough(limited(limit));
+  if (coding !== 'identity') stream = decompressed(stream, coding).pipeThrough(limited(limit));
+  const reader = stream.getReader();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new BodyTimeoutError(limits.timeoutMs)), limits.timeoutMs);
+  });
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw new BodyTooLargeError(limit);
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), deadline]);
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
     }
-    chunks.push(value);
+  } catch (err) {
+    await reader.cancel().catch(() => undefined);
+    if (err instanceof BodyTooLargeError || err instanceof BodyTimeoutError) throw err;
+    if (coding !== 'identity') throw new BodyMalformedError(`the body is not valid ${coding} data (Content-Encoding: ${coding})`, 0);
+    throw err;
+  } finally {
+    clearTimeout(timer);
   }
   if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(size);
@@ -38,19 +79,25 @@ export async function readRequestBody(request: Request, limit: number): Promise<
   return out;
 }
 
-export function toResponse(answer: HttpAnswer): Response {
-  return new Response(JSON.stringify(answer.body), { status: answer.status, headers: answer.headers });
+export function toResponse(answer: ReceiverAnswer): Response {
+  return new Response(answer.body, { status: answer.status, headers: answer.headers });
 }
 
-export function createHandler(options: WebhookHandlerOptions): (request: Request) => Promise<Response> {
+/** Options of `createReceiver` from `jobhook/web`. */
+export interface WebReceiverOptions extends WebVerifierOptions, ReceiverOptionsBase<Request> {}
+
+export function createFetchReceiver(options: WebReceiverOptions): ((request: Request) => Promise<Response>) & ReceiverControls {
   const verifier = createWebVerifierCore(options);
-  const flow = resolveFlow(options, () => new MemoryIdempotencyStore());
-  const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  return async (request) => {
+  const r = resolveReceiver(options);
+  const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };
+  const handler = async (request: Request): Promise<Response> => {
+    let bytes: Uint8Array;
     try {
-      return toResponse(await receiveDelivery(async () => verifier.verify(await readRequestBody(request, limit), request.headers), flow, request));
+      bytes = await readRequestBody(request, limits);
     } catch (err) {
-      return toResponse(answerForError(err));
+      return toResponse(refuse(r, err));
     }
+    return toResponse(await receive(r, (b, h) => verifier.verify(b, h), bytes, request.headers, request));
   };
+  return withControls(handler, r.runner);
 }

@@ -1,14 +1,19 @@
 import { StoreUnavailableError } from '../errors.js';
-import { checkJobId, checkPositive, newToken, type ClaimOptions, type ClaimResult, type CompleteOptions, type IdempotencyStore } from './types.js';
+import { resolveLogger, type Logger, type LoggerInput } from '../log.js';
+import { checkMs, optionalNumber } from '../options.js';
+import { checkJobId, checkToken, newToken, type ClaimOptions, type ClaimResult, type CompleteOptions, type IdempotencyStore, type RenewOptions } from './types.js';
 
 export interface MemoryStoreOptions {
   /** Most job ids held at once (default 100,000). Oldest completed marks go first; claims in progress are never evicted. */
   maxEntries?: number;
   /** Clock in epoch milliseconds (default `Date.now`), for tests. */
   now?: () => number;
+  /** Where a warning goes when completed marks are evicted before their retention ends (default: console). */
+  log?: LoggerInput;
 }
 
 interface Entry {
+  /** The owner while claimed; undefined once completed. */
   token: string | undefined;
   /** Lease end while claimed, retention end once completed. */
   until: number;
@@ -17,14 +22,15 @@ interface Entry {
 /**
  * In-process idempotency store, the receivers' default: right for a single
  * instance (use the Redis or PostgreSQL store when several instances share the
- * work). Bounded; no timers, so it never keeps the process alive: expired entries
- * are dropped when met or when room is needed.
+ * work, or when a restart must not forget completed jobs). Bounded; no timers, so
+ * it never keeps the process alive: expired entries are dropped when met or when
+ * room is needed.
  *
  * @example
  * ```ts
  * import { MemoryIdempotencyStore } from 'jobhook';
  * const store = new MemoryIdempotencyStore({ maxEntries: 50_000 });
- * const claim = await store.claim(jobId, { leaseMs: 60_000 });
+ * const claim = await store.claim(jobId, { leaseMs: 5_000 });
  * if (claim.status === 'acquired') {
  *   await handle();
  *   await store.complete(jobId, claim.token, { retainMs: 86_400_000 });
@@ -38,10 +44,13 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   private readonly completed = new Map<string, Entry>();
   private readonly maxEntries: number;
   private readonly now: () => number;
+  private readonly log: Logger;
+  private warnedEviction = false;
 
   constructor(options: MemoryStoreOptions = {}) {
-    this.maxEntries = options.maxEntries === undefined ? 100_000 : checkPositive(options.maxEntries, 'maxEntries');
+    this.maxEntries = optionalNumber(options.maxEntries, 'maxEntries', 100_000, { integer: true });
     this.now = options.now ?? Date.now;
+    this.log = resolveLogger(options.log);
   }
 
   /** Number of job ids held (claims and completed marks, expired ones included until swept). */
@@ -49,41 +58,65 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return this.claims.size + this.completed.size;
   }
 
+  /** The live entry of a job: its claim or completed mark, if unexpired. */
+  private live(jobId: string, now: number): { claim?: Entry; done?: Entry } {
+    const done = this.completed.get(jobId);
+    if (done !== undefined && done.until > now) return { done };
+    const claim = this.claims.get(jobId);
+    if (claim !== undefined && claim.until > now) return { claim };
+    return {};
+  }
+
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
     checkJobId(jobId);
-    const leaseMs = checkPositive(options?.leaseMs, 'leaseMs');
+    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
+    const token = options.token === undefined ? newToken() : checkToken(options.token);
     const now = this.now();
-    const done = this.completed.get(jobId);
-    if (done !== undefined) {
-      if (done.until > now) return { status: 'completed' };
-      this.completed.delete(jobId);
-    }
-    const held = this.claims.get(jobId);
-    if (held !== undefined && held.until > now) return { status: 'in_progress', retryAfterMs: held.until - now };
-    if (held === undefined) this.makeRoom(now);
-    const token = newToken();
-    this.claims.set(jobId, { token, until: now + leaseMs });
+    const { claim, done } = this.live(jobId, now);
+    if (done !== undefined) return { status: 'completed' };
+    if (claim !== undefined && claim.token !== token) return { status: 'in_progress', retryAfterMs: claim.until - now };
+    this.completed.delete(jobId);
+    this.hold(jobId, token, now + leaseMs, now);
     return { status: 'acquired', token };
+  }
+
+  async renew(jobId: string, token: string, options: RenewOptions): Promise<boolean> {
+    checkJobId(jobId);
+    checkToken(token);
+    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
+    const now = this.now();
+    const { claim, done } = this.live(jobId, now);
+    if (done !== undefined || (claim !== undefined && claim.token !== token)) return false;
+    this.hold(jobId, token, now + leaseMs, now);
+    return true;
   }
 
   async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {
     checkJobId(jobId);
-    const retainMs = checkPositive(options?.retainMs, 'retainMs');
-    const held = this.claims.get(jobId);
-    // A lease that ran out is no longer owned, reclaimed or not (as in Redis, where the key expires).
-    if (held === undefined || held.token !== token || held.until <= this.now()) return false;
+    checkToken(token);
+    const retainMs = checkMs(options?.retainMs, 'retainMs');
+    const now = this.now();
+    const { claim } = this.live(jobId, now);
+    if (claim !== undefined && claim.token !== token) return false;
     this.claims.delete(jobId);
     this.completed.delete(jobId);
-    this.completed.set(jobId, { token: undefined, until: this.now() + retainMs });
+    this.completed.set(jobId, { token: undefined, until: now + retainMs });
     return true;
   }
 
   async release(jobId: string, token: string): Promise<boolean> {
     checkJobId(jobId);
+    checkToken(token);
     const held = this.claims.get(jobId);
-    if (held === undefined || held.token !== token || held.until <= this.now()) return false;
+    if (held === undefined || held.token !== token) return false;
     this.claims.delete(jobId);
     return true;
+  }
+
+  /** (Re)inserts a claim at the end, keeping the maps in time order for the sweep. */
+  private hold(jobId: string, token: string, until: number, now: number): void {
+    if (!this.claims.delete(jobId)) this.makeRoom(now);
+    this.claims.set(jobId, { token, until });
   }
 
   private makeRoom(now: number): void {
@@ -92,9 +125,15 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     // Entries go in in time order, so expired ones sit at the front (amortised O(1)).
     sweep(this.completed, now);
     sweep(this.claims, now);
-    for (const id of this.completed.keys()) {
+    for (const [id, e] of this.completed) {
       if (this.size < this.maxEntries) break;
       this.completed.delete(id);
+      if (e.until > now && !this.warnedEviction) {
+        this.warnedEviction = true;
+        this.log.warn(
+          `jobhook: the memory idempotency store is full (maxEntries ${this.maxEntries}) and forgets completed jobs before their retention ends; a redelivery of those jobs would run the handler again. Raise maxEntries or use the Redis or PostgreSQL store.`,
+        );
+      }
     }
     // Leases of different lengths can leave an expired claim behind a live one: look at all.
     if (this.size >= this.maxEntries) for (const [id, e] of this.claims) if (e.until <= now) this.claims.delete(id);

@@ -1,6 +1,8 @@
 import type { Pool, PoolConfig } from 'pg';
+import { checkMs, optionalNumber } from '../options.js';
+import { requirePeer } from './peer.js';
 import { guarded } from './timeout.js';
-import { checkJobId, checkPositive, newToken, type ClaimOptions, type ClaimResult, type CompleteOptions, type IdempotencyStore } from './types.js';
+import { checkJobId, checkToken, newToken, type ClaimOptions, type ClaimResult, type CompleteOptions, type IdempotencyStore, type RenewOptions } from './types.js';
 
 export interface PostgresStoreOptions {
   /** A pg Pool you manage (attach your own 'error' listener), or… */
@@ -22,14 +24,6 @@ function ident(value: string, what: string): string {
   return `"${value}"`;
 }
 
-async function loadPg(): Promise<typeof import('pg')> {
-  try {
-    const mod = (await import('pg')) as typeof import('pg') & { default?: typeof import('pg') };
-    return mod.default ?? mod;
-  } catch {
-    throw new TypeError('PostgresIdempotencyStore needs the optional peer dependency pg: npm install pg');
-  }
-}
 
 /**
  * Idempotency store on PostgreSQL: one table, a claim is an `INSERT … ON CONFLICT
@@ -47,7 +41,7 @@ async function loadPg(): Promise<typeof import('pg')> {
  * ```
  */
 export class PostgresIdempotencyStore implements IdempotencyStore {
-  private readonly pool: Promise<Pool>;
+  private readonly pool: Pool;
   private readonly owned: boolean;
   private readonly table: string;
   private readonly index: string;
@@ -63,14 +57,13 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     this.table = `${ident(schema, 'schema')}.${ident(table, 'table')}`;
     this.index = ident(`${table.slice(0, 50)}_expires_at`, 'table');
     this.lockKey = `jobhook:${schema}.${table}`;
-    this.timeoutMs = options.operationTimeoutMs === undefined ? 5000 : checkPositive(options.operationTimeoutMs, 'operationTimeoutMs');
+    this.timeoutMs = optionalNumber(options.operationTimeoutMs, 'operationTimeoutMs', 5000);
     this.owned = options.pool === undefined;
-    this.pool = options.pool !== undefined ? Promise.resolve(options.pool) : this.connect(options.connectionString!);
-    this.pool.catch(() => undefined);
+    this.pool = options.pool ?? this.connect(options.connectionString!);
   }
 
-  private async connect(connectionString: string): Promise<Pool> {
-    const pg = await loadPg();
+  private connect(connectionString: string): Pool {
+    const pg = requirePeer<typeof import('pg')>('pg', 'PostgresIdempotencyStore');
     const config: PoolConfig = {
       connectionString,
       connectionTimeoutMillis: this.timeoutMs,
@@ -84,7 +77,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   }
 
   private run<T>(operation: string, fn: (pool: Pool) => Promise<T>): Promise<T> {
-    return guarded('PostgreSQL', operation, this.timeoutMs, async () => fn(await this.pool));
+    return guarded('PostgreSQL', operation, this.timeoutMs, () => fn(this.pool));
   }
 
   /** Creates the table and its index if missing. Concurrent calls are serialised by an advisory lock. */
@@ -113,21 +106,28 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     });
   }
 
+  /**
+   * Takes the job when its row is absent or expired, or already held by `token`:
+   * one statement for claim and renew. Resolves the token when taken.
+   */
+  private take(pool: Pool, jobId: string, token: string, leaseMs: number) {
+    return pool.query(
+      `INSERT INTO ${this.table} AS t (job_id, token, state, expires_at)
+         VALUES ($1, $2, 'claimed', clock_timestamp() + $3 * interval '1 millisecond')
+       ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'claimed', expires_at = EXCLUDED.expires_at
+         WHERE t.expires_at <= clock_timestamp() OR (t.state = 'claimed' AND t.token = EXCLUDED.token)
+       RETURNING token`,
+      [jobId, token, leaseMs],
+    );
+  }
+
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
     checkJobId(jobId);
-    const leaseMs = checkPositive(options?.leaseMs, 'leaseMs');
+    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
+    const token = options.token === undefined ? newToken() : checkToken(options.token);
     return this.run('claim', async (pool) => {
       for (let attempt = 0; attempt < 3; attempt++) {
-        const token = newToken();
-        const won = await pool.query(
-          `INSERT INTO ${this.table} AS t (job_id, token, state, expires_at)
-             VALUES ($1, $2, 'claimed', clock_timestamp() + $3 * interval '1 millisecond')
-           ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'claimed', expires_at = EXCLUDED.expires_at
-             WHERE t.expires_at <= clock_timestamp()
-           RETURNING token`,
-          [jobId, token, leaseMs],
-        );
-        if (won.rowCount === 1) return { status: 'acquired', token };
+        if ((await this.take(pool, jobId, token, leaseMs)).rowCount === 1) return { status: 'acquired', token };
         const seen = await pool.query<{ state: string; left_ms: string }>(
           `SELECT state, ceil(extract(epoch FROM (expires_at - clock_timestamp())) * 1000) AS left_ms FROM ${this.table} WHERE job_id = $1`,
           [jobId],
@@ -141,13 +141,23 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     });
   }
 
+  async renew(jobId: string, token: string, options: RenewOptions): Promise<boolean> {
+    checkJobId(jobId);
+    checkToken(token);
+    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
+    return this.run('renew', async (pool) => (await this.take(pool, jobId, token, leaseMs)).rowCount === 1);
+  }
+
   async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {
     checkJobId(jobId);
-    const retainMs = checkPositive(options?.retainMs, 'retainMs');
+    checkToken(token);
+    const retainMs = checkMs(options?.retainMs, 'retainMs');
     return this.run('complete', async (pool) => {
       const r = await pool.query(
-        `UPDATE ${this.table} SET state = 'completed', token = NULL, expires_at = clock_timestamp() + $3 * interval '1 millisecond'
-           WHERE job_id = $1 AND token = $2 AND state = 'claimed' AND expires_at > clock_timestamp()`,
+        `INSERT INTO ${this.table} AS t (job_id, token, state, expires_at)
+           VALUES ($1, NULL, 'completed', clock_timestamp() + $3 * interval '1 millisecond')
+         ON CONFLICT (job_id) DO UPDATE SET token = NULL, state = 'completed', expires_at = EXCLUDED.expires_at
+           WHERE t.state = 'completed' OR t.token = $2 OR t.expires_at <= clock_timestamp()`,
         [jobId, token, retainMs],
       );
       return r.rowCount === 1;
@@ -156,8 +166,9 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
 
   async release(jobId: string, token: string): Promise<boolean> {
     checkJobId(jobId);
+    checkToken(token);
     return this.run('release', async (pool) => {
-      const r = await pool.query(`DELETE FROM ${this.table} WHERE job_id = $1 AND token = $2 AND state = 'claimed' AND expires_at > clock_timestamp()`, [jobId, token]);
+      const r = await pool.query(`DELETE FROM ${this.table} WHERE job_id = $1 AND token = $2 AND state = 'claimed'`, [jobId, token]);
       return r.rowCount === 1;
     });
   }
@@ -170,7 +181,6 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   /** Ends the pool if the store created it (from `connectionString`); a pool you passed is left to you. */
   async close(): Promise<void> {
     if (!this.owned) return;
-    const pool = await this.pool.catch(() => undefined);
-    await pool?.end().catch(() => undefined);
+    await this.pool.end().catch(() => undefined);
   }
 }

@@ -1,6 +1,9 @@
 import type { Redis, RedisOptions } from 'ioredis';
+import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../log.js';
+import { checkMs, optionalNumber } from '../options.js';
+import { requirePeer } from './peer.js';
 import { guarded } from './timeout.js';
-import { checkJobId, checkPositive, newToken, type ClaimOptions, type ClaimResult, type CompleteOptions, type IdempotencyStore } from './types.js';
+import { checkJobId, checkToken, newToken, type ClaimOptions, type ClaimResult, type CompleteOptions, type IdempotencyStore, type RenewOptions } from './types.js';
 
 export interface RedisStoreOptions {
   /** An ioredis client you manage (its options are yours), or… */
@@ -11,61 +14,69 @@ export interface RedisStoreOptions {
   keyPrefix?: string;
   /** Deadline of one store operation before it fails with STORE_UNAVAILABLE (default 2,000 ms). */
   operationTimeoutMs?: number;
+  /** Where the persistence warning goes (default: console). */
+  log?: LoggerInput;
 }
 
 const DONE = 'done';
 // Values: 'claim:<token>' while claimed (PX = lease), 'done' once completed (PX = retention).
-const STATUS = `local v = redis.call('GET', KEYS[1]) if not v then return nil end return {v, redis.call('PTTL', KEYS[1])}`;
-const COMPLETE = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], '${DONE}', 'PX', ARGV[2]) return 1 end return 0`;
+// One script per operation: atomic, and one round trip.
+const CLAIM = `local v = redis.call('GET', KEYS[1])
+if not v or v == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return {1} end
+if v == '${DONE}' then return {2} end
+return {3, redis.call('PTTL', KEYS[1])}`;
+const RENEW = `local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1`;
+const COMPLETE = `local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] and v ~= '${DONE}' then return 0 end
+redis.call('SET', KEYS[1], '${DONE}', 'PX', ARGV[2]) return 1`;
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end return 0`;
 
 interface ScriptedRedis extends Redis {
-  jobhookStatus(key: string): Promise<[string, number] | null>;
+  jobhookClaim(key: string, value: string, leaseMs: number): Promise<[number, number?]>;
+  jobhookRenew(key: string, value: string, leaseMs: number): Promise<number>;
   jobhookComplete(key: string, value: string, retainMs: number): Promise<number>;
   jobhookRelease(key: string, value: string): Promise<number>;
 }
 
-async function loadRedisClass(): Promise<typeof import('ioredis').Redis> {
-  try {
-    return (await import('ioredis')).Redis;
-  } catch {
-    throw new TypeError('RedisIdempotencyStore needs the optional peer dependency ioredis: npm install ioredis');
-  }
-}
-
 /**
- * Idempotency store on Redis: `SET NX PX` claims, Lua compare-and-set for
- * token-checked complete and release. Several receiver instances share it.
+ * Idempotency store on Redis: one Lua script per operation (claim, renew, complete,
+ * release), token-checked. Several receiver instances share it. Its guarantee needs
+ * persistence: a Redis restarted without AOF forgets completed jobs, so their
+ * redeliveries run the handler again (the store warns at first use when AOF is off).
+ * PostgreSQL is the durable choice.
  *
  * @example
  * ```ts
  * import { RedisIdempotencyStore } from 'jobhook/redis';
- * import { webhookReceiver } from 'jobhook/express';
+ * import { createReceiver } from 'jobhook/express';
  *
  * const store = new RedisIdempotencyStore({ url: process.env.REDIS_URL! }); // or { client: yourIoredisClient }
- * app.post('/webhooks/gateway', webhookReceiver({ publicKey, store, onEvent }));
+ * app.post('/webhooks/gateway', createReceiver({ publicKey, store, onEvent }));
  * process.on('SIGTERM', () => void store.close());
  * ```
  */
 export class RedisIdempotencyStore implements IdempotencyStore {
-  private client: Promise<ScriptedRedis>;
+  private readonly client: ScriptedRedis;
   private readonly owned: boolean;
   private readonly prefix: string;
   private readonly timeoutMs: number;
+  private readonly log: Logger;
+  private persistenceChecked = false;
 
   constructor(options: RedisStoreOptions) {
     if ((options?.client === undefined) === (options?.url === undefined)) throw new TypeError('RedisIdempotencyStore needs exactly one of client or url');
     this.prefix = options.keyPrefix ?? 'jobhook:job:';
     if (typeof this.prefix !== 'string') throw new TypeError('keyPrefix must be a string');
-    this.timeoutMs = options.operationTimeoutMs === undefined ? 2000 : checkPositive(options.operationTimeoutMs, 'operationTimeoutMs');
+    this.timeoutMs = optionalNumber(options.operationTimeoutMs, 'operationTimeoutMs', 2000);
+    this.log = resolveLogger(options.log);
     this.owned = options.client === undefined;
-    this.client = options.client !== undefined ? Promise.resolve(scripted(options.client)) : this.connect(options.url!);
-    // Failures surface on first use as STORE_UNAVAILABLE, not as an unhandled rejection.
-    this.client.catch(() => undefined);
+    this.client = scripted(options.client ?? this.connect(options.url!));
   }
 
-  private async connect(url: string): Promise<ScriptedRedis> {
-    const Client = await loadRedisClass();
+  private connect(url: string): Redis {
+    const { Redis: Client } = requirePeer<typeof import('ioredis')>('ioredis', 'RedisIdempotencyStore');
     const options: RedisOptions = {
       connectTimeout: this.timeoutMs,
       commandTimeout: this.timeoutMs,
@@ -74,53 +85,85 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     };
     const client = new Client(url, options);
     client.on('error', () => undefined); // reported per operation; ioredis reconnects by itself
-    return scripted(client);
+    return client;
   }
 
   private run<T>(operation: string, fn: (client: ScriptedRedis) => Promise<T>): Promise<T> {
-    return guarded('Redis', operation, this.timeoutMs, async () => fn(await this.client));
+    if (!this.persistenceChecked) {
+      this.persistenceChecked = true;
+      void this.checkPersistence();
+    }
+    return guarded('Redis', operation, this.timeoutMs, () => fn(this.client));
+  }
+
+  /**
+   * Warns once when the server keeps no append-only file: completed marks would not
+   * survive a restart. Managed services that refuse CONFIG are asked through INFO.
+   */
+  private async checkPersistence(): Promise<void> {
+    try {
+      let aof: boolean;
+      try {
+        const [, appendonly] = (await this.client.config('GET', 'appendonly')) as [string, string];
+        aof = appendonly === 'yes';
+      } catch {
+        aof = /aof_enabled:1/.test(await this.client.info('persistence'));
+      }
+      if (!aof) {
+        this.log.warn(
+          'jobhook: this Redis keeps no append-only file (appendonly no): a restart forgets completed jobs, and their redeliveries run the handler again. Set appendonly yes (appendfsync everysec), or use the PostgreSQL store.',
+        );
+      }
+    } catch (err) {
+      this.persistenceChecked = false; // try again with the next operation
+      this.log.debug('jobhook: could not read the Redis persistence settings', errorDetails(err));
+    }
   }
 
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
     const key = this.prefix + checkJobId(jobId);
-    const leaseMs = checkPositive(options?.leaseMs, 'leaseMs');
+    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
+    const token = options.token === undefined ? newToken() : checkToken(options.token);
     return this.run('claim', async (redis) => {
-      // A key can expire between SET NX and the status read: try again then.
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const token = newToken();
-        if ((await redis.set(key, `claim:${token}`, 'PX', leaseMs, 'NX')) === 'OK') return { status: 'acquired', token };
-        const status = await redis.jobhookStatus(key);
-        if (status === null) continue;
-        if (status[0] === DONE) return { status: 'completed' };
-        return { status: 'in_progress', retryAfterMs: Math.max(1, Number(status[1])) };
-      }
-      return { status: 'in_progress' };
+      const [state, ttl] = await redis.jobhookClaim(key, `claim:${token}`, leaseMs);
+      if (state === 1) return { status: 'acquired', token };
+      if (state === 2) return { status: 'completed' };
+      return { status: 'in_progress', retryAfterMs: Math.max(1, Number(ttl)) };
     });
+  }
+
+  async renew(jobId: string, token: string, options: RenewOptions): Promise<boolean> {
+    const key = this.prefix + checkJobId(jobId);
+    checkToken(token);
+    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
+    return this.run('renew', async (redis) => (await redis.jobhookRenew(key, `claim:${token}`, leaseMs)) === 1);
   }
 
   async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {
     const key = this.prefix + checkJobId(jobId);
-    const retainMs = checkPositive(options?.retainMs, 'retainMs');
+    checkToken(token);
+    const retainMs = checkMs(options?.retainMs, 'retainMs');
     return this.run('complete', async (redis) => (await redis.jobhookComplete(key, `claim:${token}`, retainMs)) === 1);
   }
 
   async release(jobId: string, token: string): Promise<boolean> {
     const key = this.prefix + checkJobId(jobId);
+    checkToken(token);
     return this.run('release', async (redis) => (await redis.jobhookRelease(key, `claim:${token}`)) === 1);
   }
 
   /** Closes the client if the store created it (from `url`); a client you passed is left to you. */
   async close(): Promise<void> {
     if (!this.owned) return;
-    const client = await this.client.catch(() => undefined);
-    if (client !== undefined) await client.quit().catch(() => client.disconnect());
+    await this.client.quit().catch(() => this.client.disconnect());
   }
 }
 
 function scripted(client: Redis): ScriptedRedis {
   const c = client as ScriptedRedis;
   // defineCommand sends EVALSHA and falls back to EVAL after a server restart (NOSCRIPT).
-  if (typeof c.jobhookStatus !== 'function') client.defineCommand('jobhookStatus', { numberOfKeys: 1, lua: STATUS });
+  if (typeof c.jobhookClaim !== 'function') client.defineCommand('jobhookClaim', { numberOfKeys: 1, lua: CLAIM });
+  if (typeof c.jobhookRenew !== 'function') client.defineCommand('jobhookRenew', { numberOfKeys: 1, lua: RENEW });
   if (typeof c.jobhookComplete !== 'function') client.defineCommand('jobhookComplete', { numberOfKeys: 1, lua: COMPLETE });
   if (typeof c.jobhookRelease !== 'function') client.defineCommand('jobhookRelease', { numberOfKeys: 1, lua: RELEASE });
   return c;

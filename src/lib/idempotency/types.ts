@@ -2,7 +2,7 @@ import { jobIdProblem } from '../protocol.js';
 
 /** What a claim on a job id found. */
 export type ClaimResult =
-  /** This caller owns the job until the lease ends; pass `token` to complete/release. */
+  /** This caller owns the job until the lease ends; pass `token` to renew, complete or release. */
   | { status: 'acquired'; token: string }
   /** Another caller holds an unexpired lease; `retryAfterMs` is the time left on it when known. */
   | { status: 'in_progress'; retryAfterMs?: number }
@@ -10,7 +10,19 @@ export type ClaimResult =
   | { status: 'completed' };
 
 export interface ClaimOptions {
-  /** How long the claim holds before another delivery may take the job over (a crashed worker). */
+  /** How long the claim holds unless renewed, before another delivery may take the job over (a crashed worker). */
+  leaseMs: number;
+  /**
+   * The owner token to claim with (default: a fresh random one). Choosing it lets a
+   * caller whose claim got no reply (a timeout, a dropped connection) release it by
+   * token, or claim again with it: a claim by the token that holds the job is acquired
+   * again, with a fresh lease.
+   */
+  token?: string;
+}
+
+export interface RenewOptions {
+  /** The new lease, from now. */
   leaseMs: number;
 }
 
@@ -20,19 +32,31 @@ export interface CompleteOptions {
 }
 
 /**
- * The idempotency contract (DESIGN §5), keyed by the gateway's `job_id`.
- * Every method rejects with `StoreUnavailableError` when the backend fails.
+ * The idempotency contract, keyed by the gateway's `job_id`. Every method rejects with
+ * `StoreUnavailableError` when the backend fails, and with a `TypeError` for a job id
+ * it could not keep apart from others.
+ *
+ * A token owns a job from `claim` until `complete` or `release`, or until its lease
+ * runs out and another token claims the job. "Nobody else holds it" is enough for
+ * the owner's `renew` and `complete` to succeed even after its lease ran out: the
+ * work was done or is still going on, and no one else started it.
  */
 export interface IdempotencyStore {
   claim(jobId: string, options: ClaimOptions): Promise<ClaimResult>;
-  /** Marks the job completed. Resolves false (and changes nothing) when `token` no longer owns the claim. */
+  /**
+   * Extends the lease while the handler runs. Resolves false (changing nothing) when
+   * another token holds the job or it was completed: the claim was lost.
+   */
+  renew?(jobId: string, token: string, options: RenewOptions): Promise<boolean>;
+  /**
+   * Marks the job completed. Resolves true unless another token holds a live claim on
+   * it (then nothing changes and false tells the caller the job may run twice).
+   * Completing a completed job is a success.
+   */
   complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean>;
-  /** Gives the claim up so a retry can process the job. Resolves false when `token` no longer owns it. */
+  /** Gives the claim up so a retry can process the job. Resolves false when `token` did not hold it. */
   release(jobId: string, token: string): Promise<boolean>;
 }
-
-export const DEFAULT_LEASE_MS = 60_000;
-export const DEFAULT_RETAIN_MS = 24 * 60 * 60 * 1000;
 
 /**
  * The job id when a store can keep it apart from every other id (see `jobIdProblem`:
@@ -44,9 +68,12 @@ export function checkJobId(jobId: unknown): string {
   return jobId as string;
 }
 
-export function checkPositive(value: unknown, what: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 1) throw new TypeError(`${what} must be a number ≥ 1; got ${String(value)}`);
-  return Math.ceil(value);
+const TOKEN = /^[A-Za-z0-9_-]{8,128}$/;
+
+/** An owner token: 8–128 characters of letters, digits, `-` and `_` (a UUID fits). */
+export function checkToken(token: unknown, what = 'token'): string {
+  if (typeof token !== 'string' || !TOKEN.test(token)) throw new TypeError(`${what} must be 8–128 characters of letters, digits, - and _; got ${JSON.stringify(token)}`);
+  return token;
 }
 
 /** A fresh owner token. */

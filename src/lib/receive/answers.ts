@@ -1,37 +1,67 @@
 import { isWebhookError, type WebhookErrorCode } from '../errors.js';
 import { STATUS_BY_CODE } from '../protocol.js';
+import type { RunResult } from './runner.js';
 
 /** Codes that appear in error bodies besides the WebhookError codes. */
 export type ReceiverErrorCode = WebhookErrorCode | 'IN_PROGRESS' | 'HANDLER_FAILED' | 'INTERNAL_ERROR';
 
-/** An HTTP answer, independent of the framework that sends it. */
-export interface HttpAnswer {
+/** The JSON of an answer's body. */
+export type ReceiverAnswerBody = { status: 'processed' | 'duplicate'; job_id: string } | { error: { code: ReceiverErrorCode; message: string } };
+
+/** An HTTP answer, independent of the framework that sends it. `body` is JSON text. */
+export interface ReceiverAnswer {
   status: number;
   headers: Record<string, string>;
-  body: { status: 'processed' | 'duplicate' | 'verified'; job_id: string } | { error: { code: ReceiverErrorCode; message: string } };
+  body: string;
 }
-
-export { STATUS_BY_CODE };
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
 
-export function errorAnswer(status: number, code: ReceiverErrorCode, message: string, headers: Record<string, string> = {}): HttpAnswer {
-  return { status, headers: { ...JSON_HEADERS, ...headers }, body: { error: { code, message } } };
+/**
+ * What a 5xx says: the code and a generic message. The gateway retries it either way;
+ * backend details (addresses, database messages) go to the log, never to the sender.
+ */
+const GENERIC_5XX: Partial<Record<ReceiverErrorCode, string>> = {
+  STORE_UNAVAILABLE: 'The idempotency store is unavailable; retry later.',
+  BODY_UNAVAILABLE: 'The receiver is misconfigured and cannot read the raw body; see its logs.',
+  HANDLER_FAILED: 'The handler failed; the job was released so a retry can process it.',
+  INTERNAL_ERROR: 'The receiver failed unexpectedly; see its logs.',
+};
+
+function answer(status: number, body: ReceiverAnswerBody, headers: Record<string, string> = {}): ReceiverAnswer {
+  return { status, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
 }
 
-export function okAnswer(status: 'processed' | 'duplicate' | 'verified', jobId: string): HttpAnswer {
-  return { status: 200, headers: { ...JSON_HEADERS }, body: { status, job_id: jobId } };
+export function errorAnswer(status: number, code: ReceiverErrorCode, message: string, headers?: Record<string, string>): ReceiverAnswer {
+  return answer(status, { error: { code, message: status >= 500 ? (GENERIC_5XX[code] ?? message) : message } }, headers);
 }
 
 /**
- * The answer for an error thrown while receiving. Only jobhook's own messages are
- * echoed (they never hold key material); anything else becomes a generic 500.
+ * The answer for an error thrown while receiving. jobhook's 4xx messages are echoed
+ * (they never hold key material or backend details); anything else is a generic 500.
  */
-export function answerForError(err: unknown): HttpAnswer {
-  if (isWebhookError(err)) {
-    const status = STATUS_BY_CODE[err.code];
-    const headers: Record<string, string> = err.code === 'BODY_TOO_LARGE' ? { connection: 'close' } : {};
-    return errorAnswer(status, err.code, err.message, headers);
+export function answerForError(err: unknown): ReceiverAnswer {
+  if (!isWebhookError(err)) return errorAnswer(500, 'INTERNAL_ERROR', '');
+  const status = STATUS_BY_CODE[err.code];
+  // The rest of an oversized or stalled body is not read: close the connection after the answer.
+  const headers: Record<string, string> = err.code === 'BODY_TOO_LARGE' || err.code === 'BODY_TIMEOUT' ? { connection: 'close' } : {};
+  return errorAnswer(status, err.code, err.message, headers);
+}
+
+/** The answer for the outcome of running a verified job. */
+export function answerForRun(result: RunResult, jobId: string, retryAfterSeconds: number | undefined): ReceiverAnswer {
+  switch (result.kind) {
+    case 'processed':
+    case 'duplicate':
+      return answer(200, { status: result.kind, job_id: jobId });
+    case 'in_progress': {
+      const seconds = retryAfterSeconds ?? Math.min(30, Math.max(1, Math.ceil((result.retryAfterMs ?? 5000) / 1000)));
+      // 503, not 409: a 4xx would end the gateway's retries while the job might still fail.
+      return errorAnswer(503, 'IN_PROGRESS', `Job ${jobId} is being processed by another delivery; retry later.`, { 'retry-after': String(seconds) });
+    }
+    case 'handler_failed':
+      return errorAnswer(500, 'HANDLER_FAILED', '');
+    case 'store_unavailable':
+      return errorAnswer(503, 'STORE_UNAVAILABLE', '');
   }
-  return errorAnswer(500, 'INTERNAL_ERROR', 'The receiver failed unexpectedly; see the server logs.');
 }

@@ -3,7 +3,7 @@ import { importNodeKey, sha256Hex, sha256OfHex, type NodePublicKeyInput } from '
 import { boundedSink, candidateDialects, finish, matchOpened, noDialectMatches, parseBody, type CanonicalChunk, type ParsedBody, type VerifiedDelivery } from './core.js';
 import type { HeadersInput } from './headers.js';
 import { importKeys } from './key-list.js';
-import { resolveOptions, type VerifyOptionsBase } from './options.js';
+import { resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from './options.js';
 import { noKeyOpens, readSignature, type Opened } from './signature.js';
 
 export interface VerifierOptions extends VerifyOptionsBase {
@@ -14,6 +14,11 @@ export interface VerifierOptions extends VerifyOptionsBase {
 export interface Verifier {
   /** Verifies a raw body against its headers; returns the delivery or throws a WebhookError. */
   verify(body: string | Uint8Array, headers: HeadersInput): VerifiedDelivery;
+}
+
+/** The verifier with its resolved options, for the receivers built on it. */
+export interface NodeVerifierCore extends Verifier {
+  readonly options: ResolvedOptions;
 }
 
 const decodeHex = (hex: string): Uint8Array => Buffer.from(hex, 'hex');
@@ -38,12 +43,13 @@ function hashCanonical(body: ParsedBody, dialect: Parameters<ParsedBody['write']
   return hash !== undefined ? hash.digest('hex') : sha256Hex(first ?? '');
 }
 
-export function createNodeVerifier(options: VerifierOptions): Verifier {
+export function createNodeVerifier(options: VerifierOptions): NodeVerifierCore {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
   const keys = importKeys(options.publicKey, importNodeKey);
   const modulusBytes = keys.map((k) => k.modulusBytes);
   const o = resolveOptions(options);
   return {
+    options: o,
     verify(body, headers) {
       const { signature, keyIndexes } = readSignature(body, headers, o, modulusBytes, decodeHex);
       const opened: Opened[] = [];

@@ -3,7 +3,7 @@ import { prepareWebKey, sha256HexWeb, sha256OfHexWeb, type WebPublicKeyInput } f
 import { boundedSink, candidateDialects, finish, matchOpened, noDialectMatches, parseBody, type CanonicalChunk, type ParsedBody, type VerifiedDelivery } from './core.js';
 import type { HeadersInput } from './headers.js';
 import { importKeys } from './key-list.js';
-import { resolveOptions, type VerifyOptionsBase } from './options.js';
+import { resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from './options.js';
 import { noKeyOpens, readSignature, type Opened } from './signature.js';
 
 export interface WebVerifierOptions extends VerifyOptionsBase {
@@ -14,6 +14,11 @@ export interface WebVerifierOptions extends VerifyOptionsBase {
 export interface WebVerifier {
   /** Verifies a raw body against its headers with WebCrypto; resolves to the delivery or rejects with a WebhookError. */
   verify(body: string | Uint8Array, headers: HeadersInput): Promise<VerifiedDelivery>;
+}
+
+/** The verifier with its resolved options, for the receivers built on it. */
+export interface WebVerifierCore extends WebVerifier {
+  readonly options: ResolvedOptions;
 }
 
 const encoder = new TextEncoder();
@@ -36,12 +41,13 @@ function canonicalBytes(body: ParsedBody, dialect: Parameters<ParsedBody['write'
   return out;
 }
 
-export function createWebVerifierCore(options: WebVerifierOptions): WebVerifier {
+export function createWebVerifierCore(options: WebVerifierOptions): WebVerifierCore {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
   const keys = importKeys(options.publicKey, prepareWebKey);
   const modulusBytes = keys.map((k) => k.modulusBytes);
   const o = resolveOptions(options);
   return {
+    options: o,
     async verify(body, headers) {
       const { signature, keyIndexes } = readSignature(body, headers, o, modulusBytes);
       const opened: Opened[] = [];

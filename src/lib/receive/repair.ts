@@ -1,0 +1,173 @@
+/**
+ * Store operations that must not be lost when the store fails for a moment: the
+ * release of a claim whose outcome is unknown (its reply was lost, so it may have
+ * been written and would block the job for a whole lease), and the completion of a
+ * job whose handler succeeded. Retried in the background, soon after any store call
+ * succeeds, until done or pointless (the lease or the retention is over). Bounded.
+ */
+import { errorDetails, type Logger } from '../log.js';
+import type { IdempotencyStore } from '../idempotency/types.js';
+
+export type RepairStage = 'release' | 'complete';
+
+interface Task {
+  stage: RepairStage;
+  jobId: string;
+  token: string;
+  /** The operation is pointless after this (lease or retention end), epoch ms. */
+  until: number;
+  /** Retention to complete with. */
+  retainMs: number;
+  attempts: number;
+  dueAt: number;
+}
+
+export interface RepairQueueOptions {
+  store: IdempotencyStore;
+  log: Logger;
+  /** Most tasks held (default 10,000); past it the oldest releases go first (their leases end anyway). */
+  maxTasks?: number;
+  now?: () => number;
+}
+
+const FIRST_RETRY_MS = 50;
+const MAX_RETRY_MS = 1000;
+
+export class RepairQueue {
+  private readonly tasks = new Map<string, Task>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timerAt = Infinity;
+  private running: Promise<void> | undefined;
+  private readonly maxTasks: number;
+  private readonly now: () => number;
+
+  constructor(private readonly o: RepairQueueOptions) {
+    this.maxTasks = o.maxTasks ?? 10_000;
+    this.now = o.now ?? Date.now;
+  }
+
+  /** Tasks waiting. */
+  get size(): number {
+    return this.tasks.size;
+  }
+
+  /** Releases `token`'s claim on `jobId` once the store answers (pointless after `until`). */
+  release(jobId: string, token: string, until: number): void {
+    this.add({ stage: 'release', jobId, token, until, retainMs: 0, attempts: 0, dueAt: this.now() + FIRST_RETRY_MS });
+  }
+
+  /** Marks `jobId` completed once the store answers; meanwhile `completing(jobId)` is true. */
+  complete(jobId: string, token: string, retainMs: number): void {
+    this.add({ stage: 'complete', jobId, token, until: this.now() + retainMs, retainMs, attempts: 0, dueAt: this.now() + FIRST_RETRY_MS });
+  }
+
+  /** True while this instance holds the job's completion, not yet stored: the job is done. */
+  completing(jobId: string): boolean {
+    return this.tasks.get(jobId)?.stage === 'complete';
+  }
+
+  /**
+   * The token of a claim on `jobId` whose outcome is unknown, taken out of the queue:
+   * claiming again with it acquires the job if that claim was written.
+   */
+  takeUnconfirmed(jobId: string): string | undefined {
+    const t = this.tasks.get(jobId);
+    if (t === undefined || t.stage !== 'release') return undefined;
+    this.tasks.delete(jobId);
+    return t.token;
+  }
+
+  /** The store just answered: retry what is waiting now rather than at its backoff. */
+  kick(): void {
+    if (this.tasks.size === 0) return;
+    const now = this.now();
+    for (const t of this.tasks.values()) t.dueAt = Math.min(t.dueAt, now);
+    this.schedule(now);
+  }
+
+  /** Retries everything until done, pointless, or `timeoutMs` passes (for a graceful shutdown). */
+  async drain(timeoutMs: number): Promise<void> {
+    const end = this.now() + timeoutMs;
+    while (this.tasks.size > 0 && this.now() < end) {
+      await Promise.all([...this.tasks.values()].map((t) => this.attempt(t)));
+      if (this.tasks.size > 0) await new Promise((r) => setTimeout(r, Math.min(MAX_RETRY_MS / 4, Math.max(0, end - this.now()))));
+    }
+    if (this.tasks.size > 0) {
+      this.o.log.error(`jobhook: shutting down with ${this.tasks.size} store operation(s) not done (the store did not answer).`, { jobs: [...this.tasks.keys()].slice(0, 20) });
+    }
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private add(task: Task): void {
+    // A completion supersedes a pending release of the same job (same claim, later step).
+    this.tasks.delete(task.jobId);
+    if (this.tasks.size >= this.maxTasks) this.evict();
+    this.tasks.set(task.jobId, task);
+    this.schedule(this.now());
+  }
+
+  private evict(): void {
+    for (const [id, t] of this.tasks) {
+      if (t.stage === 'release') {
+        this.tasks.delete(id);
+        this.o.log.warn(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the release of job ${id}, which waits for its lease to end instead.`);
+        return;
+      }
+    }
+    const [id] = this.tasks.keys();
+    if (id !== undefined) {
+      this.tasks.delete(id);
+      this.o.log.error(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the completion of job ${id}: a redelivery after its lease may run it again.`);
+    }
+  }
+
+  private schedule(now: number): void {
+    let next = Infinity;
+    for (const t of this.tasks.values()) if (t.dueAt < next) next = t.dueAt;
+    if (next === Infinity || next >= this.timerAt) return;
+    clearTimeout(this.timer);
+    this.timerAt = next;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      this.running ??= this.runDue().finally(() => {
+        this.running = undefined;
+        this.schedule(this.now());
+      });
+    }, Math.max(0, next - now));
+    // Never keeps the process alive; a graceful shutdown calls drain().
+    this.timer.unref?.();
+  }
+
+  private async runDue(): Promise<void> {
+    const now = this.now();
+    const due = [...this.tasks.values()].filter((t) => t.dueAt <= now);
+    await Promise.all(due.map((t) => this.attempt(t)));
+  }
+
+  private async attempt(t: Task): Promise<void> {
+    if (this.tasks.get(t.jobId) !== t) return; // superseded meanwhile
+    if (this.now() > t.until) {
+      this.tasks.delete(t.jobId);
+      if (t.stage === 'complete') this.o.log.error(`jobhook: gave up recording the completion of job ${t.jobId}: the store did not answer within the retention.`);
+      else this.o.log.debug(`jobhook: the lease of job ${t.jobId} is over; its unconfirmed claim no longer blocks it.`);
+      return;
+    }
+    try {
+      const done = t.stage === 'release' ? await this.o.store.release(t.jobId, t.token) : await this.o.store.complete(t.jobId, t.token, { retainMs: t.retainMs });
+      if (this.tasks.get(t.jobId) === t) this.tasks.delete(t.jobId);
+      if (t.stage === 'complete') {
+        if (done) this.o.log.info(`jobhook: recorded the completion of job ${t.jobId} after ${t.attempts + 1} attempt(s).`);
+        else this.o.log.warn(`jobhook: job ${t.jobId} was claimed by another delivery before its completion could be recorded: it may run twice.`);
+      } else {
+        this.o.log.debug(`jobhook: ${done ? 'released' : 'found no'} unconfirmed claim on job ${t.jobId}.`);
+      }
+    } catch (err) {
+      t.attempts++;
+      t.dueAt = this.now() + Math.min(FIRST_RETRY_MS * 2 ** t.attempts, MAX_RETRY_MS);
+      if (t.attempts === 1) this.o.log.debug(`jobhook: ${t.stage} of job ${t.jobId} failed again; retrying in the background`, errorDetails(err));
+    }
+  }
+}
