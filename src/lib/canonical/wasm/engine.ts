@@ -14,7 +14,7 @@
 import { CanonicalUnrepresentableError } from '../../errors.js';
 import { assertDialect, DIALECTS, type DialectName } from '../dialects.js';
 import { formatFloat } from '../floats.js';
-import { parseDocument, resolveMaxDepth } from '../parse.js';
+import { MAX_MAX_DEPTH, parseDocument, resolveMaxDepth } from '../parse.js';
 import { unrepresentableReason } from '../serialize.js';
 import type { ParsedDocument } from '../tree.js';
 import { checkWellFormed } from '../utf8.js';
@@ -76,9 +76,30 @@ const R_MALFORMED = 0;
 const R_NO_MEMORY = 1;
 /** The C side keeps lengths in 29 bits. */
 const MAX_BODY_BYTES = 2 ** 29 - 1;
+/**
+ * Documents of bodies from this size are also freed if they are collected without
+ * dispose(). Registering costs about half a microsecond, too much for the small
+ * bodies that are the usual case (whose callers dispose them in a finally block).
+ */
+const FINALIZE_BYTES = 64 * 1024;
 
 const encoder = new TextEncoder();
-const dialectCode: Record<DialectName, number> = { orjson: 0, 'orjson-legacy': 1, 'python-utf8': 2, python: 3 };
+/** The dialect's number in native/canonical.c (its index in DIALECTS); a TypeError for anything else. */
+function dialectCode(dialect: DialectName): number {
+  switch (dialect) {
+    case 'orjson':
+      return 0;
+    case 'orjson-legacy':
+      return 1;
+    case 'python-utf8':
+      return 2;
+    case 'python':
+      return 3;
+    default:
+      assertDialect(dialect);
+      throw new TypeError(`unknown dialect ${String(dialect)}`);
+  }
+}
 
 class Engine implements WasmEngine {
   readonly x: Exports;
@@ -128,7 +149,9 @@ class Engine implements WasmEngine {
   }
 
   parse(body: string | Uint8Array, options: { maxDepth: number }): WasmDocument {
-    const maxDepth = resolveMaxDepth(options.maxDepth);
+    let maxDepth = options.maxDepth;
+    // resolveMaxDepth (and its TypeError) only for values outside the usual range.
+    if (!(Number.isInteger(maxDepth) && maxDepth >= 1 && maxDepth <= MAX_MAX_DEPTH)) maxDepth = resolveMaxDepth(maxDepth);
     let input: number;
     let len: number;
     if (typeof body === 'string') {
@@ -156,7 +179,7 @@ class Engine implements WasmEngine {
       negativeZero: (bits & F_NEGATIVE_ZERO) !== 0,
       layoutBytes: this.x.doc_layout(doc),
     };
-    return new Document(this, doc, flags);
+    return new Document(this, doc, flags, len >= FINALIZE_BYTES);
   }
 
   /** Encodes a well-formed string into a new input buffer: [pointer, byte length]. */
@@ -168,7 +191,8 @@ class Engine implements WasmEngine {
     let cap = n <= 65536 ? n * 3 : n;
     let input = this.x.input_alloc(cap);
     if (input === 0) throw outOfMemory();
-    let { read, written } = encoder.encodeInto(text, this.mem().subarray(input, input + cap));
+    const { read, written: first } = encoder.encodeInto(text, this.mem().subarray(input, input + cap));
+    let written = first;
     if (read < n) {
       cap = written + 3 * (n - read);
       if (cap > MAX_BODY_BYTES) cap = MAX_BODY_BYTES;
@@ -184,7 +208,6 @@ class Engine implements WasmEngine {
         throw tooLarge(written + rest.written);
       }
       written += rest.written;
-      read = n;
     }
     return [input, written];
   }
@@ -195,7 +218,7 @@ class Engine implements WasmEngine {
     throw new Error('jobhook internal error: the WebAssembly canonical engine rejected a body that the JS parser accepts');
   }
 
-  serialize(doc: number, dialect: DialectName, sink: (chunk: Uint8Array) => void): void {
+  serialize(doc: number, dialect: number, sink: (chunk: Uint8Array) => void): void {
     const previous = this.sink;
     let work = this.work;
     const nested = this.workBusy;
@@ -207,7 +230,7 @@ class Engine implements WasmEngine {
     this.workBusy = true;
     this.sink = sink;
     try {
-      this.x.serialize(doc, dialectCode[dialect], work);
+      this.x.serialize(doc, dialect, work);
     } finally {
       this.sink = previous;
       if (nested) this.x.free(work);
@@ -221,28 +244,33 @@ class Document implements WasmDocument {
   #writing = 0;
   #disposed = false;
   readonly #engine: Engine;
-  readonly #token = {};
+  #token: object | undefined;
+  /** The flags as the ParsedDocument that unrepresentableReason takes (it reads only the flags). */
+  readonly #asParsed: ParsedDocument;
 
   constructor(
     engine: Engine,
     doc: number,
     readonly flags: DocumentFlags,
+    finalize: boolean,
   ) {
     this.#engine = engine;
     this.#doc = doc;
-    engine.finalizer?.register(this, doc, this.#token);
+    this.#asParsed = { root: 'null', text: '', ...flags };
+    if (finalize && engine.finalizer !== undefined) {
+      this.#token = {};
+      engine.finalizer.register(this, doc, this.#token);
+    }
   }
 
   write(dialect: DialectName, sink: (chunk: Uint8Array) => void): void {
-    assertDialect(dialect);
+    const code = dialectCode(dialect);
     if (this.#disposed) throw new Error('this canonical document was disposed');
-    // unrepresentableReason reads only the flags.
-    const flagsOnly: ParsedDocument = { root: 'null', text: '', ...this.flags };
-    const reason = unrepresentableReason(flagsOnly, dialect);
+    const reason = unrepresentableReason(this.#asParsed, dialect);
     if (reason !== undefined) throw new CanonicalUnrepresentableError(`No canonical ${dialect} form: ${reason}.`);
     this.#writing++;
     try {
-      this.#engine.serialize(this.#doc, dialect, sink);
+      this.#engine.serialize(this.#doc, code, sink);
     } finally {
       this.#writing--;
       if (this.#disposed && this.#writing === 0) this.#free();
@@ -277,7 +305,7 @@ class Document implements WasmDocument {
   }
 
   #free(): void {
-    this.#engine.finalizer?.unregister(this.#token);
+    if (this.#token !== undefined) this.#engine.finalizer?.unregister(this.#token);
     this.#engine.x.doc_free(this.#doc);
     this.#doc = 0;
   }
@@ -316,6 +344,12 @@ export function wasmEngine(): WasmEngine | undefined {
 export function wasmHeapBytes(): number | undefined {
   wasmEngine();
   return engine ? engine.x.heap_bytes() : undefined;
+}
+
+/** Size of the WebAssembly memory: its high-water mark, as it never shrinks (benchmarks). */
+export function wasmMemoryBytes(): number | undefined {
+  wasmEngine();
+  return engine ? engine.x.memory.buffer.byteLength : undefined;
 }
 
 function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
