@@ -2,6 +2,7 @@
  * The two things a Fetch API receiver does itself: read the exact body bytes of a
  * `Request` within the limits, and turn an answer into a `Response`. No node:* import.
  */
+import { concatBytes } from '../bytes.js';
 import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, EncodingUnsupportedError } from '../errors.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
 import { receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
@@ -53,13 +54,11 @@ export async function readRequestBody(request: Request, limits: BodyLimits): Pro
     timer = setTimeout(() => reject(new BodyTimeoutError(limits.timeoutMs)), limits.timeoutMs);
   });
   const chunks: Uint8Array[] = [];
-  let size = 0;
   try {
     for (;;) {
       const { done, value } = await Promise.race([reader.read(), deadline]);
       if (done) break;
       chunks.push(value);
-      size += value.byteLength;
     }
   } catch (err) {
     await reader.cancel().catch(() => undefined);
@@ -69,14 +68,7 @@ export async function readRequestBody(request: Request, limits: BodyLimits): Pro
   } finally {
     clearTimeout(timer);
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return chunks.length === 0 ? new Uint8Array(0) : concatBytes(chunks);
 }
 
 export function toResponse(answer: ReceiverAnswer): Response {

@@ -11,8 +11,10 @@ import { documentValue, type IntegerMode, type JsonValue } from '../canonical/to
 import type { DocumentFlags } from '../canonical/tree.js';
 import { CanonicalTooLargeError, EventTooOldError, PayloadInvalidError, SignatureInvalidError } from '../errors.js';
 import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../event.js';
+import { constantTimeEqual } from '../crypto/pkcs1.js';
+import type { HeadersInput } from './headers.js';
 import type { ResolvedOptions } from './options.js';
-import type { Opened } from './signature.js';
+import { noKeyOpens, readSignature, type Opened } from './signature.js';
 
 /** What a successful verification returns. */
 export interface VerifiedDelivery {
@@ -88,9 +90,84 @@ export function boundedSink(limit: number, sink: (chunk: CanonicalChunk) => void
   };
 }
 
-/** The opened key whose hash equals `hash`, if any. */
-export function matchOpened(opened: readonly Opened[], hash: Uint8Array, equal: (a: Uint8Array, b: Uint8Array) => boolean): Opened | undefined {
-  return opened.find((o) => equal(o.hash, hash));
+/**
+ * The steps of a verification that differ by runtime, performed by the verifier's
+ * backend: open the signature with a key (→ the signed hash, or undefined), hash a
+ * dialect's canonical form (→ lowercase hex), hash such a hex digest (→ bytes).
+ */
+export type Step =
+  | { op: 'open'; keyIndex: number; signature: Uint8Array }
+  | { op: 'digest'; body: ParsedBody; dialect: DialectName }
+  | { op: 'hashOfDigest'; digest: string };
+
+/**
+ * The whole verification as one flow, whatever the runtime: it yields the steps its
+ * backend performs (synchronously on Node, with promises on WebCrypto). Size and
+ * header checks, then one opening per key of the signature's size (no key opens it:
+ * SIGNATURE_INVALID, the body never parsed), then the body, the dialects worth
+ * hashing, and the result from the first whose canonical hash the signature carries.
+ */
+export function* verification(
+  body: string | Uint8Array,
+  headers: HeadersInput,
+  o: ResolvedOptions,
+  modulusBytes: readonly number[],
+  decodeHex?: (hex: string) => Uint8Array,
+): Generator<Step, VerifiedDelivery, unknown> {
+  const { signature, keyIndexes } = readSignature(body, headers, o, modulusBytes, decodeHex);
+  const opened: Opened[] = [];
+  for (const keyIndex of keyIndexes) {
+    const hash = (yield { op: 'open', keyIndex, signature }) as Uint8Array | undefined;
+    if (hash !== undefined) opened.push({ keyIndex, hash });
+  }
+  if (opened.length === 0) throw noKeyOpens(keyIndexes.length);
+  const parsed = parseBody(body, o);
+  try {
+    const digests: string[] = [];
+    for (const dialect of candidateDialects(parsed.flags, o.dialects)) {
+      const digest = (yield { op: 'digest', body: parsed, dialect }) as string;
+      if (digests.includes(digest)) continue;
+      digests.push(digest);
+      const signed = (yield { op: 'hashOfDigest', digest }) as Uint8Array;
+      const match = opened.find((k) => constantTimeEqual(k.hash, signed));
+      if (match !== undefined) return finish(parsed, o, dialect, match.keyIndex, digest);
+    }
+    throw noDialectMatches(parsed, o, opened, digests.length);
+  } finally {
+    parsed.dispose();
+  }
+}
+
+/** Runs `flow`, performing each step synchronously. */
+export function drive<T>(flow: Generator<Step, T, unknown>, perform: (step: Step) => unknown): T {
+  let r = flow.next();
+  while (!r.done) {
+    let result: unknown;
+    try {
+      result = perform(r.value);
+    } catch (err) {
+      r = flow.throw(err);
+      continue;
+    }
+    r = flow.next(result);
+  }
+  return r.value;
+}
+
+/** Runs `flow`, awaiting each step. */
+export async function driveAsync<T>(flow: Generator<Step, T, unknown>, perform: (step: Step) => unknown): Promise<T> {
+  let r = flow.next();
+  while (!r.done) {
+    let result: unknown;
+    try {
+      result = await perform(r.value);
+    } catch (err) {
+      r = flow.throw(err);
+      continue;
+    }
+    r = flow.next(result);
+  }
+  return r.value;
 }
 
 /** SIGNATURE_INVALID when a key opened the signature but no dialect's canonical form hashes to what it signed. */
