@@ -4,7 +4,7 @@ import { DIALECTS, type DialectName } from '../../src/lib/canonical/dialects.js'
 import { parseDocument } from '../../src/lib/canonical/parse.js';
 import { serializeDocument } from '../../src/lib/canonical/serialize.js';
 import type { ParsedDocument } from '../../src/lib/canonical/tree.js';
-import { wasmEngine, wasmHeapBytes, type DocumentFlags, type WasmEngine } from '../../src/lib/canonical/wasm/engine.js';
+import { wasmEngine, wasmHeapBytes, type DocumentFlags, type WasmDocument, type WasmEngine } from '../../src/lib/canonical/wasm/engine.js';
 import { fixture, readFixture, readFixtureBytes } from '../helpers/paths.js';
 
 /*
@@ -482,6 +482,35 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
     expect(() => b.dispose()).toThrow(/disposed/);
     a.dispose();
     expect(() => a.write('orjson', () => {})).toThrow(/disposed/);
+  });
+
+  it('allocator: documents of mixed sizes alive in random order keep their bytes', () => {
+    const gen = new Gen(mulberry32(99));
+    const heapBefore = wasmHeapBytes();
+    const live: Array<{ doc: WasmDocument; want: string }> = [];
+    const sizes = [10, 200, 3000, 40_000, 300_000];
+    for (let step = 0; step < 300; step++) {
+      if (live.length < 8 && gen.r() < 0.6) {
+        const target = gen.pick(sizes);
+        const items: string[] = [];
+        let size = 0;
+        while (size < target) {
+          const v = gen.r() < 0.5 ? gen.number() : `{"b":${gen.number()},"a":"x${gen.int(1000)}é"}`;
+          items.push(v);
+          size += v.length + 1;
+        }
+        const text = `[${items.join(',')}]`;
+        const body = gen.r() < 0.5 ? text : encoder.encode(text);
+        live.push({ doc: wasm.parse(body, { maxDepth: 10 }), want: serializeDocument(parseDocument(text), 'python') });
+      } else if (live.length > 0) {
+        const [{ doc, want }] = live.splice(gen.int(live.length), 1) as [{ doc: WasmDocument; want: string }];
+        expect(Buffer.from(doc.bytes('python')).toString('utf8')).toBe(want);
+        doc.dispose();
+      }
+    }
+    for (const { doc } of live) doc.dispose();
+    // everything freed coalesces back: the heap is what it was
+    expect(wasmHeapBytes()).toBe(heapBefore);
   });
 
   it('memory is reused: many parse/dispose cycles do not grow the heap', () => {
