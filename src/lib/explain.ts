@@ -1,12 +1,15 @@
+/**
+ * Why a delivery does or does not verify: findings and causes as data. The wording
+ * is the CLI's (src/lib/cli/explain-text.ts).
+ */
 import { DIALECTS, type DialectName } from './canonical/dialects.js';
 import { parseDocument } from './canonical/parse.js';
 import { serializeDocument, unrepresentableReason } from './canonical/serialize.js';
 import { isWebhookError } from './errors.js';
-import { importNodeKey, sha256Hex, verifyRsaSha256, type NodePublicKeyInput } from './crypto/node.js';
+import { importNodeKey, sha256Hex, sha256OfHex, type ImportedNodeKey, type NodePublicKeyInput } from './crypto/node.js';
 import { DEFAULT_SIGNATURE_HEADER } from './protocol.js';
 import { hexToBytes } from './verify/signature.js';
 import { getHeader, type HeadersInput } from './verify/headers.js';
-
 
 export interface DialectFinding {
   dialect: DialectName;
@@ -15,7 +18,7 @@ export interface DialectFinding {
   canonicalSha256?: string;
   /** Dialect tried earlier that produced the same bytes. */
   sameAs?: DialectName;
-  /** Indexes of the keys that verify under this dialect. */
+  /** Indexes of the keys whose signed hash this dialect's canonical form has. */
   verifiesWith: number[];
 }
 
@@ -34,20 +37,56 @@ export interface KeyFinding {
   signedHash?: string;
 }
 
+export interface SignatureFinding {
+  present: boolean;
+  hexDigits: number;
+  whitespace: boolean;
+  nonHex: boolean;
+  uppercase: boolean;
+}
+
+export interface BodyFinding {
+  prettyPrinted: boolean;
+  jsStyleIndent: boolean;
+  escapedNonAscii: boolean;
+  zeroFractionFloats: number;
+  integersBeyond2p53: number;
+}
+
+/** A conclusion, most likely first; the CLI words each kind. */
+export type Cause =
+  | { kind: 'malformed'; message: string }
+  | { kind: 'valid'; dialect: DialectName }
+  | { kind: 'valid-but-whitespace'; keyIndex: number; dialect: DialectName }
+  | { kind: 'missing' }
+  | { kind: 'whitespace' }
+  | { kind: 'non-hex' }
+  | { kind: 'length'; hexDigits: number; wanted: number[]; truncated: boolean }
+  | { kind: 'wrong-key' }
+  | { kind: 'floats-written-as-integers'; how: ReserializedHow; keys: string[]; dialect: DialectName }
+  | { kind: 'body-not-signed'; keyIndex: number }
+  | { kind: 'pretty-printed'; how: ReserializedHow }
+  | { kind: 'escaped-non-ascii' }
+  | { kind: 'no-zero-fraction-floats' }
+  | { kind: 'big-integers'; count: number }
+  | { kind: 'changed-after-signing' };
+
+/** How a re-serialized body was probably written. */
+export type ReserializedHow = 'pretty-printed' | 'reserialized';
+
 export interface Explanation {
   valid: boolean;
   /** The JSON parse error, if the body is not strict JSON. */
   malformed?: string;
-  signature: { present: boolean; hexDigits: number; whitespace: boolean; nonHex: boolean; uppercase: boolean };
+  signature: SignatureFinding;
   keys: KeyFinding[];
   dialects: DialectFinding[];
-  body: { prettyPrinted: boolean; jsStyleIndent: boolean; escapedNonAscii: boolean; zeroFractionFloats: number; integersBeyond2p53: number };
+  body: BodyFinding;
   /** Keys whose integer values, written as floats (1 → 1.0), make the signature verify. */
   repairedFloats?: { keys: string[]; dialect: DialectName };
   /** First difference from an expected canonical text. */
   expected?: { dialect: DialectName; identical: boolean; offset?: number; got?: string; want?: string };
-  /** The conclusion, one line each, most likely first. */
-  causes: string[];
+  causes: Cause[];
 }
 
 export interface ExplainOptions {
@@ -58,10 +97,9 @@ export interface ExplainOptions {
   dialect?: DialectName;
 }
 
-
 const FLOAT_TOKEN_ZERO = /(?<![\w.])-?\d+\.0+(?![\d])/g;
 
-function bodyTraits(text: string): Explanation['body'] {
+function bodyTraits(text: string): BodyFinding {
   return {
     prettyPrinted: /^[{[]\s*\n\s+"/.test(text),
     jsStyleIndent: /^\{\n {2}"/.test(text) || /^\[\n {2}\S/.test(text),
@@ -87,6 +125,113 @@ function withFloats(text: string, keys: string[]): string {
   return text.replace(/"((?:[^"\\]|\\.)*)"(\s*:\s*)(-?\d+)(?=\s*[,}\]])/g, (all, key: string, sep: string, n: string) => (set.has(key) ? `"${key}"${sep}${n}.0` : all));
 }
 
+function signatureTraits(raw: string): { finding: SignatureFinding; compact: string } {
+  const trimmed = raw.replace(/^[ \t]+|[ \t]+$/g, '');
+  const compact = trimmed.replace(/\s+/g, '');
+  return {
+    compact,
+    finding: {
+      present: trimmed.length > 0,
+      hexDigits: compact.replace(/[^0-9a-fA-F]/g, '').length,
+      whitespace: /\s/.test(trimmed),
+      nonHex: /[^0-9a-fA-F\s]/.test(trimmed),
+      uppercase: /[A-F]/.test(trimmed),
+    },
+  };
+}
+
+/** Per key: the signature's length against the modulus, and whether the key opens it. */
+function keyFindings(keys: readonly ImportedNodeKey[], signature: SignatureFinding, compact: string, bytes: Uint8Array | undefined): KeyFinding[] {
+  return keys.map((k, index) => {
+    const finding: KeyFinding = { index, modulusBits: k.modulusBytes * 8, expectedHexDigits: k.modulusBytes * 2, lengthMatches: compact.length === k.modulusBytes * 2 && !signature.nonHex };
+    if (finding.lengthMatches && bytes !== undefined) {
+      const hash = k.open(bytes);
+      finding.wellFormed = hash !== undefined;
+      if (hash !== undefined) finding.signedHash = Buffer.from(hash).toString('hex');
+    }
+    return finding;
+  });
+}
+
+/** Per dialect: the canonical digest, a repeat of an earlier dialect, the keys whose signed hash it has. */
+function dialectFindings(doc: ReturnType<typeof parseDocument>, keys: readonly KeyFinding[]): { findings: DialectFinding[]; canonicals: Map<DialectName, string> } {
+  const seen = new Map<string, DialectName>();
+  const canonicals = new Map<DialectName, string>();
+  const findings = DIALECTS.map((dialect): DialectFinding => {
+    const reason = unrepresentableReason(doc, dialect);
+    if (reason !== undefined) return { dialect, unrepresentable: reason, verifiesWith: [] };
+    const canonical = serializeDocument(doc, dialect);
+    canonicals.set(dialect, canonical);
+    const digest = sha256Hex(canonical);
+    const sameAs = seen.get(canonical);
+    if (sameAs === undefined) seen.set(canonical, dialect);
+    const signed = Buffer.from(sha256OfHex(digest)).toString('hex');
+    const verifiesWith = keys.filter((k) => k.signedHash === signed).map((k) => k.index);
+    return { dialect, canonicalSha256: digest, ...(sameAs ? { sameAs } : {}), verifiesWith };
+  });
+  return { findings, canonicals };
+}
+
+function compareExpected(canonical: string, expectedCanonical: Uint8Array, dialect: DialectName): NonNullable<Explanation['expected']> {
+  const got = Buffer.from(canonical, 'utf8');
+  const want = Buffer.from(expectedCanonical);
+  let offset = 0;
+  while (offset < got.length && offset < want.length && got[offset] === want[offset]) offset++;
+  if (offset === got.length && offset === want.length) return { dialect, identical: true };
+  const context = (b: Buffer) => JSON.stringify(b.subarray(Math.max(0, offset - 24), offset + 24).toString('utf8'));
+  return { dialect, identical: false, offset, got: context(got), want: context(want) };
+}
+
+/** Integers that were floats (1.0 → 1): the dialect in which restoring them makes the signed hash appear. */
+function repairFloats(text: string, signedHash: string): Explanation['repairedFloats'] {
+  const candidates = floatLikeKeys(text);
+  if (candidates.length === 0) return undefined;
+  try {
+    const doc = parseDocument(withFloats(text, candidates));
+    for (const dialect of DIALECTS) {
+      if (unrepresentableReason(doc, dialect) !== undefined) continue;
+      if (Buffer.from(sha256OfHex(sha256Hex(serializeDocument(doc, dialect)))).toString('hex') === signedHash) return { keys: candidates, dialect };
+    }
+  } catch {
+    // the repair is a guess; a failure to parse it says nothing
+  }
+  return undefined;
+}
+
+/** The causes, most likely first, from the findings. */
+function conclude(e: Explanation, text: string): Cause[] {
+  const causes: Cause[] = [];
+  const s = e.signature;
+  const verified = e.dialects.find((d) => d.verifiesWith.length > 0);
+  if (verified !== undefined) {
+    causes.push(s.whitespace ? { kind: 'valid-but-whitespace', keyIndex: verified.verifiesWith[0]!, dialect: verified.dialect } : { kind: 'valid', dialect: verified.dialect });
+    return causes;
+  }
+  if (!s.present) return [{ kind: 'missing' }];
+  if (s.whitespace) causes.push({ kind: 'whitespace' });
+  if (s.nonHex) causes.push({ kind: 'non-hex' });
+  if (!s.nonHex && !e.keys.some((k) => k.lengthMatches)) {
+    causes.push({ kind: 'length', hexDigits: s.hexDigits, wanted: [...new Set(e.keys.map((k) => k.expectedHexDigits))], truncated: e.keys.every((k) => s.hexDigits < k.expectedHexDigits) });
+  }
+  const rightKey = e.keys.find((k) => k.wellFormed);
+  if (e.keys.some((k) => k.lengthMatches) && rightKey === undefined) causes.push({ kind: 'wrong-key' });
+  if (rightKey === undefined) return causes;
+  const how: ReserializedHow = e.body.prettyPrinted && e.body.jsStyleIndent ? 'pretty-printed' : 'reserialized';
+  e.repairedFloats = repairFloats(text, rightKey.signedHash!);
+  if (e.repairedFloats !== undefined) {
+    causes.push({ kind: 'floats-written-as-integers', how, keys: e.repairedFloats.keys, dialect: e.repairedFloats.dialect });
+    return causes;
+  }
+  const before = causes.length;
+  causes.push({ kind: 'body-not-signed', keyIndex: rightKey.index });
+  if (e.body.prettyPrinted) causes.push({ kind: 'pretty-printed', how });
+  if (e.body.escapedNonAscii) causes.push({ kind: 'escaped-non-ascii' });
+  if (e.body.zeroFractionFloats === 0) causes.push({ kind: 'no-zero-fraction-floats' });
+  if (e.body.integersBeyond2p53 > 0) causes.push({ kind: 'big-integers', count: e.body.integersBeyond2p53 });
+  if (causes.length === before + 1) causes.push({ kind: 'changed-after-signing' });
+  return causes;
+}
+
 /**
  * Diagnoses a delivery that fails (or passes) verification: per-dialect digests,
  * signature shape against each key, whether the key opens the signature at all,
@@ -95,149 +240,26 @@ function withFloats(text: string, keys: string[]): string {
 export function explainDelivery(body: Uint8Array, headers: HeadersInput, publicKeys: readonly NodePublicKeyInput[], options: ExplainOptions = {}): Explanation {
   const keys = publicKeys.map((k) => importNodeKey(k));
   const text = new TextDecoder().decode(body);
-  const raw = getHeader(headers, (options.signatureHeader ?? DEFAULT_SIGNATURE_HEADER).toLowerCase()) ?? '';
-  const trimmed = raw.replace(/^[ \t]+|[ \t]+$/g, '');
-  const compact = trimmed.replace(/\s+/g, '');
-  const signature = {
-    present: trimmed.length > 0,
-    hexDigits: compact.replace(/[^0-9a-fA-F]/g, '').length,
-    whitespace: /\s/.test(trimmed),
-    nonHex: /[^0-9a-fA-F\s]/.test(trimmed),
-    uppercase: /[A-F]/.test(trimmed),
-  };
-  const sigBytes = !signature.nonHex && compact.length % 2 === 0 ? hexToBytes(compact) : undefined;
-  const keyFindings: KeyFinding[] = keys.map((k, index) => {
-    const finding: KeyFinding = { index, modulusBits: k.modulusBytes * 8, expectedHexDigits: k.modulusBytes * 2, lengthMatches: compact.length === k.modulusBytes * 2 && !signature.nonHex };
-    if (finding.lengthMatches && sigBytes !== undefined) {
-      const hash = k.open(sigBytes);
-      finding.wellFormed = hash !== undefined;
-      if (hash !== undefined) finding.signedHash = Buffer.from(hash).toString('hex');
-    }
-    return finding;
-  });
-
-  const explanation: Explanation = { valid: false, signature, keys: keyFindings, dialects: [], body: bodyTraits(text), causes: [] };
+  const { finding: signature, compact } = signatureTraits(getHeader(headers, (options.signatureHeader ?? DEFAULT_SIGNATURE_HEADER).toLowerCase()) ?? '');
+  const bytes = !signature.nonHex && compact.length % 2 === 0 ? hexToBytes(compact) : undefined;
+  const e: Explanation = { valid: false, signature, keys: keyFindings(keys, signature, compact, bytes), dialects: [], body: bodyTraits(text), causes: [] };
   let doc;
   try {
     doc = parseDocument(body);
   } catch (err) {
     if (!isWebhookError(err)) throw err;
-    explanation.malformed = err.message;
-    explanation.causes.push(`The body is not strict JSON: ${err.message} It cannot be what the gateway signed (truncated or altered on the way?).`);
-    return explanation;
+    e.malformed = err.message;
+    e.causes = [{ kind: 'malformed', message: err.message }];
+    return e;
   }
-
-  const seen = new Map<string, DialectName>();
-  const canonicals = new Map<DialectName, string>();
-  for (const dialect of DIALECTS) {
-    const reason = unrepresentableReason(doc, dialect);
-    if (reason !== undefined) {
-      explanation.dialects.push({ dialect, unrepresentable: reason, verifiesWith: [] });
-      continue;
-    }
-    const canonical = serializeDocument(doc, dialect);
-    canonicals.set(dialect, canonical);
-    const digest = sha256Hex(canonical);
-    const sameAs = seen.get(canonical);
-    if (sameAs === undefined) seen.set(canonical, dialect);
-    const verifiesWith = sigBytes === undefined ? [] : keyFindings.filter((k) => k.lengthMatches && verifyRsaSha256(keys[k.index]!.key, Buffer.from(digest, 'latin1'), sigBytes)).map((k) => k.index);
-    explanation.dialects.push({ dialect, canonicalSha256: digest, ...(sameAs ? { sameAs } : {}), verifiesWith });
-  }
-  const verified = explanation.dialects.find((d) => d.verifiesWith.length > 0);
+  const { findings, canonicals } = dialectFindings(doc, e.keys);
+  e.dialects = findings;
   // The verifier takes the header only as clean hex: whitespace inside makes it invalid even if the digits verify.
-  explanation.valid = verified !== undefined && !signature.whitespace && !signature.nonHex;
-
+  e.valid = findings.some((d) => d.verifiesWith.length > 0) && !signature.whitespace && !signature.nonHex;
   if (options.expectedCanonical !== undefined) {
-    const dialect = options.dialect ?? verified?.dialect ?? 'orjson';
-    const got = Buffer.from(canonicals.get(dialect) ?? '', 'utf8');
-    const want = Buffer.from(options.expectedCanonical);
-    let offset = 0;
-    while (offset < got.length && offset < want.length && got[offset] === want[offset]) offset++;
-    const identical = offset === got.length && offset === want.length;
-    const context = (b: Buffer) => JSON.stringify(b.subarray(Math.max(0, offset - 24), offset + 24).toString('utf8'));
-    explanation.expected = identical ? { dialect, identical } : { dialect, identical, offset, got: context(got), want: context(want) };
+    const dialect = options.dialect ?? findings.find((d) => d.verifiesWith.length > 0)?.dialect ?? 'orjson';
+    e.expected = compareExpected(canonicals.get(dialect) ?? '', options.expectedCanonical, dialect);
   }
-
-  const causes = explanation.causes;
-  if (verified !== undefined && signature.whitespace) {
-    causes.push(`The signature header contains whitespace inside the hex; without it the signature verifies (key ${verified.verifiesWith[0]}, ${verified.dialect} dialect): the header was wrapped or altered on the way.`);
-    return explanation;
-  }
-  if (verified !== undefined) {
-    if (verified.dialect !== 'orjson') causes.push(`Valid, but signed in the ${verified.dialect} dialect, not the gateway's default orjson: the sender serializes with ${verified.dialect.startsWith('python') ? "Python's json.dumps" : 'an older orjson'}. A receiver restricted to other dialects rejects it.`);
-    else causes.push('Valid: the signature verifies under the orjson dialect.');
-    return explanation;
-  }
-  if (!signature.present) {
-    causes.push('The signature header is missing: the request was not signed, or a proxy dropped the header.');
-    return explanation;
-  }
-  if (signature.whitespace) causes.push('The signature header contains whitespace inside the hex: it was wrapped or altered on the way.');
-  if (signature.nonHex) causes.push('The signature header contains characters other than hex digits (several headers joined? an encoding applied?).');
-  const wanted = [...new Set(keyFindings.map((k) => k.expectedHexDigits))].join(' or ');
-  if (!signature.nonHex && !keyFindings.some((k) => k.lengthMatches)) {
-    const shorter = keyFindings.every((k) => compact.length < k.expectedHexDigits);
-    causes.push(`The signature has ${compact.length} hex digits but the key's modulus needs ${wanted}: ${shorter ? 'it was truncated' : 'it is too long (padded, or made with a larger key)'}.`);
-  }
-
-  const rightKey = keyFindings.find((k) => k.wellFormed);
-  if (keyFindings.some((k) => k.lengthMatches) && rightKey === undefined) {
-    causes.push('No key opens the signature to a well-formed PKCS#1 v1.5 SHA-256 block: it was made with another key (a rotation? check the gateway\'s current public key) or corrupted.');
-  }
-  if (rightKey !== undefined) {
-    // Repair attempt: integers that were floats (1.0 → 1).
-    const candidates = floatLikeKeys(text);
-    if (candidates.length > 0) {
-      try {
-        const repairedDoc = parseDocument(withFloats(text, candidates));
-        for (const dialect of DIALECTS) {
-          if (unrepresentableReason(repairedDoc, dialect) !== undefined) continue;
-          const digest = sha256Hex(serializeDocument(repairedDoc, dialect));
-          if (sha256Hex(digest) === rightKey.signedHash) {
-            explanation.repairedFloats = { keys: candidates, dialect };
-            break;
-          }
-        }
-      } catch {
-        // the repair is a guess; a failure to parse it says nothing
-      }
-    }
-    const how = explanation.body.prettyPrinted && explanation.body.jsStyleIndent ? 'pretty-printed by JSON.stringify(…, null, 2) (a logger or proxy?)' : 'parsed and serialized again (JSON.parse + JSON.stringify?)';
-    if (explanation.repairedFloats !== undefined) {
-      causes.push(`The body was ${how}: floats were written as integers (1.0 → 1) at ${explanation.repairedFloats.keys.map((k) => JSON.stringify(k)).join(', ')}. With those restored it verifies (${explanation.repairedFloats.dialect} dialect). Verify the raw bytes as received.`);
-    } else {
-      causes.push(`Key ${rightKey.index} opens the signature (the key is right), but the signed digest matches no dialect of this body: the body is not the one that was signed.`);
-      if (explanation.body.prettyPrinted) causes.push(`The body is pretty-printed: it was ${how}. Whitespace alone does not matter, but re-serializing changes numbers and escapes.`);
-      if (explanation.body.escapedNonAscii) causes.push('The body escapes non-ASCII characters as \\uXXXX: if the sender did not, it was re-serialized (ensure_ascii / JSON encoders of proxies).');
-      if (explanation.body.zeroFractionFloats === 0) causes.push('The body has no float written with a zero fraction (1.0, 0.0): JSON.parse + JSON.stringify turns those into integers.');
-      if (explanation.body.integersBeyond2p53 > 0) causes.push(`The body has ${explanation.body.integersBeyond2p53} integer(s) beyond 2^53, which JavaScript rounds when the body goes through JSON.parse.`);
-      if (causes.length === 1 + (signature.whitespace ? 1 : 0)) causes.push('Otherwise the body was changed after signing (tampered, or edited by a middlebox).');
-    }
-  }
-  return explanation;
-}
-
-/** Human-readable report of an explanation. */
-export function formatExplanation(e: Explanation, keyNames: readonly string[]): string {
-  const lines: string[] = [];
-  lines.push(e.valid ? 'VALID' : 'INVALID');
-  const s = e.signature;
-  lines.push(`signature header: ${s.present ? `${s.hexDigits} hex digits${s.uppercase ? ', uppercase' : ''}${s.whitespace ? ', CONTAINS WHITESPACE' : ''}${s.nonHex ? ', CONTAINS NON-HEX CHARACTERS' : ''}` : 'MISSING'}`);
-  for (const k of e.keys) {
-    const opens = k.wellFormed === undefined ? '' : k.wellFormed ? ', opens the signature (right key)' : ', does not open the signature (wrong key?)';
-    lines.push(`key ${k.index} (${keyNames[k.index] ?? 'key'}): RSA ${k.modulusBits}-bit, needs ${k.expectedHexDigits} hex digits: length ${k.lengthMatches ? 'matches' : 'DOES NOT MATCH'}${opens}`);
-  }
-  if (e.malformed !== undefined) lines.push(`body: NOT STRICT JSON: ${e.malformed}`);
-  for (const d of e.dialects) {
-    const name = d.dialect.padEnd(13);
-    if (d.unrepresentable !== undefined) lines.push(`dialect ${name} cannot represent this body (${d.unrepresentable})`);
-    else lines.push(`dialect ${name} sha256 ${d.canonicalSha256}${d.sameAs ? ` (same bytes as ${d.sameAs})` : ''}  ${d.verifiesWith.length ? `VERIFIES with key ${d.verifiesWith.join(', ')}` : 'does not verify'}`);
-  }
-  const b = e.body;
-  lines.push(`body: ${b.prettyPrinted ? 'pretty-printed' : 'compact'}, non-ASCII escaped: ${b.escapedNonAscii ? 'yes' : 'no'}, floats like 1.0: ${b.zeroFractionFloats}, integers beyond 2^53: ${b.integersBeyond2p53}`);
-  if (e.expected !== undefined) {
-    lines.push(e.expected.identical ? `expected canonical (${e.expected.dialect}): identical` : `expected canonical (${e.expected.dialect}): first difference at byte ${e.expected.offset}\n  ours:     ${e.expected.got}\n  expected: ${e.expected.want}`);
-  }
-  for (const c of e.causes) lines.push(`CAUSE: ${c}`);
-  return lines.join('\n') + '\n';
+  e.causes = conclude(e, text);
+  return e;
 }

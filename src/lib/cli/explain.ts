@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { assertDialect, DIALECTS } from '../canonical/dialects.js';
-import { explainDelivery, formatExplanation } from '../explain.js';
+import { explainDelivery } from '../explain.js';
+import { describeCause, formatExplanation } from './explain-text.js';
 import { DELIVERY_OPTIONS, loadCaptures, loadKeys } from './common.js';
 import { UsageError, type CliIo } from './io.js';
 
@@ -51,6 +52,7 @@ export async function explainCommand(argv: string[], io: CliIo): Promise<number>
     ...(expected ? { expectedCanonical: expected } : {}),
     ...(values.dialect ? { dialect: assertDialect(values.dialect, '--dialect') } : {}),
   });
-  io.stdout(values.json ? JSON.stringify(explanation, null, 2) + '\n' : formatExplanation(explanation, keyPaths));
+  const json = { ...explanation, causes: explanation.causes.map((c) => ({ ...c, text: describeCause(c) })) };
+  io.stdout(values.json ? JSON.stringify(json, null, 2) + '\n' : formatExplanation(explanation, keyPaths));
   return explanation.valid ? 0 : 1;
 }

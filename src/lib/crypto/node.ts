@@ -71,8 +71,3 @@ export function sha256OfHex(digestHex: string): Uint8Array {
   if (oneShot !== undefined) return oneShot('sha256', digestHex, 'buffer') as Buffer;
   return crypto.createHash('sha256').update(digestHex, 'latin1').digest();
 }
-
-/** RSASSA-PKCS1-v1_5 / SHA-256 over `message` (OpenSSL), for tools that hold the message itself. */
-export function verifyRsaSha256(key: KeyObject, message: Uint8Array, signature: Uint8Array): boolean {
-  return crypto.verify('sha256', message, key, signature);
-}

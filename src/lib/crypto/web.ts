@@ -11,8 +11,6 @@ export interface ImportedWebKey {
   open(signature: Uint8Array): Promise<Uint8Array | undefined>;
 }
 
-const ALGORITHM = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as const;
-
 function subtle(): SubtleCrypto {
   const s = globalThis.crypto?.subtle;
   if (s === undefined) throw new TypeError('WebCrypto (globalThis.crypto.subtle) is not available in this runtime');
@@ -111,9 +109,4 @@ export async function sha256HexWeb(data: Uint8Array): Promise<string> {
 /** SHA-256 of the ASCII bytes of a hex digest: the `H` a PKCS#1 block carries for it. */
 export async function sha256OfHexWeb(digestHex: string): Promise<Uint8Array> {
   return new Uint8Array(await subtle().digest('SHA-256', encoder.encode(digestHex)));
-}
-
-/** RSASSA-PKCS1-v1_5 / SHA-256 with WebCrypto, for cross-checks. */
-export async function verifyRsaSha256Web(key: CryptoKey, message: Uint8Array, signature: Uint8Array): Promise<boolean> {
-  return subtle().verify(ALGORITHM.name, key, signature as BufferSource, message as BufferSource);
 }
