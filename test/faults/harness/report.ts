@@ -32,7 +32,8 @@ export function machineAndGit(): Pick<SuiteMeta, 'machine' | 'git'> {
   return {
     machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.version, platform: `${process.platform} ${process.arch}` },
     git: {
-      commit: git(['rev-parse', '--short', 'HEAD']),
+      // JOBHOOK_FAULTS_CODE names the code when it is not a git checkout (e.g. a `git archive` of a commit).
+      commit: git(['rev-parse', '--short', 'HEAD']) || process.env.JOBHOOK_FAULTS_CODE || 'unknown (not a git checkout)',
       // Uncommitted changes in the code under test, so a baseline says what it measured.
       receiverFilesChanged: git(['status', '--porcelain', '--', 'src/lib/receive', 'src/lib/idempotency', 'src/lib/adapters', 'src/express.ts', 'src/redis.ts', 'src/postgres.ts'])
         .split('\n')
