@@ -14,6 +14,8 @@ import { signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery
 import type { VerifiedDelivery } from './lib/verify/core.js';
 import type { HeadersInput } from './lib/verify/headers.js';
 import { createNodeVerifier, type Verifier, type VerifierOptions } from './lib/verify/node-verifier.js';
+import { createGatewayClientCore, type GatewayClient, type GatewayClientOptions } from './lib/gateway/client.js';
+import { createReconcilerCore, type Reconciler, type ReconcilerOptions } from './lib/gateway/reconciler.js';
 
 export { DIALECTS, type DialectName } from './lib/canonical/dialects.js';
 export type { IntegerMode, JsonValue } from './lib/canonical/to-value.js';
@@ -44,7 +46,9 @@ export type { ReceiverAnswer, ReceiverErrorCode } from './lib/receive/answers.js
 export type { EventContext, EventContextBase, FailureStage, PollEventContext, ReceiverOptionsBase, WebhookEventContext } from './lib/receive/core.js';
 export type { Logger, LoggerInput } from './lib/log.js';
 export { MemoryIdempotencyStore, type MemoryStoreOptions } from './lib/idempotency/memory.js';
-export type { ClaimOptions, ClaimResult, CompleteOptions, IdempotencyStore, RenewOptions } from './lib/idempotency/types.js';
+export type { ClaimOptions, ClaimResult, CompleteOptions, IdempotencyStore, ListPendingOptions, PendingJob, RenewOptions, TrackPendingOptions } from './lib/idempotency/types.js';
+export type { CreateJobRequest, GatewayClient, GatewayClientOptions, JobResource } from './lib/gateway/client.js';
+export type { ReconcileReport, Reconciler, ReconcilerOptions } from './lib/gateway/reconciler.js';
 export type { SignOptions, SignedDelivery } from './lib/sign.js';
 
 /**
@@ -178,4 +182,46 @@ export function verifyWebhook(body: string | Uint8Array, headers: HeadersInput, 
  */
 export function signDelivery(body: string | Uint8Array, privateKey: string | KeyObject, options?: SignOptions): SignedDelivery {
   return signDeliveryCore(body, privateKey, options);
+}
+
+/**
+ * A client of the gateway's async-job API. With a `store`, every job it creates is
+ * recorded as pending, so {@link createReconciler} can recover its completion if the
+ * webhook never arrives. Errors are `GatewayError`s with a `code` and the HTTP `status`.
+ *
+ * @example
+ * ```ts
+ * import { createGatewayClient } from 'jobhook';
+ *
+ * const gateway = createGatewayClient({ baseUrl: 'https://api.gateway.example', token: process.env.GATEWAY_TOKEN!, store });
+ * const job = await gateway.createJob({
+ *   model: 'ocr/ocr_async/amazon',
+ *   input: { file_url: 'https://example.com/invoice.pdf' },
+ *   webhook_receiver: 'https://app.example.com/webhooks/gateway',
+ *   user_webhook_parameters: { order: 'A-17' },
+ * });
+ * const later = await gateway.getJob(job.public_id); // status: processing | success | fail
+ * ```
+ */
+export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
+  return createGatewayClientCore(options);
+}
+
+/**
+ * Recovers completions the webhook path missed: polls the jobs recorded as pending for
+ * longer than `graceMs` and runs each finished one through the same claim, in the same
+ * store, as the receivers, so each job's handler runs once whichever path wins.
+ * `runOnce()` does one round; `start()` runs one every `intervalMs`.
+ *
+ * @example
+ * ```ts
+ * import { createReconciler } from 'jobhook';
+ *
+ * const reconciler = createReconciler({ client: gateway, store, onEvent: handle }); // handle: (event, context) => …
+ * reconciler.start();
+ * process.on('SIGTERM', () => void reconciler.stop());
+ * ```
+ */
+export function createReconciler(options: ReconcilerOptions): Reconciler {
+  return createReconcilerCore(options);
 }

@@ -156,3 +156,60 @@ export type AnyWebhookError =
 export function isWebhookError(value: unknown): value is AnyWebhookError {
   return value instanceof WebhookError || (typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true);
 }
+
+/** The codes of errors from the gateway's API (the client and the reconciler), a family apart from delivery errors. */
+export type GatewayErrorCode = 'GATEWAY_UNAUTHORIZED' | 'GATEWAY_REJECTED' | 'GATEWAY_NOT_FOUND' | 'GATEWAY_UNAVAILABLE';
+
+const GATEWAY_BRAND = Symbol.for('jobhook.GatewayError');
+
+/** Base class of the errors the gateway client throws: a stable `code` and the HTTP `status` when one came. */
+export abstract class GatewayError extends Error {
+  abstract readonly code: GatewayErrorCode;
+  /** @internal Recognises gateway errors across copies of the package. */
+  readonly [GATEWAY_BRAND] = true;
+  constructor(
+    message: string,
+    /** The gateway's HTTP status, when it answered. */
+    readonly status?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** 401/403: the token is missing, wrong or lacks the right. */
+export class GatewayUnauthorizedError extends GatewayError {
+  readonly code = 'GATEWAY_UNAUTHORIZED' as const;
+}
+
+/** 400/422 (or another 4xx): the gateway refused the request; `field` names the field when it says. */
+export class GatewayRejectedError extends GatewayError {
+  readonly code = 'GATEWAY_REJECTED' as const;
+  constructor(
+    message: string,
+    status: number,
+    /** The request field at fault, when the gateway names it. */
+    readonly field?: string,
+  ) {
+    super(message, status);
+  }
+}
+
+/** 404: the gateway does not know the job (never created, or forgotten). */
+export class GatewayNotFoundError extends GatewayError {
+  readonly code = 'GATEWAY_NOT_FOUND' as const;
+}
+
+/** 5xx, a timeout or a network error: worth retrying later. */
+export class GatewayUnavailableError extends GatewayError {
+  readonly code = 'GATEWAY_UNAVAILABLE' as const;
+}
+
+/** Union of the gateway error classes, for exhaustive `switch` on `code`. */
+export type AnyGatewayError = GatewayUnauthorizedError | GatewayRejectedError | GatewayNotFoundError | GatewayUnavailableError;
+
+/** True when `value` is an error of the gateway client, also from another copy of the package. */
+export function isGatewayError(value: unknown): value is AnyGatewayError {
+  return value instanceof GatewayError || (typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[GATEWAY_BRAND] === true);
+}

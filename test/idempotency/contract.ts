@@ -165,6 +165,38 @@ export function storeContract(name: string, pair: () => StorePair): void {
       for (const job of ids) expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
     });
 
+    it('pending jobs: tracked oldest first with their parameters, listed up to a time, gone once completed or forgotten', async () => {
+      const { a, b } = pair();
+      const base = 1_000_000 + 1000 * seq++;
+      const ids = [id('pending-3'), id('pending-1'), id('pending-2'), id('pending-late')];
+      await a.trackPending!(ids[0]!, { since: base + 3, userParameters: { order: 'A-1', n: 1.5, nested: { ok: true } } });
+      await a.trackPending!(ids[1]!, { since: base + 1 });
+      await b.trackPending!(ids[2]!, { since: base + 2 });
+      await a.trackPending!(ids[3]!, { since: base + 50 });
+      const mine = async (before: number, limit?: number) =>
+        (await b.listPending!({ before, ...(limit === undefined ? {} : { limit }) })).filter((p) => ids.includes(p.jobId));
+      expect((await mine(base + 10)).map((p) => [p.jobId, p.since])).toEqual([
+        [ids[1], base + 1],
+        [ids[2], base + 2],
+        [ids[0], base + 3],
+      ]);
+      expect((await mine(base + 10)).find((p) => p.jobId === ids[0])?.userParameters).toEqual({ order: 'A-1', n: 1.5, nested: { ok: true } });
+      expect((await mine(base + 2, 2)).map((p) => p.jobId)).toEqual([ids[1], ids[2]]);
+      // Completing a job removes it (in the same operation); forgetting removes it too.
+      const c = await a.claim(ids[1]!, { leaseMs: 10_000 });
+      if (c.status !== 'acquired') throw new Error(c.status);
+      expect(await a.complete(ids[1]!, c.token, { retainMs: 60_000 })).toBe(true);
+      await b.forgetPending!(ids[2]!);
+      expect((await mine(base + 100)).map((p) => p.jobId)).toEqual([ids[0], ids[3]]);
+      // A completion refused (another token holds the job) leaves it pending.
+      const held = await b.claim(ids[0]!, { leaseMs: 10_000 });
+      expect(held.status).toBe('acquired');
+      expect(await a.complete(ids[0]!, 'another-token', { retainMs: 60_000 })).toBe(false);
+      expect((await mine(base + 100)).map((p) => p.jobId)).toEqual([ids[0], ids[3]]);
+      for (const j of ids) await a.forgetPending!(j);
+      expect(await mine(base + 100)).toEqual([]);
+    });
+
     it('200 concurrent claims of one job id: exactly one acquired', async () => {
       const { a, b, shared } = pair();
       const job = id('race');

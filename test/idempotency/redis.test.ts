@@ -11,7 +11,7 @@ serverStoreSuite({
   name: 'Redis',
   url: inject('redisUrl'),
   skipReason: local.skip ? local.reason : undefined,
-  make: async (url, options) => new RedisIdempotencyStore({ url, keyPrefix: `jobhook-test:${run}:`, ...options }),
+  make: async (url, options) => new RedisIdempotencyStore({ url, keyPrefix: `jobhook-test:${run}:`, pendingKey: `jobhook-test-pending:${run}`, log: {}, ...options }),
   throwaway: startRedis,
 });
 

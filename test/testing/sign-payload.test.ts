@@ -2,7 +2,7 @@ import { createPrivateKey, createPublicKey } from 'node:crypto';
 import express from 'express';
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { webhookReceiver } from '../../src/express.js';
+import { createReceiver } from '../../src/express.js';
 import { createVerifier, DIALECTS } from '../../src/index.js';
 import { examplePayload } from '../../src/lib/testing/payload.js';
 import { generateTestKeys, OptionError, signPayload } from '../../src/testing.js';
@@ -59,7 +59,7 @@ describe('signPayload', () => {
     const keys = generateTestKeys();
     const app = express();
     const jobs: string[] = [];
-    app.post('/hook', webhookReceiver({ publicKey: keys.publicKey, onEvent: (_e, { jobId }) => void jobs.push(jobId) }));
+    app.post('/hook', createReceiver({ publicKey: keys.publicKey, onEvent: (_e, { jobId }) => void jobs.push(jobId) }));
     const { body, headers } = signPayload(examplePayload({ jobId: 's-1' }), keys.privateKey);
     await supertest(app).post('/hook').set(headers).send(body).expect(200);
     expect(jobs).toEqual(['s-1']);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import express from 'express';
 import { describe, expect, it } from 'vitest';
-import { webhookReceiver, type NodeHandler, type WebhookReceiverOptions } from '../../src/express.js';
+import { createReceiver, type ExpressReceiverOptions, type NodeHandler } from '../../src/express.js';
 import type { JobCompletedEvent } from '../../src/index.js';
 import type { LongRunningIo } from '../../src/lib/cli/simulate.js';
 import { runCli } from '../../src/lib/cli/main.js';
@@ -14,9 +14,9 @@ import { fixture } from '../helpers/paths.js';
 import { cli } from '../cli/run.js';
 import { listen } from './helpers.js';
 
-/** The one place receivers are made (webhookReceiver will be renamed createReceiver). */
-function makeReceiver(options: WebhookReceiverOptions): NodeHandler {
-  return webhookReceiver(options);
+/** The one place receivers are made. */
+function makeReceiver(options: ExpressReceiverOptions): NodeHandler {
+  return createReceiver({ log: {}, ...options });
 }
 
 /** Runs `jobhook simulate` in-process; `output()` is what it printed so far. */

@@ -1,6 +1,6 @@
 import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { webhookReceiver, type NodeHandler, type WebhookReceiverOptions } from '../../src/express.js';
+import { createReceiver, type ExpressReceiverOptions, type NodeHandler } from '../../src/express.js';
 import { canonicalize, createVerifier, DIALECTS, type JobCompletedEvent } from '../../src/index.js';
 import { startGatewaySimulator, SIMULATOR_USER_AGENT, type GatewaySimulator } from '../../src/testing.js';
 import { privatePem } from '../helpers/keys.js';
@@ -9,9 +9,9 @@ import { createJob, getJob, listen, pollUntilDone, scripted, type Hit, type List
 // The end-to-end block lets the simulator make its own key; the others take a fixture key (faster).
 const privateKey = privatePem(2048);
 
-/** The one place receivers are made (webhookReceiver will be renamed createReceiver). */
-function makeReceiver(options: WebhookReceiverOptions): NodeHandler {
-  return webhookReceiver(options);
+/** The one place receivers are made. */
+function makeReceiver(options: ExpressReceiverOptions): NodeHandler {
+  return createReceiver({ log: {}, ...options });
 }
 
 describe('simulator → jobhook Express receiver, end to end', () => {

@@ -1,7 +1,21 @@
 import { StoreUnavailableError } from '../errors.js';
 import { resolveLogger, type Logger, type LoggerInput } from '../log.js';
 import { checkMs, optionalNumber } from '../options.js';
-import { checkJobId, checkToken, newToken, type ClaimOptions, type ClaimResult, type CompleteOptions, type IdempotencyStore, type RenewOptions } from './types.js';
+import {
+  checkJobId,
+  checkSince,
+  checkToken,
+  checkUserParameters,
+  newToken,
+  type ClaimOptions,
+  type ClaimResult,
+  type CompleteOptions,
+  type ListPendingOptions,
+  type PendingJob,
+  type PendingStore,
+  type RenewOptions,
+  type TrackPendingOptions,
+} from './types.js';
 
 export interface MemoryStoreOptions {
   /** Most job ids held at once (default 100,000). Oldest completed marks go first; claims in progress are never evicted. */
@@ -37,11 +51,12 @@ interface Entry {
  * }
  * ```
  */
-export class MemoryIdempotencyStore implements IdempotencyStore {
+export class MemoryIdempotencyStore implements PendingStore {
   // Insertion order is kept by Map: completed marks are re-inserted on completion, so
   // iterating from the start meets the oldest completions first.
   private readonly claims = new Map<string, Entry>();
   private readonly completed = new Map<string, Entry>();
+  private readonly pending = new Map<string, PendingJob>();
   private readonly maxEntries: number;
   private readonly now: () => number;
   private readonly log: Logger;
@@ -101,6 +116,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     this.claims.delete(jobId);
     this.completed.delete(jobId);
     this.completed.set(jobId, { token: undefined, until: now + retainMs });
+    this.pending.delete(jobId);
     return true;
   }
 
@@ -117,6 +133,29 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   private hold(jobId: string, token: string, until: number, now: number): void {
     if (!this.claims.delete(jobId)) this.makeRoom(now);
     this.claims.set(jobId, { token, until });
+  }
+
+  async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
+    checkJobId(jobId);
+    const since = checkSince(options.since);
+    const userParameters = checkUserParameters(options.userParameters);
+    if (!this.pending.has(jobId) && this.pending.size >= this.maxEntries) {
+      throw new StoreUnavailableError(`The memory idempotency store holds ${this.maxEntries} pending jobs and cannot track another; raise maxEntries or use a shared store.`);
+    }
+    this.pending.set(jobId, { jobId, since, ...(userParameters === undefined ? {} : { userParameters }) });
+  }
+
+  async listPending(options: ListPendingOptions): Promise<PendingJob[]> {
+    const before = checkSince(options?.before);
+    const limit = optionalNumber(options.limit, 'limit', 100, { integer: true });
+    return [...this.pending.values()]
+      .filter((p) => p.since <= before)
+      .sort((a, b) => a.since - b.since)
+      .slice(0, limit);
+  }
+
+  async forgetPending(jobId: string): Promise<void> {
+    this.pending.delete(checkJobId(jobId));
   }
 
   private makeRoom(now: number): void {

@@ -2,7 +2,22 @@ import type { Pool, PoolConfig } from 'pg';
 import { checkMs, optionalNumber } from '../options.js';
 import { requirePeer } from './peer.js';
 import { guarded } from './timeout.js';
-import { checkJobId, checkToken, newToken, type ClaimOptions, type ClaimResult, type CompleteOptions, type IdempotencyStore, type RenewOptions } from './types.js';
+import type { JsonObjectValue } from '../event.js';
+import {
+  checkJobId,
+  checkSince,
+  checkToken,
+  checkUserParameters,
+  newToken,
+  type ClaimOptions,
+  type ClaimResult,
+  type CompleteOptions,
+  type ListPendingOptions,
+  type PendingJob,
+  type PendingStore,
+  type RenewOptions,
+  type TrackPendingOptions,
+} from './types.js';
 
 export interface PostgresStoreOptions {
   /** A pg Pool you manage (attach your own 'error' listener), or… */
@@ -40,10 +55,12 @@ function ident(value: string, what: string): string {
  * app.post('/webhooks/gateway', webhookReceiver({ publicKey, store, onEvent }));
  * ```
  */
-export class PostgresIdempotencyStore implements IdempotencyStore {
+export class PostgresIdempotencyStore implements PendingStore {
   private readonly pool: Pool;
   private readonly owned: boolean;
   private readonly table: string;
+  private readonly pendingTable: string;
+  private readonly pendingIndex: string;
   private readonly index: string;
   private readonly lockKey: string;
   private readonly timeoutMs: number;
@@ -56,6 +73,8 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     const table = options.table ?? 'jobhook_jobs';
     this.table = `${ident(schema, 'schema')}.${ident(table, 'table')}`;
     this.index = ident(`${table.slice(0, 50)}_expires_at`, 'table');
+    this.pendingTable = `${ident(schema, 'schema')}.${ident(`${table.slice(0, 54)}_pending`, 'table')}`;
+    this.pendingIndex = ident(`${table.slice(0, 50)}_pending_since`, 'table');
     this.lockKey = `jobhook:${schema}.${table}`;
     this.timeoutMs = optionalNumber(options.operationTimeoutMs, 'operationTimeoutMs', 5000);
     this.owned = options.pool === undefined;
@@ -96,6 +115,14 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
            )`,
         );
         await client.query(`CREATE INDEX IF NOT EXISTS ${this.index} ON ${this.table} (expires_at)`);
+        await client.query(
+          `CREATE TABLE IF NOT EXISTS ${this.pendingTable} (
+             job_id text PRIMARY KEY,
+             since_ms bigint NOT NULL,
+             user_parameters jsonb
+           )`,
+        );
+        await client.query(`CREATE INDEX IF NOT EXISTS ${this.pendingIndex} ON ${this.pendingTable} (since_ms)`);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
@@ -153,14 +180,19 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     checkToken(token);
     const retainMs = checkMs(options?.retainMs, 'retainMs');
     return this.run('complete', async (pool) => {
-      const r = await pool.query(
-        `INSERT INTO ${this.table} AS t (job_id, token, state, expires_at)
-           VALUES ($1, NULL, 'completed', clock_timestamp() + $3 * interval '1 millisecond')
-         ON CONFLICT (job_id) DO UPDATE SET token = NULL, state = 'completed', expires_at = EXCLUDED.expires_at
-           WHERE t.state = 'completed' OR t.token = $2 OR t.expires_at <= clock_timestamp()`,
+      // One statement: the mark, and the pending record gone only if the mark was made.
+      const r = await pool.query<{ done: string }>(
+        `WITH up AS (
+           INSERT INTO ${this.table} AS t (job_id, token, state, expires_at)
+             VALUES ($1, NULL, 'completed', clock_timestamp() + $3 * interval '1 millisecond')
+           ON CONFLICT (job_id) DO UPDATE SET token = NULL, state = 'completed', expires_at = EXCLUDED.expires_at
+             WHERE t.state = 'completed' OR t.token = $2 OR t.expires_at <= clock_timestamp()
+           RETURNING job_id
+         ), gone AS (DELETE FROM ${this.pendingTable} WHERE job_id IN (SELECT job_id FROM up))
+         SELECT count(*) AS done FROM up`,
         [jobId, token, retainMs],
       );
-      return r.rowCount === 1;
+      return Number(r.rows[0]?.done) === 1;
     });
   }
 
@@ -171,6 +203,36 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       const r = await pool.query(`DELETE FROM ${this.table} WHERE job_id = $1 AND token = $2 AND state = 'claimed'`, [jobId, token]);
       return r.rowCount === 1;
     });
+  }
+
+  async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
+    checkJobId(jobId);
+    const since = checkSince(options.since);
+    const params = checkUserParameters(options.userParameters);
+    await this.run('trackPending', (pool) =>
+      pool.query(
+        `INSERT INTO ${this.pendingTable} (job_id, since_ms, user_parameters) VALUES ($1, $2, $3)
+         ON CONFLICT (job_id) DO UPDATE SET since_ms = EXCLUDED.since_ms, user_parameters = EXCLUDED.user_parameters`,
+        [jobId, since, params === undefined ? null : JSON.stringify(params)],
+      ),
+    );
+  }
+
+  async listPending(options: ListPendingOptions): Promise<PendingJob[]> {
+    const before = checkSince(options?.before);
+    const limit = optionalNumber(options.limit, 'limit', 100, { integer: true });
+    return this.run('listPending', async (pool) => {
+      const r = await pool.query<{ job_id: string; since_ms: string; user_parameters: JsonObjectValue | null }>(
+        `SELECT job_id, since_ms, user_parameters FROM ${this.pendingTable} WHERE since_ms <= $1 ORDER BY since_ms, job_id LIMIT $2`,
+        [before, limit],
+      );
+      return r.rows.map((row) => ({ jobId: row.job_id, since: Number(row.since_ms), ...(row.user_parameters === null ? {} : { userParameters: row.user_parameters }) }));
+    });
+  }
+
+  async forgetPending(jobId: string): Promise<void> {
+    checkJobId(jobId);
+    await this.run('forgetPending', (pool) => pool.query(`DELETE FROM ${this.pendingTable} WHERE job_id = $1`, [jobId]));
   }
 
   /** Deletes expired claims and completed marks; returns how many rows went. Schedule it (e.g. hourly). */

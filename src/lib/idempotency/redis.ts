@@ -3,7 +3,22 @@ import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../l
 import { checkMs, optionalNumber } from '../options.js';
 import { requirePeer } from './peer.js';
 import { guarded } from './timeout.js';
-import { checkJobId, checkToken, newToken, type ClaimOptions, type ClaimResult, type CompleteOptions, type IdempotencyStore, type RenewOptions } from './types.js';
+import type { JsonObjectValue } from '../event.js';
+import {
+  checkJobId,
+  checkSince,
+  checkToken,
+  checkUserParameters,
+  newToken,
+  type ClaimOptions,
+  type ClaimResult,
+  type CompleteOptions,
+  type ListPendingOptions,
+  type PendingJob,
+  type PendingStore,
+  type RenewOptions,
+  type TrackPendingOptions,
+} from './types.js';
 
 export interface RedisStoreOptions {
   /** An ioredis client you manage (its options are yours), or… */
@@ -12,6 +27,12 @@ export interface RedisStoreOptions {
   url?: string;
   /** Prefix of the keys (default `jobhook:job:`). */
   keyPrefix?: string;
+  /**
+   * Key of the sorted set of pending jobs (default `jobhook:pending`; its parameters go in
+   * `<pendingKey>:params`). Must not start with `keyPrefix`. On Redis Cluster, give both
+   * the same hash tag (e.g. `{jobhook}:job:` and `{jobhook}:pending`): completion touches both.
+   */
+  pendingKey?: string;
   /** Deadline of one store operation before it fails with STORE_UNAVAILABLE (default 2,000 ms). */
   operationTimeoutMs?: number;
   /** Where the persistence warning goes (default: console). */
@@ -28,15 +49,22 @@ return {3, redis.call('PTTL', KEYS[1])}`;
 const RENEW = `local v = redis.call('GET', KEYS[1])
 if v and v ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1`;
+// KEYS: job key, pending set, pending parameters; ARGV: owner value, retention, job id.
 const COMPLETE = `local v = redis.call('GET', KEYS[1])
 if v and v ~= ARGV[1] and v ~= '${DONE}' then return 0 end
-redis.call('SET', KEYS[1], '${DONE}', 'PX', ARGV[2]) return 1`;
+redis.call('SET', KEYS[1], '${DONE}', 'PX', ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[3]) redis.call('HDEL', KEYS[3], ARGV[3]) return 1`;
+const TRACK = `redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) else redis.call('HDEL', KEYS[2], ARGV[1]) end return 1`;
+const FORGET = `redis.call('ZREM', KEYS[1], ARGV[1]) redis.call('HDEL', KEYS[2], ARGV[1]) return 1`;
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end return 0`;
 
 interface ScriptedRedis extends Redis {
   jobhookClaim(key: string, value: string, leaseMs: number): Promise<[number, number?]>;
   jobhookRenew(key: string, value: string, leaseMs: number): Promise<number>;
-  jobhookComplete(key: string, value: string, retainMs: number): Promise<number>;
+  jobhookComplete(key: string, pendingKey: string, paramsKey: string, value: string, retainMs: number, jobId: string): Promise<number>;
+  jobhookTrack(pendingKey: string, paramsKey: string, jobId: string, since: number, params: string): Promise<number>;
+  jobhookForget(pendingKey: string, paramsKey: string, jobId: string): Promise<number>;
   jobhookRelease(key: string, value: string): Promise<number>;
 }
 
@@ -57,10 +85,12 @@ interface ScriptedRedis extends Redis {
  * process.on('SIGTERM', () => void store.close());
  * ```
  */
-export class RedisIdempotencyStore implements IdempotencyStore {
+export class RedisIdempotencyStore implements PendingStore {
   private readonly client: ScriptedRedis;
   private readonly owned: boolean;
   private readonly prefix: string;
+  private readonly pendingKey: string;
+  private readonly paramsKey: string;
   private readonly timeoutMs: number;
   private readonly log: Logger;
   private persistenceChecked = false;
@@ -69,6 +99,11 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     if ((options?.client === undefined) === (options?.url === undefined)) throw new TypeError('RedisIdempotencyStore needs exactly one of client or url');
     this.prefix = options.keyPrefix ?? 'jobhook:job:';
     if (typeof this.prefix !== 'string') throw new TypeError('keyPrefix must be a string');
+    this.pendingKey = options.pendingKey ?? 'jobhook:pending';
+    if (typeof this.pendingKey !== 'string' || this.pendingKey.startsWith(this.prefix)) {
+      throw new TypeError(`pendingKey must be a string that does not start with keyPrefix (${JSON.stringify(this.prefix)}), or a job id could name it`);
+    }
+    this.paramsKey = `${this.pendingKey}:params`;
     this.timeoutMs = optionalNumber(options.operationTimeoutMs, 'operationTimeoutMs', 2000);
     this.log = resolveLogger(options.log);
     this.owned = options.client === undefined;
@@ -143,13 +178,39 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     const key = this.prefix + checkJobId(jobId);
     checkToken(token);
     const retainMs = checkMs(options?.retainMs, 'retainMs');
-    return this.run('complete', async (redis) => (await redis.jobhookComplete(key, `claim:${token}`, retainMs)) === 1);
+    return this.run('complete', async (redis) => (await redis.jobhookComplete(key, this.pendingKey, this.paramsKey, `claim:${token}`, retainMs, jobId)) === 1);
   }
 
   async release(jobId: string, token: string): Promise<boolean> {
     const key = this.prefix + checkJobId(jobId);
     checkToken(token);
     return this.run('release', async (redis) => (await redis.jobhookRelease(key, `claim:${token}`)) === 1);
+  }
+
+  async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
+    checkJobId(jobId);
+    const since = checkSince(options.since);
+    const params = checkUserParameters(options.userParameters);
+    await this.run('trackPending', (redis) => redis.jobhookTrack(this.pendingKey, this.paramsKey, jobId, since, params === undefined ? '' : JSON.stringify(params)));
+  }
+
+  async listPending(options: ListPendingOptions): Promise<PendingJob[]> {
+    const before = checkSince(options?.before);
+    const limit = optionalNumber(options.limit, 'limit', 100, { integer: true });
+    return this.run('listPending', async (redis) => {
+      const flat = await redis.zrangebyscore(this.pendingKey, '-inf', before, 'WITHSCORES', 'LIMIT', 0, limit);
+      const ids = flat.filter((_, k) => k % 2 === 0);
+      const params = ids.length === 0 ? [] : await redis.hmget(this.paramsKey, ...ids);
+      return ids.map((jobId, k) => {
+        const json = params[k];
+        return { jobId, since: Number(flat[2 * k + 1]), ...(json ? { userParameters: JSON.parse(json) as JsonObjectValue } : {}) };
+      });
+    });
+  }
+
+  async forgetPending(jobId: string): Promise<void> {
+    checkJobId(jobId);
+    await this.run('forgetPending', (redis) => redis.jobhookForget(this.pendingKey, this.paramsKey, jobId));
   }
 
   /** Closes the client if the store created it (from `url`); a client you passed is left to you. */
@@ -164,7 +225,9 @@ function scripted(client: Redis): ScriptedRedis {
   // defineCommand sends EVALSHA and falls back to EVAL after a server restart (NOSCRIPT).
   if (typeof c.jobhookClaim !== 'function') client.defineCommand('jobhookClaim', { numberOfKeys: 1, lua: CLAIM });
   if (typeof c.jobhookRenew !== 'function') client.defineCommand('jobhookRenew', { numberOfKeys: 1, lua: RENEW });
-  if (typeof c.jobhookComplete !== 'function') client.defineCommand('jobhookComplete', { numberOfKeys: 1, lua: COMPLETE });
+  if (typeof c.jobhookComplete !== 'function') client.defineCommand('jobhookComplete', { numberOfKeys: 3, lua: COMPLETE });
+  if (typeof c.jobhookTrack !== 'function') client.defineCommand('jobhookTrack', { numberOfKeys: 2, lua: TRACK });
+  if (typeof c.jobhookForget !== 'function') client.defineCommand('jobhookForget', { numberOfKeys: 2, lua: FORGET });
   if (typeof c.jobhookRelease !== 'function') client.defineCommand('jobhookRelease', { numberOfKeys: 1, lua: RELEASE });
   return c;
 }

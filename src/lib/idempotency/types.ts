@@ -1,3 +1,4 @@
+import type { JsonObjectValue } from '../event.js';
 import { jobIdProblem } from '../protocol.js';
 
 /** What a claim on a job id found. */
@@ -56,6 +57,55 @@ export interface IdempotencyStore {
   complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean>;
   /** Gives the claim up so a retry can process the job. Resolves false when `token` did not hold it. */
   release(jobId: string, token: string): Promise<boolean>;
+  /**
+   * Records a job created at the gateway whose completion has not been processed yet,
+   * for the reconciler to poll if its webhook never comes. `complete()` removes it.
+   */
+  trackPending?(jobId: string, options?: TrackPendingOptions): Promise<void>;
+  /** Pending jobs recorded at or before `before`, oldest first. */
+  listPending?(options: ListPendingOptions): Promise<PendingJob[]>;
+  /** Removes a pending record (the gateway forgot the job, or it is done). */
+  forgetPending?(jobId: string): Promise<void>;
+}
+
+/** A job recorded as pending. */
+export interface PendingJob {
+  jobId: string;
+  /** When it was recorded (or created), epoch ms. */
+  since: number;
+  /** The `user_webhook_parameters` it was created with, for the event the reconciler builds. */
+  userParameters?: JsonObjectValue;
+}
+
+export interface TrackPendingOptions {
+  /** When the job was created, epoch ms (default now). */
+  since?: number;
+  /** The job's `user_webhook_parameters` (the gateway's job resource does not echo them). */
+  userParameters?: JsonObjectValue;
+}
+
+export interface ListPendingOptions {
+  /** Only jobs recorded at or before this time, epoch ms. */
+  before: number;
+  /** At most this many (default 100). */
+  limit?: number;
+}
+
+/** The stores that track pending jobs (all of jobhook's do). */
+export type PendingStore = IdempotencyStore & Required<Pick<IdempotencyStore, 'trackPending' | 'listPending' | 'forgetPending'>>;
+
+/** The `since` of a pending record: a finite epoch ms, now by default. */
+export function checkSince(since: unknown): number {
+  if (since === undefined) return Date.now();
+  if (typeof since !== 'number' || !Number.isFinite(since)) throw new TypeError(`since must be epoch milliseconds; got ${String(since)}`);
+  return Math.floor(since);
+}
+
+/** `userParameters` as a JSON object, or undefined. */
+export function checkUserParameters(value: unknown): JsonObjectValue | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError('userParameters must be a JSON object');
+  return value as JsonObjectValue;
 }
 
 /**

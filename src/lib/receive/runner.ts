@@ -9,7 +9,7 @@ import { errorDetails, type Logger } from '../log.js';
 import { RepairQueue } from './repair.js';
 
 /** Where a failure happened, for `onError` and the log. */
-export type FailureStage = 'body' | 'claim' | 'handler' | 'renew' | 'complete' | 'release';
+export type FailureStage = 'body' | 'claim' | 'handler' | 'renew' | 'complete' | 'release' | 'poll';
 
 /** What running a job came to. */
 export type RunResult =
@@ -47,7 +47,8 @@ export function createJobRunner(o: RunnerOptions): JobRunner {
   const renew = o.store.renew?.bind(o.store);
 
   const report = (stage: FailureStage, error: unknown, jobId?: string): void => {
-    const what = stage === 'handler' ? 'the handler failed' : stage === 'body' ? 'the request body could not be read' : `the idempotency store failed to ${stage}`;
+    const what =
+      stage === 'handler' ? 'the handler failed' : stage === 'body' ? 'the request body could not be read' : stage === 'poll' ? 'polling the gateway failed' : `the idempotency store failed to ${stage}`;
     o.log.error(`jobhook: ${what}${jobId === undefined ? '' : ` for job ${jobId}`}`, errorDetails(error));
     try {
       o.onError?.(error, { ...(jobId === undefined ? {} : { jobId }), stage });

@@ -1,0 +1,195 @@
+/**
+ * Recovers completions whose webhook never came (the receiver was down longer than
+ * the gateway retries): polls the jobs recorded as pending, and runs each finished
+ * one through the same claim, in the same store, as the webhook path, so each job's
+ * handler runs once whichever path delivers it.
+ */
+import { isGatewayError, PayloadInvalidError } from '../errors.js';
+import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../event.js';
+import type { IdempotencyStore, PendingJob, PendingStore } from '../idempotency/types.js';
+import { errorDetails, resolveLogger, type LoggerInput } from '../log.js';
+import { checkMs, optionalNumber } from '../options.js';
+import { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS } from '../protocol.js';
+import type { PollEventContext } from '../receive/core.js';
+import { createJobRunner, type FailureStage } from '../receive/runner.js';
+import type { GatewayClient, JobResource } from './client.js';
+
+export interface ReconcilerOptions {
+  /** Reads job resources (`createGatewayClient(...)`, or anything with `getJob`). */
+  client: Pick<GatewayClient, 'getJob'>;
+  /** The receivers' store: the claim is shared, so a job runs once whichever path wins. */
+  store: IdempotencyStore;
+  /** The handler for completions found by polling (`context.source === 'poll'`). */
+  onEvent: (event: JobCompletedEvent, context: PollEventContext) => void | Promise<void>;
+  /** Only jobs pending for longer than this are polled (default 5 min: the webhook had its chance, retries included). */
+  graceMs?: number;
+  /** Between rounds of `start()` (default 60 s). */
+  intervalMs?: number;
+  /** Jobs polled per round (default 100). */
+  batchSize?: number;
+  /** Jobs polled at once (default 4). */
+  concurrency?: number;
+  /** As the receivers' (defaults 5 s and 24 h). */
+  leaseMs?: number;
+  retainMs?: number;
+  /** As the receivers' `log` and `onError`. */
+  log?: LoggerInput;
+  onError?: (error: unknown, context: { jobId?: string; stage: FailureStage }) => void;
+  /** Clock, epoch ms (default `Date.now`). */
+  now?: () => number;
+}
+
+/** What one round found. */
+export interface ReconcileReport {
+  /** Pending jobs polled. */
+  checked: number;
+  /** Finished jobs whose handler ran in this round. */
+  processed: number;
+  /** Already processed (by a webhook, or another round): recorded as done, handler not called. */
+  duplicates: number;
+  /** Still processing at the gateway, or held by another delivery: polled again next round. */
+  pending: number;
+  /** The handler or the gateway failed: polled again next round. */
+  failed: number;
+  /** Unknown to the gateway (404): reported and no longer polled. */
+  forgotten: string[];
+}
+
+export interface Reconciler {
+  /** One round: polls the pending jobs older than `graceMs`. A round already running is joined, not doubled. */
+  runOnce(): Promise<ReconcileReport>;
+  /** Runs a round every `intervalMs` (the timer does not keep the process alive). */
+  start(): void;
+  /** Stops the timer and waits for the round in progress, and for store operations still waiting. */
+  stop(): Promise<void>;
+}
+
+/** The `async_job_completed` event a finished job's resource stands for. */
+export function eventFromJob(job: JobResource, userParameters: JsonObjectValue | undefined): JobCompletedEvent {
+  const event: Record<string, unknown> = { event: 'async_job_completed', job_id: job.public_id, status: job.status };
+  for (const field of ['feature', 'subfeature', 'provider', 'model', 'created_at', 'finished_at', 'original_response'] as const) {
+    if (job[field] !== undefined) event[field] = job[field];
+  }
+  if (job.status === 'success') event.output = job.output;
+  else event.error = job.error;
+  if (userParameters !== undefined) event.user_parameters = userParameters;
+  return validateEvent(event as JsonObjectValue);
+}
+
+function pendingStore(store: IdempotencyStore): PendingStore {
+  if (typeof store?.listPending !== 'function' || typeof store.forgetPending !== 'function' || typeof store.trackPending !== 'function') {
+    throw new TypeError("store must track pending jobs (trackPending, listPending, forgetPending): all of jobhook's stores do");
+  }
+  return store as PendingStore;
+}
+
+export function createReconcilerCore(options: ReconcilerOptions): Reconciler {
+  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with client, store and onEvent');
+  if (typeof options.client?.getJob !== 'function') throw new TypeError('client must have getJob(id) (createGatewayClient)');
+  if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
+  const store = pendingStore(options.store);
+  const now = options.now ?? Date.now;
+  const log = resolveLogger(options.log);
+  const graceMs = optionalNumber(options.graceMs, 'graceMs', 5 * 60_000, { min: 0 });
+  const intervalMs = optionalNumber(options.intervalMs, 'intervalMs', 60_000);
+  const batchSize = optionalNumber(options.batchSize, 'batchSize', 100, { integer: true });
+  const concurrency = optionalNumber(options.concurrency, 'concurrency', 4, { integer: true });
+  const runner = createJobRunner({
+    store,
+    leaseMs: options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkMs(options.leaseMs, 'leaseMs'),
+    retainMs: options.retainMs === undefined ? DEFAULT_RETAIN_MS : checkMs(options.retainMs, 'retainMs'),
+    log,
+    onError: options.onError,
+    now,
+  });
+
+  async function reconcile(p: PendingJob, report: ReconcileReport): Promise<void> {
+    report.checked++;
+    let job: JobResource;
+    try {
+      job = await options.client.getJob(p.jobId);
+    } catch (err) {
+      if (isGatewayError(err) && err.code === 'GATEWAY_NOT_FOUND') {
+        report.forgotten.push(p.jobId);
+        log.warn(`jobhook: the gateway does not know pending job ${p.jobId} (404); it is no longer polled.`);
+        await store.forgetPending(p.jobId);
+        return;
+      }
+      report.failed++;
+      runner.report('poll', err, p.jobId);
+      return;
+    }
+    if (job.status !== 'success' && job.status !== 'fail') {
+      report.pending++;
+      return;
+    }
+    let event: JobCompletedEvent;
+    try {
+      event = eventFromJob(job, p.userParameters);
+    } catch (err) {
+      report.failed++;
+      runner.report('poll', err instanceof PayloadInvalidError ? err : new PayloadInvalidError(String(err)), p.jobId);
+      return;
+    }
+    const payload = event as unknown as JsonObjectValue;
+    const result = await runner.run(p.jobId, (signal) => options.onEvent(event, { source: 'poll', jobId: p.jobId, payload, signal }));
+    switch (result.kind) {
+      case 'processed':
+        report.processed++;
+        return;
+      case 'duplicate':
+        // Done before (its completion removed it, unless it completed before it was recorded).
+        report.duplicates++;
+        await store.forgetPending(p.jobId);
+        return;
+      case 'in_progress':
+        report.pending++;
+        return;
+      default:
+        report.failed++;
+    }
+  }
+
+  let round: Promise<ReconcileReport> | undefined;
+  async function runRound(): Promise<ReconcileReport> {
+    const report: ReconcileReport = { checked: 0, processed: 0, duplicates: 0, pending: 0, failed: 0, forgotten: [] };
+    const due = await store.listPending({ before: now() - graceMs, limit: batchSize });
+    let next = 0;
+    const worker = async () => {
+      while (next < due.length) {
+        const p = due[next++]!;
+        try {
+          await reconcile(p, report);
+        } catch (err) {
+          report.failed++;
+          runner.report('poll', err, p.jobId);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, worker));
+    if (report.checked > 0) log.info(`jobhook: reconciled ${report.checked} pending job(s)`, { ...report, forgotten: report.forgotten.length });
+    return report;
+  }
+
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const runOnce = (): Promise<ReconcileReport> => {
+    round ??= runRound().finally(() => (round = undefined));
+    return round;
+  };
+  return {
+    runOnce,
+    start() {
+      if (timer !== undefined) return;
+      timer = setInterval(() => {
+        runOnce().catch((err: unknown) => log.error('jobhook: a reconciliation round failed', errorDetails(err)));
+      }, intervalMs);
+      timer.unref?.();
+    },
+    async stop() {
+      clearInterval(timer);
+      timer = undefined;
+      await round?.catch(() => undefined);
+      await runner.close();
+    },
+  };
+}
