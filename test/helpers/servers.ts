@@ -4,7 +4,8 @@
  * machine's own services.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -124,7 +125,7 @@ export async function startRedis(options: RedisThrowawayOptions = {}): Promise<F
     stop,
     destroy: async () => {
       await stop();
-      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+      if (dir !== undefined) await rm(dir, { recursive: true, force: true });
     },
     pause: () => signal('SIGSTOP'),
     resume: () => signal('SIGCONT'),
@@ -168,14 +169,14 @@ export async function startPostgres(): Promise<FaultableServer> {
     const full = join(bin, cmd);
     return asRoot ? ['runuser', ['-u', 'postgres', '--', full, ...args]] : [full, args];
   };
-  // Asynchronous, so that starting and stopping the server in the middle of a fault run
-  // does not freeze the event loop of the receivers and senders in this process.
+  // Asynchronous, so that creating, starting and stopping a server while a fault run is
+  // under way (the short fault suite runs two cases at a time) does not freeze the event
+  // loop of the receivers and senders in this process: a 2 s stall times store calls out.
   const run = async (cmd: string, args: string[]) => {
     const [file, argv] = command(cmd, args);
     await execFileAsync(file, argv);
   };
-  const [initFile, initArgs] = command('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-  execFileSync(initFile, initArgs, { stdio: 'pipe' });
+  await run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
   const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${root} -c fsync=off -c full_page_writes=off`;
   const start = async () => {
     await run('pg_ctl', ['start', '-w', '-t', '30', '-D', data, '-l', join(root, 'log'), '-o', options]);
@@ -205,7 +206,7 @@ export async function startPostgres(): Promise<FaultableServer> {
       if (paused.length > 0) await resume();
       await stop();
       await sleep(50);
-      rmSync(root, { recursive: true, force: true });
+      await rm(root, { recursive: true, force: true });
     },
     // The postmaster first, so that it forks no new backend while its children are stopped.
     pause: async () => {
