@@ -7,7 +7,8 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { IdempotencyStore, JobCompletedEvent } from '../../../src/index.js';
-import { webhookReceiver, type NodeHandler } from '../../../src/express.js';
+import * as jobhookExpress from '../../../src/express.js';
+import type { NodeHandler } from '../../../src/express.js';
 
 export interface FaultReceiverOptions {
   publicKey: string;
@@ -16,20 +17,38 @@ export interface FaultReceiverOptions {
   leaseMs?: number;
   /** Failures the receiver reports besides its answer (a completion or release the store refused). */
   onError?: (error: unknown, context: { jobId?: string; stage: string }) => void;
+  /** The receiver's warnings and errors (receivers that take a `log` option). */
+  log?: (level: 'warn' | 'error', message: string) => void;
 }
 
+export interface FaultReceiver {
+  handler: NodeHandler;
+  /** Lets the receiver finish its background store work, where it has any (`close()` of newer receivers). */
+  close(): Promise<void>;
+}
+
+type MakeReceiver = (options: Record<string, unknown>) => NodeHandler & { close?: (timeoutMs?: number) => Promise<void> };
+
 /**
- * The one place that builds a receiver. Today `webhookReceiver` from `jobhook/express`;
- * when it becomes `createReceiver` (with a logger, heartbeat defaults…) adapt it here.
+ * The one place that builds a receiver: `createReceiver` from `jobhook/express`, or
+ * `webhookReceiver` in code older than its rename (the baseline in RELIABILITY.md was
+ * measured on such code), with the same options. Adapt it here when the API moves.
  */
-export function createFaultReceiver(options: FaultReceiverOptions): NodeHandler {
-  return webhookReceiver({
+export function createFaultReceiver(options: FaultReceiverOptions): FaultReceiver {
+  const entry = jobhookExpress as unknown as Record<string, MakeReceiver | undefined>;
+  const make = entry.createReceiver ?? entry.webhookReceiver;
+  if (make === undefined) throw new Error('src/express.ts exports neither createReceiver nor webhookReceiver');
+  const log = options.log;
+  const handler = make({
     publicKey: options.publicKey,
     store: options.store,
     onEvent: options.onEvent,
     ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
     ...(options.onError !== undefined ? { onError: options.onError } : {}),
+    // Counted instead of printed: a fault run would write thousands of lines. Older receivers ignore it.
+    ...(log !== undefined ? { log: { warn: (m: string) => log('warn', m), error: (m: string) => log('error', m) } } : {}),
   });
+  return { handler, close: async () => handler.close?.(10_000) };
 }
 
 /** What the handler did: completed runs per job, in the order they completed. */
@@ -60,6 +79,12 @@ export class HandlerRecords {
     } finally {
       this.running--;
     }
+  };
+
+  /** The receiver's log lines (warn, error), job ids cut out so that they group. */
+  readonly log = (level: 'warn' | 'error', message: string): void => {
+    const key = `log ${level}: ${message.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '…').slice(0, 90)}`;
+    this.receiverErrors.set(key, (this.receiverErrors.get(key) ?? 0) + 1);
   };
 
   readonly onError = (error: unknown, context: { jobId?: string; stage: string }): void => {

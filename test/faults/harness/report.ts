@@ -61,7 +61,7 @@ export function markdownDetails(results: CaseResult[]): string {
     out.push(`#### ${r.title}`);
     out.push(`- store: ${r.store}; fault: ${r.fault}${r.faultTimeline ? ` (at ${r.faultTimeline.injectedAt} s, restored at ${r.faultTimeline.restoredAt} s)` : ''}; leaseMs: ${r.leaseMs}; slow jobs: ${r.slowJobs}`);
     out.push(`- answers: ${Object.entries(r.answers).map(([k, v]) => `${k} ×${v}`).join(', ')}`);
-    out.push(`- receiver onError: ${Object.entries(r.receiverErrors).map(([k, v]) => `${k} ×${v}`).join(', ') || 'none'}`);
+    out.push(`- receiver onError and log: ${Object.entries(r.receiverErrors).map(([k, v]) => `${k} ×${v}`).join(', ') || 'none'}`);
     out.push(`- handler runs ${r.handlerRuns} (${r.extraRuns} beyond the first); grace ${r.graceMs} ms, unfinished at count ${r.unfinishedAtCount}; latency max ${r.latencyMaxMs} ms`);
     for (const p of r.neverProcessedPatterns) out.push(`- never processed ×${p.jobs}: ${p.pattern}`);
     for (const p of r.runTwicePatterns) out.push(`- run twice ×${p.jobs}: ${p.pattern}`);

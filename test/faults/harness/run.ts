@@ -62,7 +62,7 @@ export interface CaseResult {
   noAnswer: number;
   /** Attempts by answer: `200 processed`, `503 IN_PROGRESS`… */
   answers: Record<string, number>;
-  /** What the receivers reported through onError, by stage and code. */
+  /** What the receivers reported through onError (by stage, code and message) and their log (warn, error). */
   receiverErrors: Record<string, number>;
   handlerRuns: number;
   /** Deliveries per second, first attempt to the end of the last delivery. */
@@ -128,11 +128,10 @@ export async function runCase(def: CaseDef, corpus: Corpus, config: RunConfig): 
   const records = new HandlerRecords(workMs, sleep);
   const backend = await startBackend(def.store, config.instances);
   const publicKey = publicPem(2048);
-  const instances = await startInstances(
-    backend.stores.map((store) =>
-      createFaultReceiver({ publicKey, store, onEvent: records.onEvent, onError: records.onError, ...(def.leaseMs !== undefined ? { leaseMs: def.leaseMs } : {}) }),
-    ),
+  const receivers = backend.stores.map((store) =>
+    createFaultReceiver({ publicKey, store, onEvent: records.onEvent, onError: records.onError, log: records.log, ...(def.leaseMs !== undefined ? { leaseMs: def.leaseMs } : {}) }),
   );
+  const instances = await startInstances(receivers.map((r) => r.handler));
 
   const attemptsByDelivery = new Map<number, AttemptRecord[]>();
   const answers = new Map<string, number>();
@@ -246,6 +245,7 @@ export async function runCase(def: CaseDef, corpus: Corpus, config: RunConfig): 
     // A fault still under way (the load failed early) must not outlive the run.
     await faultRun?.catch(() => undefined);
     await instances.close();
+    await Promise.all(receivers.map((r) => r.close()));
     await backend.close();
   }
 }
