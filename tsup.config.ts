@@ -6,7 +6,7 @@ const jsOnly = process.env.JOBHOOK_BUILD === 'js';
 
 export default defineConfig([
   {
-    entry: { index: 'src/index.ts', express: 'src/express.ts', web: 'src/web.ts', redis: 'src/redis.ts', postgres: 'src/postgres.ts', testing: 'src/testing.ts' },
+    entry: { index: 'src/index.ts', neutral: 'src/neutral.ts', express: 'src/express.ts', web: 'src/web.ts', redis: 'src/redis.ts', postgres: 'src/postgres.ts', testing: 'src/testing.ts' },
     format: ['esm', 'cjs'],
     dts: !jsOnly,
     sourcemap: true,
@@ -17,6 +17,8 @@ export default defineConfig([
     keepNames: true,
     // import.meta.url in the CJS build (optional peer dependencies are loaded with createRequire).
     shims: true,
+    // Keep node:crypto rather than crypto: Deno and Workers (nodejs_compat) resolve only the prefixed names.
+    removeNodeProtocol: false,
   },
   {
     entry: { cli: 'src/cli.ts' },
@@ -24,6 +26,7 @@ export default defineConfig([
     target: 'node20',
     sourcemap: true,
     keepNames: true,
+    removeNodeProtocol: false,
     banner: { js: '#!/usr/bin/env node' },
   },
 ]);

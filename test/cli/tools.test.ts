@@ -157,23 +157,3 @@ describe('help, version, unknown commands', () => {
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
   });
 });
-
-describe('the built binary', () => {
-  beforeAll(() => {
-    // Build so the binary matches the sources under test.
-    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'tsup', 'dist', 'cli-default.js'), '--silent'], { cwd: ROOT, stdio: 'pipe' });
-  }, 120_000);
-
-  it('runs as a process: stdin, output and exit codes', () => {
-    const bin = join(ROOT, 'dist', 'cli.js');
-    expect(existsSync(bin)).toBe(true);
-    expect(readFileSync(bin, 'utf8')).toMatch(/^#!\/usr\/bin\/env node/);
-    const signed = spawnSync(process.execPath, [bin, 'sign', '--key', fixture('keys', 'test-2048-private.pem'), '--job-id', 'spawned'], { encoding: 'utf8' });
-    expect(signed.status).toBe(0);
-    const ok = spawnSync(process.execPath, [bin, 'verify', '--key', fixture('keys', 'test-2048-public.pem'), '-'], { input: signed.stdout, encoding: 'utf8' });
-    expect({ status: ok.status, stdout: ok.stdout }).toEqual({ status: 0, stdout: `VALID spawned orjson ${fixture('keys', 'test-2048-public.pem')}\n` });
-    const bad = spawnSync(process.execPath, [bin, 'verify', '--key', fixture('keys', 'test-3072-public.pem'), '-'], { input: signed.stdout, encoding: 'utf8' });
-    expect(bad.status).toBe(1);
-    expect(spawnSync(process.execPath, [bin, 'verify'], { input: '', encoding: 'utf8' }).status).toBe(2);
-  });
-});
