@@ -4,10 +4,10 @@ import express5 from 'express';
 import express4 from 'express4';
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { createReceiver, keepRawBody, webhookMiddleware, webhookReceiver } from '../../src/express.js';
+import { createMiddleware, createReceiver, keepRawBody, webhookMiddleware, webhookReceiver } from '../../src/express.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
-import { receiverBehaviour, type MakeReceiver } from './receiver-table.js';
+import { receiverBehaviour, recorder, type MakeReceiver } from './receiver-table.js';
 
 type ExpressModule = typeof express5;
 const versions: Array<[string, ExpressModule]> = [
@@ -17,15 +17,20 @@ const versions: Array<[string, ExpressModule]> = [
 
 function poster(app: express5.Express): ReturnType<MakeReceiver> {
   return async (body, headers) => {
-    const r = await supertest(app).post('/hook').set(headers).send(typeof body === 'string' ? body : Buffer.from(body));
+    // serialize: send the bytes as they are (superagent would JSON-encode a Buffer sent as application/json).
+    const r = await supertest(app)
+      .post('/hook')
+      .set(headers)
+      .serialize((x: unknown) => x as string)
+      .send(typeof body === 'string' ? body : Buffer.from(body));
     return { status: r.status, body: r.body as never, headers: r.headers as Record<string, string> };
   };
 }
 
 for (const [name, express] of versions) {
-  receiverBehaviour(`${name} webhookReceiver`, (options) => {
+  receiverBehaviour(`${name} createReceiver`, (options) => {
     const app = express();
-    app.post('/hook', webhookReceiver(options));
+    app.post('/hook', createReceiver(options));
     return poster(app);
   });
 
@@ -127,6 +132,52 @@ for (const [name, express] of versions) {
         server.closeAllConnections();
         server.close();
       }
+    });
+
+    it('a body still arriving after bodyTimeoutMs → 408 and the connection closed (a slow sender holds no socket)', async () => {
+      const app = express();
+      const { lines, log } = recorder();
+      app.post('/hook', createReceiver({ publicKey, onEvent: () => undefined, bodyTimeoutMs: 300, log }));
+      const server = app.listen(0, '127.0.0.1');
+      await new Promise((r) => server.once('listening', r));
+      const { port } = server.address() as AddressInfo;
+      try {
+        const answer = await new Promise<{ status: number; connection?: string; body: string; closed: Promise<void> }>((resolve, reject) => {
+          const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', 'content-length': '1000' } }, (res) => {
+            let body = '';
+            res.on('data', (c) => (body += c));
+            const closed = new Promise<void>((r) => req.socket?.once('close', () => r()));
+            res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, body, closed }));
+          });
+          req.on('error', reject);
+          // A few bytes, then nothing: the sender would take forever.
+          req.write('{"event":');
+        });
+        expect(answer.status).toBe(408);
+        expect(answer.connection).toBe('close');
+        expect(JSON.parse(answer.body).error.code).toBe('BODY_TIMEOUT');
+        await answer.closed;
+        // Anyone can send slowly: that is not worth a warning.
+        expect([...lines.warn, ...lines.error]).toEqual([]);
+      } finally {
+        server.closeAllConnections();
+        server.close();
+      }
+    });
+
+    it('createMiddleware sets a typed req.webhook; errors: next hands the WebhookError on', async () => {
+      const app = express();
+      app.post('/hook', createMiddleware({ publicKey, log: {} }), (req, res) => {
+        res.json({ got: req.webhook?.jobId, status: req.webhook?.event.status });
+      });
+      const app2 = express();
+      app2.post('/hook', createMiddleware({ publicKey, errors: 'next', log: {} }), (_req, res) => void res.sendStatus(204));
+      app2.use((err: { code?: string }, _req: express5.Request, res: express5.Response, _next: express5.NextFunction) => void res.status(418).json({ handled: err.code }));
+      const id = jobId();
+      const d = signed(id);
+      expect((await supertest(app).post('/hook').set(d.headers).send(d.body)).body).toEqual({ got: id, status: 'success' });
+      const r = await supertest(app2).post('/hook').set({ 'content-type': 'application/json' }).send(d.body);
+      expect({ status: r.status, body: r.body }).toEqual({ status: 418, body: { handled: 'SIGNATURE_MISSING' } });
     });
 
     it('a declared Content-Length over the limit → 413 without reading', async () => {

@@ -1,16 +1,26 @@
 import { describe, expect, it } from 'vitest';
-import { createWebhookHandler } from '../../src/web.js';
+import { createReceiver, createWebhookHandler } from '../../src/web.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
 import { receiverBehaviour } from './receiver-table.js';
 
-receiverBehaviour('Fetch createWebhookHandler', (options) => {
-  const handler = createWebhookHandler(options);
+receiverBehaviour('Fetch createReceiver', (options) => {
+  const handler = createReceiver(options);
   return async (body, headers) => {
     const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body: typeof body === 'string' ? body : new Uint8Array(body) }));
     return { status: res.status, body: (await res.json()) as never, headers: Object.fromEntries(res.headers) };
   };
-});
+}, { brotli: brotliStreams() });
+
+/** Whether this runtime's DecompressionStream decodes brotli (Node 20's does not). */
+function brotliStreams(): boolean {
+  try {
+    new DecompressionStream('br' as CompressionFormat);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 describe('Fetch handler: streamed bodies', () => {
   it('cancels a stream that passes the limit and answers 413', async () => {
@@ -45,5 +55,24 @@ describe('Fetch handler: streamed bodies', () => {
     const handler = createWebhookHandler({ publicKey: publicPem(2048), onEvent: () => undefined });
     const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers: d.headers, body: stream, duplex: 'half' } as RequestInit));
     expect(await res.json()).toMatchObject({ status: 'processed' });
+  });
+});
+
+describe('Fetch handler: a body that never ends', () => {
+  it('→ 408 BODY_TIMEOUT after bodyTimeoutMs, the stream cancelled', async () => {
+    let cancelled = false;
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"event":'));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    const handler = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, bodyTimeoutMs: 200, log: {} });
+    const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', body: stream, duplex: 'half' } as RequestInit));
+    expect(res.status).toBe(408);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('BODY_TIMEOUT');
+    expect(cancelled).toBe(true);
   });
 });
