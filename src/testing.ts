@@ -10,11 +10,9 @@ import { signPayload as signPayloadCore, type PayloadInput, type SignPayloadOpti
 import { startGatewaySimulator as startCore, type GatewaySimulator, type GatewaySimulatorOptions } from './lib/testing/simulator.js';
 
 export type { DeliveryAttempt, DeliveryResult, GatewaySimulator, GatewaySimulatorOptions } from './lib/testing/simulator.js';
-export { JOBS_PATH, SIMULATOR_USER_AGENT } from './lib/testing/simulator.js';
+export { SIMULATOR_USER_AGENT } from './lib/testing/simulator.js';
 export type { TestKeyOptions, TestKeyPair } from './lib/testing/keys.js';
 export type { PayloadInput, SignPayloadOptions } from './lib/testing/sign-payload.js';
-export type { SignedDelivery } from './lib/sign.js';
-export { OptionError, type OptionMention } from './lib/testing/option-error.js';
 
 /**
  * Starts a local stand-in for the gateway's async-job interface on 127.0.0.1 (a free

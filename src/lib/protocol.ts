@@ -29,6 +29,8 @@ export const DEFAULT_LEASE_MS = 5_000;
 export const DEFAULT_RETAIN_MS = 24 * 60 * 60 * 1000;
 /** The gateway gives up on an attempt after 30 s; a body still arriving then is dropped (408). */
 export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+/** The gateway's job collection: `POST` creates a job, `GET …/{id}` reads one. */
+export const JOBS_PATH = '/v3/universal-ai/async';
 /** Longest job id accepted, in characters (code points). */
 export const MAX_JOB_ID_LENGTH = 256;
 

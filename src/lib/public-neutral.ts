@@ -14,6 +14,7 @@ export type { IntegerMode, JsonValue } from './canonical/to-value.js';
 export type { CanonicalizeOptions, ParseJsonOptions } from './canonical/index.js';
 export * from './errors.js';
 export {
+  JOBS_PATH,
   DEFAULT_ALGORITHM_HEADER,
   DEFAULT_BODY_TIMEOUT_MS,
   DEFAULT_CANONICAL_EXPANSION,

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { createReceiver } from '../../src/express.js';
 import { createVerifier, DIALECTS } from '../../src/index.js';
 import { examplePayload } from '../../src/lib/testing/payload.js';
-import { generateTestKeys, OptionError, signPayload } from '../../src/testing.js';
+import { generateTestKeys, signPayload } from '../../src/testing.js';
+import { OptionError } from '../../src/lib/testing/option-error.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
 
 describe('generateTestKeys', () => {

@@ -9,9 +9,8 @@ import type { JsonObjectValue } from '../event.js';
 import type { IdempotencyStore } from '../idempotency/types.js';
 import { errorDetails, resolveLogger, type LoggerInput } from '../log.js';
 import { optionalNumber } from '../options.js';
+import { JOBS_PATH } from '../protocol.js';
 
-/** Path of the job collection. */
-export const JOBS_PATH = '/v3/universal-ai/async';
 
 /** `POST /v3/universal-ai/async`, as the gateway takes it. */
 export interface CreateJobRequest {

@@ -7,6 +7,7 @@ import { createHash, createPublicKey, generateKeyPair, randomBytes, randomUUID, 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { assertDialect, type DialectName } from '../canonical/dialects.js';
+import { JOBS_PATH } from '../protocol.js';
 import { sendDelivery, type AttemptReport } from '../send.js';
 import { importPrivateKey, signDelivery } from '../sign.js';
 import { isFieldProblem, validateJobRequest, type JobRequest } from './job-request.js';
@@ -14,8 +15,6 @@ import { option, optionError } from './option-error.js';
 import { simulatedFailure, simulatedResult } from './outputs.js';
 import { float, parseWire, writeWire, type WireObject, type WireValue } from './wire.js';
 
-/** Path of the job collection, as on the gateway. */
-export const JOBS_PATH = '/v3/universal-ai/async';
 
 /** The `User-Agent` of the simulator's deliveries. */
 export const SIMULATOR_USER_AGENT = 'jobhook-gateway-simulator/1';
