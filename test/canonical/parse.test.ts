@@ -154,3 +154,16 @@ describe('duplicate keys in objects of any size and order (property)', () => {
     );
   });
 });
+
+describe('key order with lone surrogates (python dialect)', () => {
+  it('keys sharing a lone high surrogate and differing after it are distinct, in code point order', () => {
+    // Found by the differential test against the WebAssembly engine.
+    const body = '{"\\ud800\\ud800":1,"\\ud800\\ufbbb":2,"\\ud800a":3}';
+    expect(canonicalize(body, { dialect: 'python' })).toBe('{\n  "\\ud800a": 3,\n  "\\ud800\\ud800": 1,\n  "\\ud800\\ufbbb": 2\n}');
+    // More than 16 members take the other sort path.
+    const many = Array.from({ length: 20 }, (_, k) => `"\\ud800\\u${(0xfb00 + k).toString(16)}":${k}`).reverse();
+    const out = canonicalize(`{${many.join(',')},"\\ud800\\ud800":99}`, { dialect: 'python' });
+    expect(out.indexOf('\\ud800\\ud800')).toBeLessThan(out.indexOf('\\ud800\\ufb00'));
+    expect(out.indexOf('\\ud800\\ufb00')).toBeLessThan(out.indexOf('\\ud800\\ufb13'));
+  });
+});

@@ -461,7 +461,9 @@ export function compareKeys(a: string, b: string): number {
     // Compare whole code points; step back if we are inside a pair shared by both.
     const prev = i > 0 ? a.charCodeAt(i - 1) : 0;
     const at = prev >= 0xd800 && prev <= 0xdbff ? i - 1 : i;
-    return a.codePointAt(at)! - b.codePointAt(at)!;
+    const d = a.codePointAt(at)! - b.codePointAt(at)!;
+    // A lone high surrogate shared by both (python dialect only) is no pair: compare what follows it.
+    return d !== 0 ? d : a.codePointAt(i)! - b.codePointAt(i)!;
   }
   return a.length - b.length;
 }
