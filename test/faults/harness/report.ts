@@ -65,6 +65,7 @@ export function markdownDetails(results: CaseResult[]): string {
     out.push(`- handler runs ${r.handlerRuns} (${r.extraRuns} beyond the first); grace ${r.graceMs} ms, unfinished at count ${r.unfinishedAtCount}; latency max ${r.latencyMaxMs} ms`);
     for (const p of r.neverProcessedPatterns) out.push(`- never processed ×${p.jobs}: ${p.pattern}`);
     for (const p of r.runTwicePatterns) out.push(`- run twice ×${p.jobs}: ${p.pattern}`);
+    for (const p of r.gaveUpProcessedPatterns) out.push(`- processed, but a delivery gave up ×${p.jobs}: ${p.pattern}`);
   }
   return out.join('\n');
 }

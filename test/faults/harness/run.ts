@@ -78,6 +78,8 @@ export interface CaseResult {
   /** What the lost and the doubled jobs saw, most common first. */
   neverProcessedPatterns: Array<{ pattern: string; jobs: number }>;
   runTwicePatterns: Array<{ pattern: string; jobs: number }>;
+  /** Jobs that were processed, yet one of their deliveries ended with the sender giving up. */
+  gaveUpProcessedPatterns: Array<{ pattern: string; jobs: number }>;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -194,10 +196,12 @@ export async function runCase(def: CaseDef, corpus: Corpus, config: RunConfig): 
     };
     const lost: string[] = [];
     const doubled: string[] = [];
+    const gaveUpProcessed: string[] = [];
     let extraRuns = 0;
     for (const jobId of corpus.jobIds) {
       const runs = records.runs.get(jobId) ?? 0;
       if (runs === 0) lost.push(jobId);
+      else if ((byJob.get(jobId) ?? []).some((attempts) => attempts.at(-1)?.outcome === 'gave-up')) gaveUpProcessed.push(jobId);
       if (runs > 1) {
         doubled.push(jobId);
         extraRuns += runs - 1;
@@ -240,6 +244,7 @@ export async function runCase(def: CaseDef, corpus: Corpus, config: RunConfig): 
       faultTimeline,
       neverProcessedPatterns: topPatterns(lost.map(story)),
       runTwicePatterns: topPatterns(doubled.map(story)),
+      gaveUpProcessedPatterns: topPatterns(gaveUpProcessed.map(story), 3),
     };
   } finally {
     // A fault still under way (the load failed early) must not outlive the run.
