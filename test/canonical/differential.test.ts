@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { DIALECTS, type DialectName } from '../../src/lib/canonical/dialects.js';
 import { parseDocument } from '../../src/lib/canonical/parse.js';
 import { serializeDocument } from '../../src/lib/canonical/serialize.js';
+import { canonicalizeText as canonicalize } from '../../src/lib/canonical/index.js';
 import type { ParsedDocument } from '../../src/lib/canonical/tree.js';
 import { wasmEngine, wasmHeapBytes, type DocumentFlags, type WasmDocument, type WasmEngine } from '../../src/lib/canonical/wasm/engine.js';
 import { fixture, readFixture, readFixtureBytes } from '../helpers/paths.js';
@@ -207,28 +208,6 @@ const KEYS = [
 const WHITESPACE = [' ', '\n', '\r\n', '\t', '  ', '\n    ', ' \t\r\n'];
 const MUTATION_BYTES = [0x22, 0x5c, 0x2c, 0x5d, 0x7d, 0x7b, 0x5b, 0x3a, 0x00, 0x1f, 0x7f, 0x80, 0xbf, 0xc0, 0xc3, 0xed, 0xef, 0xf4, 0xf5, 0xff, 0x30, 0x31, 0x65, 0x2e, 0x2d, 0x2b, 0x20, 0x75, 0x61];
 
-/**
- * Known defect of the oracle, kept out of generated keys: parse.ts compareKeys()
- * calls two different keys equal when they share a lone high surrogate and then
- * differ in units from U+D800 up that are not low surrogates (`"\\ud800\\ud800"`
- * vs `"\\ud800\\ufbbb"`), so the JS engine rejects such objects as having a
- * duplicate key (and may misorder objects of more than 16 members). The WebAssembly
- * engine compares code points; its behaviour on these keys is tested below.
- */
-function trapsJsCompareKeys(key: string): boolean {
-  for (let i = 0; i + 1 < key.length; i++) {
-    const c = key.charCodeAt(i);
-    if (c < 0xd800 || c > 0xdbff) continue;
-    const d = key.charCodeAt(i + 1);
-    if (d >= 0xdc00 && d <= 0xdfff) {
-      i++;
-      continue;
-    }
-    if (d >= 0xd800) return true;
-  }
-  return false;
-}
-
 class Gen {
   constructor(readonly r: () => number) {}
   int(n: number): number {
@@ -268,10 +247,8 @@ class Gen {
     return s + '"';
   }
   key(): string {
-    for (;;) {
-      const key = this.r() < 0.5 ? this.pick(KEYS) : this.string();
-      if (!trapsJsCompareKeys(JSON.parse(key) as string)) return key;
-    }
+    // Keys after a lone high surrogate included: the JS engine once took two of them for duplicates.
+    return this.r() < 0.5 ? this.pick(KEYS) : this.string();
   }
   value(depth: number): string {
     const k = this.r();
@@ -533,12 +510,13 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
     expect(wasmHeapBytes()).toBe(after);
   });
 
-  it('orders keys after a lone high surrogate by code point (where the JS engine has a known defect)', () => {
+  it('orders keys after a lone high surrogate by code point, as the JS engine does', () => {
     const doc = wasm.parse('{"\\ud800\\ufbbb":1,"\\ud800\\ud800":2,"\\ud800\\ud83d\\ude00":3,"\\ud800\\udc00":4}', { maxDepth: 10 });
     // U+D800 U+D800 < U+D800 U+FBBB < U+D800 U+1F600 < U+10000
     expect(Buffer.from(doc.bytes('python')).toString('utf8')).toBe(
       '{\n  "\\ud800\\ud800": 2,\n  "\\ud800\\ufbbb": 1,\n  "\\ud800\\ud83d\\ude00": 3,\n  "\\ud800\\udc00": 4\n}',
     );
+    expect(canonicalize('{"\\ud800\\ufbbb":1,"\\ud800\\ud800":2,"\\ud800\\ud83d\\ude00":3,"\\ud800\\udc00":4}', { dialect: 'python' })).toBe(Buffer.from(doc.bytes('python')).toString('utf8'));
     doc.dispose();
     expect(() => wasm.parse('{"\\ud800\\ud800":1,"\\ud800\\u0061":2,"\\ud800\\ud800":3}', { maxDepth: 10 })).toThrow(/duplicate key/);
   });
