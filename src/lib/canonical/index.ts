@@ -1,5 +1,6 @@
 import { assertDialect, type DialectName } from './dialects.js';
-import { parseDocument, type ParseOptions } from './parse.js';
+import { parseDocument, resolveMaxDepth, type ParseOptions } from './parse.js';
+import { wasmEngine } from './wasm/engine.js';
 import { serializeDocument } from './serialize.js';
 import { assertIntegerMode, documentValue, type IntegerMode, type JsonValue } from './to-value.js';
 import { encodeUtf8 } from './utf8.js';
@@ -14,13 +15,29 @@ export interface ParseJsonOptions extends ParseOptions {
   integers?: IntegerMode;
 }
 
+const decoder = new TextDecoder();
+
+/** Canonical bytes from the WebAssembly engine, or undefined where it cannot load. */
+function wasmBytes(body: string | Uint8Array, dialect: DialectName, options?: CanonicalizeOptions): Uint8Array | undefined {
+  const engine = wasmEngine();
+  if (engine === undefined) return undefined;
+  const doc = engine.parse(body, { maxDepth: resolveMaxDepth(options?.maxDepth) });
+  try {
+    return doc.bytes(dialect);
+  } finally {
+    doc.dispose();
+  }
+}
+
 export function canonicalizeText(body: string | Uint8Array, options?: CanonicalizeOptions): string {
   const dialect = options?.dialect === undefined ? 'orjson' : assertDialect(options.dialect);
-  return serializeDocument(parseDocument(body, options), dialect);
+  const bytes = wasmBytes(body, dialect, options);
+  return bytes !== undefined ? decoder.decode(bytes) : serializeDocument(parseDocument(body, options), dialect);
 }
 
 export function canonicalizeBytes(body: string | Uint8Array, options?: CanonicalizeOptions): Uint8Array {
-  return encodeUtf8(canonicalizeText(body, options));
+  const dialect = options?.dialect === undefined ? 'orjson' : assertDialect(options.dialect);
+  return wasmBytes(body, dialect, options) ?? encodeUtf8(serializeDocument(parseDocument(body, options), dialect));
 }
 
 export function parseJsonValue(body: string | Uint8Array, options?: ParseJsonOptions): JsonValue {

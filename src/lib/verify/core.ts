@@ -8,6 +8,7 @@ import type { DialectName } from '../canonical/dialects.js';
 import { parseDocument } from '../canonical/parse.js';
 import { provablySame, unrepresentableReason, writeDocument } from '../canonical/serialize.js';
 import { documentValue, type IntegerMode, type JsonValue } from '../canonical/to-value.js';
+import { wasmEngine } from '../canonical/wasm/engine.js';
 import type { DocumentFlags } from '../canonical/tree.js';
 import { CanonicalTooLargeError, EventTooOldError, PayloadInvalidError, SignatureInvalidError } from '../errors.js';
 import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../event.js';
@@ -50,11 +51,39 @@ function bodySize(body: string | Uint8Array): number {
   return typeof body === 'string' ? body.length : body.byteLength;
 }
 
+const decoder = new TextDecoder();
+
 /**
  * Parses the body (BODY_MALFORMED with the byte offset) and refuses, before building
  * anything, a canonical form larger than `maxCanonicalBytes` (CANONICAL_TOO_LARGE).
+ * The WebAssembly engine parses and writes where it loads; the JS engine elsewhere
+ * (both give the same bytes, flags and errors: test/canonical/differential.test.ts).
  */
 export function parseBody(body: string | Uint8Array, o: ResolvedOptions): ParsedBody {
+  const wasm = wasmEngine();
+  if (wasm === undefined) return parseWithJs(body, o);
+  const doc = wasm.parse(body, { maxDepth: o.maxDepth });
+  if (bodySize(body) + doc.flags.layoutBytes > o.maxCanonicalBytes) {
+    doc.dispose();
+    throw new CanonicalTooLargeError(o.maxCanonicalBytes);
+  }
+  return {
+    flags: doc.flags,
+    write: (dialect, sink) => doc.write(dialect, sink),
+    value: (integers, dialect) => {
+      // Native JSON.parse gives the canonical value unless an integer needs the tree
+      // (see documentValue); then the JS engine parses it again (rare: -0, or big
+      // integers in the exact modes).
+      if (!doc.flags.negativeZero && (integers === 'number' || !doc.flags.unsafeInteger)) {
+        return JSON.parse(typeof body === 'string' ? body : decoder.decode(body)) as JsonValue;
+      }
+      return documentValue(parseDocument(body, { maxDepth: o.maxDepth }), integers, dialect);
+    },
+    dispose: () => doc.dispose(),
+  };
+}
+
+function parseWithJs(body: string | Uint8Array, o: ResolvedOptions): ParsedBody {
   const doc = parseDocument(body, { maxDepth: o.maxDepth });
   if (bodySize(body) + doc.layoutBytes > o.maxCanonicalBytes) throw new CanonicalTooLargeError(o.maxCanonicalBytes);
   return {

@@ -31,7 +31,8 @@ function hashCanonical(body: ParsedBody, dialect: DialectName, limit: number): s
     dialect,
     boundedSink(limit, (chunk) => {
       if (hash !== undefined) hash.update(chunk);
-      else if (first === undefined) first = chunk;
+      // A chunk of engine memory is valid only during this call: keep a copy.
+      else if (first === undefined) first = typeof chunk === 'string' ? chunk : chunk.slice();
       else {
         hash = crypto.createHash('sha256').update(first).update(chunk);
         first = undefined;

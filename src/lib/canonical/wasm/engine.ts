@@ -17,18 +17,11 @@ import { formatFloat } from '../floats.js';
 import { MAX_MAX_DEPTH, parseDocument, resolveMaxDepth } from '../parse.js';
 import { unrepresentableReason } from '../serialize.js';
 import { checkWellFormed } from '../utf8.js';
+import type { DocumentFlags } from '../tree.js';
+import { concatBytes } from '../../bytes.js';
 import { CANONICAL_WASM_BASE64 } from './canonical-wasm.js';
 
-/** Same meaning as the fields of `ParsedDocument` (tree.ts); what `unrepresentableReason` and `provablySame` read. */
-export interface DocumentFlags {
-  loneSurrogate: boolean;
-  unsafeInteger: boolean;
-  nonFinite: boolean;
-  nonAscii: boolean;
-  dialectNumbers: boolean;
-  negativeZero: boolean;
-  layoutBytes: number;
-}
+export type { DocumentFlags };
 
 export interface WasmDocument {
   readonly flags: DocumentFlags;
@@ -274,23 +267,9 @@ class Document implements WasmDocument {
   }
 
   bytes(dialect: DialectName): Uint8Array {
-    let first: Uint8Array | undefined;
-    let parts: Uint8Array[] | undefined;
-    let total = 0;
-    this.write(dialect, (chunk) => {
-      const copy = chunk.slice();
-      total += copy.length;
-      if (first === undefined) first = copy;
-      else (parts ??= [first]).push(copy);
-    });
-    if (parts === undefined) return first!;
-    const out = new Uint8Array(total);
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
+    const parts: Uint8Array[] = [];
+    this.write(dialect, (chunk) => parts.push(chunk.slice()));
+    return concatBytes(parts);
   }
 
   dispose(): void {
