@@ -6,7 +6,7 @@ const jsOnly = process.env.JOBHOOK_BUILD === 'js';
 
 export default defineConfig([
   {
-    entry: { index: 'src/index.ts', neutral: 'src/neutral.ts', express: 'src/express.ts', web: 'src/web.ts', redis: 'src/redis.ts', postgres: 'src/postgres.ts', testing: 'src/testing.ts' },
+    entry: { index: 'src/index.ts', neutral: 'src/neutral.ts', express: 'src/express.ts', web: 'src/web.ts', redis: 'src/redis.ts', postgres: 'src/postgres.ts', testing: 'src/testing.ts', 'verify-worker': 'src/lib/verify/verify-worker.ts' },
     format: ['esm', 'cjs'],
     dts: !jsOnly,
     sourcemap: true,

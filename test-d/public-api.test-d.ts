@@ -108,6 +108,7 @@ describe('public types', () => {
         case 'EVENT_TOO_OLD':
           return 401;
         case 'STORE_UNAVAILABLE':
+        case 'RECEIVER_BUSY':
           return 503;
         default: {
           const never: never = code;

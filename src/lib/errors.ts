@@ -18,7 +18,8 @@ export type WebhookErrorCode =
   | 'SIGNATURE_INVALID'
   | 'PAYLOAD_INVALID'
   | 'EVENT_TOO_OLD'
-  | 'STORE_UNAVAILABLE';
+  | 'STORE_UNAVAILABLE'
+  | 'RECEIVER_BUSY';
 
 const BRAND = Symbol.for('jobhook.WebhookError');
 
@@ -122,6 +123,11 @@ export class StoreUnavailableError extends WebhookError {
   readonly code = 'STORE_UNAVAILABLE' as const;
 }
 
+/** Too many large deliveries wait for the verification workers: retry later (503). */
+export class ReceiverBusyError extends WebhookError {
+  readonly code = 'RECEIVER_BUSY' as const;
+}
+
 /** Union of every concrete error class, for exhaustive `switch` on `code`. */
 export type AnyWebhookError =
   | BodyTooLargeError
@@ -137,7 +143,8 @@ export type AnyWebhookError =
   | SignatureInvalidError
   | PayloadInvalidError
   | EventTooOldError
-  | StoreUnavailableError;
+  | StoreUnavailableError
+  | ReceiverBusyError;
 
 /**
  * True when `value` is a jobhook error, also one from another copy of the package

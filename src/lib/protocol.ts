@@ -71,4 +71,5 @@ export const STATUS_BY_CODE: Readonly<Record<WebhookErrorCode, number>> = {
   PAYLOAD_INVALID: 400,
   EVENT_TOO_OLD: 401,
   STORE_UNAVAILABLE: 503,
+  RECEIVER_BUSY: 503,
 };

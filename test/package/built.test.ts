@@ -55,6 +55,25 @@ describe('class names survive the build', () => {
   });
 });
 
+describe('the verification workers of the built package', () => {
+  it('start from dist under import and require, and verify a large delivery', async () => {
+    const { signDelivery } = (await import('../../src/index.js')) as typeof import('../../src/index.js');
+    const body = `{"event":"async_job_completed","job_id":"built-worker","status":"success","finished_at":"${new Date().toISOString()}","output":{"a":"${'x'.repeat(50_000)}"}}`;
+    const d = signDelivery(body, readFileSync(fixture('keys', 'test-2048-private.pem'), 'utf8'));
+    const publicKey = readFileSync(fixture('keys', 'test-2048-public.pem'), 'utf8');
+    const cjs = createRequire(import.meta.url)(join(dist, 'index.cjs')) as typeof import('../../src/index.js');
+    const esm = (await import(pathToFileURL(join(dist, 'index.js')).href)) as typeof import('../../src/index.js');
+    for (const m of [esm, cjs]) {
+      const jobs: string[] = [];
+      const receive = m.createReceiver({ publicKey, workerThresholdBytes: 1024, log: {}, onEvent: (e) => void jobs.push(e.job_id) });
+      const answer = await receive({ body: d.body, headers: d.headers });
+      expect(answer.status).toBe(200);
+      expect(jobs).toEqual(['built-worker']);
+      await receive.close();
+    }
+  });
+});
+
 describe('optional peer dependencies', () => {
   // The built files, copied where no node_modules can be found: as in an app that did not install ioredis or pg.
   const pkg = join(scratch, 'app', 'node_modules', 'jobhook');

@@ -8,6 +8,7 @@ import type { ReceiverAnswer } from '../receive/answers.js';
 import { receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import type { HeadersInput } from '../verify/headers.js';
 import { createNodeVerifier, type VerifierOptions } from '../verify/node-verifier.js';
+import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding } from './encoding.js';
 
@@ -20,7 +21,7 @@ export interface ReceiverRequest {
 }
 
 /** Options of `createReceiver` from `jobhook`. */
-export interface ReceiverOptions extends VerifierOptions, ReceiverOptionsBase<ReceiverRequest> {}
+export interface ReceiverOptions extends VerifierOptions, ReceiverOptionsBase<ReceiverRequest>, WorkerOptions {}
 
 /** The body decoded per Content-Encoding, bounded by `limit` after decoding. */
 function decodeBody(body: string | Uint8Array, headers: HeadersInput, limit: number): string | Uint8Array {
@@ -39,6 +40,7 @@ function decodeBody(body: string | Uint8Array, headers: HeadersInput, limit: num
 export function createAgnosticReceiver(options: ReceiverOptions): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
   const verifier = createNodeVerifier(options);
   const r = resolveReceiver(options);
+  const offload = offloading(verifier, options, r.log);
   const handler = async (request: ReceiverRequest): Promise<ReceiverAnswer> => {
     if (typeof request !== 'object' || request === null) throw new TypeError('createReceiver handles { body, headers }');
     let body: string | Uint8Array;
@@ -47,7 +49,7 @@ export function createAgnosticReceiver(options: ReceiverOptions): ((request: Rec
     } catch (err) {
       return refuse(r, err);
     }
-    return receive(r, (b, h) => verifier.verify(b, h), body, request.headers, request);
+    return receive(r, offload.verify, body, request.headers, request);
   };
-  return withControls(handler, r.runner);
+  return withControls(handler, r.runner, offload);
 }

@@ -12,9 +12,17 @@ export interface ReceiverControls {
 }
 
 /** `fn` with the controls of the receiver's job runner attached. */
-export function withControls<F extends object>(fn: F, runner: { close(timeoutMs?: number): Promise<void>; readonly pending: number }): F & ReceiverControls {
+export function withControls<F extends object>(
+  fn: F,
+  runner: { close(timeoutMs?: number): Promise<void>; readonly pending: number },
+  also?: { close(): Promise<void> },
+): F & ReceiverControls {
+  const close = async (timeoutMs?: number) => {
+    await runner.close(timeoutMs);
+    await also?.close();
+  };
   return Object.defineProperties(fn, {
-    close: { value: (timeoutMs?: number) => runner.close(timeoutMs), enumerable: true },
+    close: { value: close, enumerable: true },
     pending: { get: () => runner.pending, enumerable: true },
   }) as F & ReceiverControls;
 }

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { answerForError } from '../receive/answers.js';
 import { logRefusal, receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import { createNodeVerifier, type VerifierOptions } from '../verify/node-verifier.js';
+import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
 import { readNodeBody, sendAnswer, type NodeWebhookRequest } from './node-http.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { resolveLogger } from '../log.js';
@@ -13,7 +14,7 @@ export type NextFunction = (err?: unknown) => void;
 export type NodeHandler = (req: NodeWebhookRequest, res: ServerResponse, next?: NextFunction) => void;
 
 /** Options of `createReceiver` from `jobhook/express`. */
-export interface ExpressReceiverOptions extends VerifierOptions, ReceiverOptionsBase<NodeWebhookRequest> {}
+export interface ExpressReceiverOptions extends VerifierOptions, ReceiverOptionsBase<NodeWebhookRequest>, WorkerOptions {}
 
 /** Options of `createMiddleware`. */
 export interface MiddlewareOptions extends VerifierOptions {
@@ -28,11 +29,12 @@ export interface MiddlewareOptions extends VerifierOptions {
 export function createNodeReceiver(options: ExpressReceiverOptions): NodeHandler & ReceiverControls {
   const verifier = createNodeVerifier(options);
   const r = resolveReceiver(options);
+  const offload = offloading(verifier, options, r.log);
   const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };
   const handler: NodeHandler = (req, res, next) => {
     readNodeBody(req, limits)
       .then(
-        (bytes) => receive(r, (b, h) => verifier.verify(b, h), bytes, req.headers, req),
+        (bytes) => receive(r, offload.verify, bytes, req.headers, req),
         (err: unknown) => refuse(r, err),
       )
       .then(
@@ -40,7 +42,7 @@ export function createNodeReceiver(options: ExpressReceiverOptions): NodeHandler
         (err: unknown) => (next ? next(err) : sendAnswer(res, answerForError(err))),
       );
   };
-  return withControls(handler, r.runner);
+  return withControls(handler, r.runner, offload);
 }
 
 export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {

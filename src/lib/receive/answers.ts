@@ -23,6 +23,7 @@ const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache
  */
 const GENERIC_5XX: Partial<Record<ReceiverErrorCode, string>> = {
   STORE_UNAVAILABLE: 'The idempotency store is unavailable; retry later.',
+  RECEIVER_BUSY: 'The receiver is busy with large deliveries; retry later.',
   BODY_UNAVAILABLE: 'The receiver is misconfigured and cannot read the raw body; see its logs.',
   HANDLER_FAILED: 'The handler failed; the job was released so a retry can process it.',
   INTERNAL_ERROR: 'The receiver failed unexpectedly; see its logs.',

@@ -136,13 +136,14 @@ export type Step =
  * SIGNATURE_INVALID, the body never parsed), then the body, the dialects worth
  * hashing, and the result from the first whose canonical hash the signature carries.
  */
-export function* verification(
+export function* verification<T = VerifiedDelivery>(
   body: string | Uint8Array,
   headers: HeadersInput,
   o: ResolvedOptions,
   modulusBytes: readonly number[],
   decodeHex?: (hex: string) => Uint8Array,
-): Generator<Step, VerifiedDelivery, unknown> {
+  conclude: (parsed: ParsedBody, dialect: DialectName, keyIndex: number, digest: string) => T = (p, d, k, h) => finish(p, o, d, k, h) as T,
+): Generator<Step, T, unknown> {
   const { signature, keyIndexes } = readSignature(body, headers, o, modulusBytes, decodeHex);
   const opened: Opened[] = [];
   for (const keyIndex of keyIndexes) {
@@ -159,7 +160,7 @@ export function* verification(
       digests.push(digest);
       const signed = (yield { op: 'hashOfDigest', digest }) as Uint8Array;
       const match = opened.find((k) => constantTimeEqual(k.hash, signed));
-      if (match !== undefined) return finish(parsed, o, dialect, match.keyIndex, digest);
+      if (match !== undefined) return conclude(parsed, dialect, match.keyIndex, digest);
     }
     throw noDialectMatches(parsed, o, opened, digests.length);
   } finally {
@@ -211,9 +212,14 @@ export function noDialectMatches(body: ParsedBody, o: ResolvedOptions, opened: r
   );
 }
 
-/** After a dialect matched: validate the payload, check its age, build the result. */
+/** After a dialect matched: build the value of what was signed, then the result. */
 export function finish(body: ParsedBody, o: ResolvedOptions, dialect: DialectName, keyIndex: number, canonicalSha256: string): VerifiedDelivery {
-  const event = validateEvent(body.value(o.integers, dialect));
+  return deliveryFrom(body.value(o.integers, dialect), o, dialect, keyIndex, canonicalSha256);
+}
+
+/** The result from the verified value: validate the payload, check its age. */
+export function deliveryFrom(value: JsonValue, o: ResolvedOptions, dialect: DialectName, keyIndex: number, canonicalSha256: string): VerifiedDelivery {
+  const event = validateEvent(value);
   if (o.maxAgeSeconds !== undefined) {
     const finished = typeof event.finished_at === 'string' ? Date.parse(event.finished_at) : NaN;
     if (Number.isNaN(finished)) throw new PayloadInvalidError('The replay window (maxAgeSeconds) needs finished_at, but it is missing or not an ISO 8601 date.');

@@ -19,6 +19,8 @@ export interface Verifier {
 /** The verifier with its resolved options, for the receivers built on it. */
 export interface NodeVerifierCore extends Verifier {
   readonly options: ResolvedOptions;
+  /** Verifies, and concludes with `conclude` instead of building the delivery (the worker pool). */
+  verifyWith<T>(body: string | Uint8Array, headers: HeadersInput, conclude: (parsed: ParsedBody, dialect: DialectName, keyIndex: number, digest: string) => T): T;
 }
 
 const decodeHex = (hex: string): Uint8Array => Buffer.from(hex, 'hex');
@@ -61,5 +63,6 @@ export function createNodeVerifier(options: VerifierOptions): NodeVerifierCore {
   return {
     options: o,
     verify: (body, headers) => drive(verification(body, headers, o, modulusBytes, decodeHex), perform),
+    verifyWith: (body, headers, conclude) => drive(verification(body, headers, o, modulusBytes, decodeHex, conclude), perform),
   };
 }

@@ -1,0 +1,42 @@
+/**
+ * A worker thread of the verification pool: verifies large bodies off the event loop.
+ * It answers with what verified (dialect, key, digest) and a plan for building the
+ * value piece by piece on the main thread; errors come back as code and message.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { isWebhookError } from '../errors.js';
+import type { ParsedBody } from './core.js';
+import { createNodeVerifier, type VerifierOptions } from './node-verifier.js';
+import { splitPlan, type Plan } from './split.js';
+
+/** What the main thread sends. */
+export interface WorkerRequest {
+  id: number;
+  body: Uint8Array;
+  headers: Record<string, string>;
+}
+
+/** What the worker answers. */
+export type WorkerResponse =
+  | { id: number; ok: { dialect: string; keyIndex: number; canonicalSha256: string; plan: Plan | undefined } }
+  | { id: number; error: { code?: string; name: string; message: string; offset?: number; limit?: number } };
+
+const verifier = createNodeVerifier({ ...(workerData as VerifierOptions), maxAgeSeconds: false });
+
+function conclude(parsed: ParsedBody, body: Uint8Array, dialect: string, keyIndex: number, canonicalSha256: string): NonNullable<Extract<WorkerResponse, { ok: unknown }>['ok']> {
+  // Values that need the tree (-0, big integers in the exact modes) are built on the main thread at once.
+  const plain = !parsed.flags.negativeZero && (verifier.options.integers === 'number' || !parsed.flags.unsafeInteger);
+  return { dialect, keyIndex, canonicalSha256, plan: plain ? splitPlan(body) : undefined };
+}
+
+parentPort!.on('message', (m: WorkerRequest) => {
+  let response: WorkerResponse;
+  try {
+    const ok = verifier.verifyWith(m.body, m.headers, (parsed, dialect, keyIndex, digest) => conclude(parsed, m.body, dialect, keyIndex, digest));
+    response = { id: m.id, ok };
+  } catch (err) {
+    const e = err as Error & { code?: string; offset?: number; limit?: number };
+    response = { id: m.id, error: { name: e.name, message: e.message, ...(isWebhookError(err) ? { code: err.code } : {}), ...(e.offset === undefined ? {} : { offset: e.offset }), ...(e.limit === undefined ? {} : { limit: e.limit }) } };
+  }
+  parentPort!.postMessage(response);
+});

@@ -1,0 +1,149 @@
+/**
+ * Large bodies are verified on worker threads, so a 25 MB delivery does not hold the
+ * event loop: the worker parses, canonicalizes and hashes; the main thread then
+ * builds the event from a plan of small pieces, yielding between them. Bounded: a
+ * few workers, a short queue, RECEIVER_BUSY (503) past it. Node only.
+ */
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { DialectName } from '../canonical/dialects.js';
+import { parseDocument } from '../canonical/parse.js';
+import { documentValue } from '../canonical/to-value.js';
+import { ReceiverBusyError } from '../errors.js';
+import { reviveError } from '../revive-error.js';
+import { errorDetails, type Logger } from '../log.js';
+import { checkNumber } from '../options.js';
+import { deliveryFrom, type VerifiedDelivery } from './core.js';
+import { getHeader, type HeadersInput } from './headers.js';
+import type { NodeVerifierCore, VerifierOptions } from './node-verifier.js';
+import { buildValue } from './split.js';
+import type { WorkerRequest, WorkerResponse } from './verify-worker.js';
+
+/** Options of the Node receivers for verifying large bodies off the event loop. */
+export interface WorkerOptions {
+  /**
+   * Bodies of at least this many bytes are verified on a worker thread, and their event
+   * built in slices (default 1 MiB; `false`: always on the calling thread).
+   */
+  workerThresholdBytes?: number | false;
+  /** Worker threads, started on first use (default: cores − 1, 1 to 4). */
+  workerPoolSize?: number;
+}
+
+/** Below it, verifying on the event loop costs less than a worker round trip (bench/verify.mjs). */
+export const DEFAULT_WORKER_THRESHOLD_BYTES = 1024 * 1024;
+
+interface Task {
+  request: WorkerRequest;
+  resolve: (r: WorkerResponse) => void;
+  reject: (err: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  task: Task | undefined;
+}
+
+/** A new verification worker: the built worker file next to this chunk. */
+function startWorker(workerData: unknown): Worker {
+  const here = import.meta.url;
+  if (!here.endsWith('.ts')) return new Worker(new URL(here.endsWith('.cjs') ? './verify-worker.cjs' : './verify-worker.js', here), { workerData });
+  // Running from source (this repository's tests): the worker is TypeScript too, loaded
+  // through tsx's loader registered inside the worker (hooks are not inherited in Node 20).
+  const tsx = new URL('dist/esm/api/index.mjs', pathToFileURL(createRequire(here).resolve('tsx/package.json'))).href;
+  const file = new URL('./verify-worker.ts', here).href;
+  return new Worker(`import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(file)}); });`, { eval: true, workerData });
+}
+
+/** The verifier options a worker can receive (functions and receiver options stay here). */
+function portable(options: VerifierOptions): VerifierOptions {
+  const { publicKey, dialects, signatureHeader, algorithmHeader, maxBodyBytes, maxCanonicalBytes, integers, maxDepth } = options;
+  const out: Record<string, unknown> = { publicKey, dialects, signatureHeader, algorithmHeader, maxBodyBytes, maxCanonicalBytes, integers, maxDepth };
+  for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k];
+  return out as unknown as VerifierOptions;
+}
+
+export interface OffloadingVerifier {
+  verify(body: string | Uint8Array, headers: HeadersInput): VerifiedDelivery | Promise<VerifiedDelivery>;
+  close(): Promise<void>;
+}
+
+/** `verifier.verify` for small bodies, a worker for large ones. */
+export function offloading(verifier: NodeVerifierCore, options: VerifierOptions & WorkerOptions, log: Logger): OffloadingVerifier {
+  const threshold = options.workerThresholdBytes === false ? Infinity : checkNumber(options.workerThresholdBytes ?? DEFAULT_WORKER_THRESHOLD_BYTES, 'workerThresholdBytes', { min: 0 });
+  const size = options.workerPoolSize === undefined ? Math.max(1, Math.min(4, availableParallelism() - 1)) : checkNumber(options.workerPoolSize, 'workerPoolSize', { integer: true, max: 64 });
+  const maxQueue = 8 * size;
+  const o = verifier.options;
+  const slots: Slot[] = [];
+  const queue: Task[] = [];
+  let nextId = 1;
+
+  function spawn(): Slot {
+    const slot: Slot = { worker: startWorker(portable(options)), task: undefined };
+    slot.worker.unref();
+    slot.worker.on('message', (r: WorkerResponse) => {
+      const task = slot.task;
+      slot.task = undefined;
+      task?.resolve(r);
+      next();
+    });
+    const fail = (err: Error) => {
+      slots.splice(slots.indexOf(slot), 1);
+      log.error('jobhook: a verification worker failed', errorDetails(err));
+      slot.task?.reject(err);
+      slot.task = undefined;
+      next();
+    };
+    slot.worker.on('error', fail);
+    slot.worker.on('exit', (code) => {
+      if (slots.includes(slot)) fail(new Error(`the verification worker exited with code ${code}`));
+    });
+    slots.push(slot);
+    return slot;
+  }
+
+  function next(): void {
+    while (queue.length > 0) {
+      let slot = slots.find((s) => s.task === undefined);
+      if (slot === undefined && slots.length < size) slot = spawn();
+      if (slot === undefined) return;
+      const task = queue.shift()!;
+      slot.task = task;
+      slot.worker.ref();
+      slot.worker.postMessage(task.request);
+    }
+    for (const s of slots) if (s.task === undefined) s.worker.unref();
+  }
+
+  async function inWorker(body: Uint8Array, headers: HeadersInput): Promise<VerifiedDelivery> {
+    if (queue.length >= maxQueue) throw new ReceiverBusyError(`${queue.length} large deliveries are waiting for the verification workers; retry later.`);
+    // The worker needs only the two headers it checks.
+    const sent: Record<string, string> = {};
+    for (const name of [o.signatureHeader, o.algorithmHeader]) {
+      const v = getHeader(headers, name);
+      if (v !== undefined) sent[name] = v;
+    }
+    const response = await new Promise<WorkerResponse>((resolve, reject) => {
+      queue.push({ request: { id: nextId++, body, headers: sent }, resolve, reject });
+      next();
+    });
+    if ('error' in response) throw reviveError(response.error);
+    const { dialect, keyIndex, canonicalSha256, plan } = response.ok;
+    const value = plan === undefined ? documentValue(parseDocument(body, { maxDepth: o.maxDepth }), o.integers, dialect as DialectName) : await buildValue(body, plan);
+    return deliveryFrom(value, o, dialect as DialectName, keyIndex, canonicalSha256);
+  }
+
+  return {
+    verify(body, headers) {
+      const n = typeof body === 'string' ? body.length : body.byteLength;
+      if (n < threshold || n > o.maxBodyBytes) return verifier.verify(body, headers);
+      return inWorker(typeof body === 'string' ? new TextEncoder().encode(body) : body, headers);
+    },
+    async close() {
+      const all = slots.splice(0);
+      await Promise.all(all.map((s) => s.worker.terminate()));
+    },
+  };
+}
