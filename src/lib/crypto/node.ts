@@ -21,18 +21,29 @@ function timingSafeEqual(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && crypto.timingSafeEqual(a, b);
 }
 
+/** The modulus as exactly `length` big-endian bytes. */
+function modulusOf(key: KeyObject, length: number): Uint8Array {
+  const n = Buffer.from((key.export({ format: 'jwk' }) as { n: string }).n, 'base64url');
+  const out = new Uint8Array(length);
+  out.set(n.subarray(Math.max(0, n.length - length)), Math.max(0, length - n.length));
+  return out;
+}
+
 function opener(key: KeyObject, modulusBytes: number): ImportedNodeKey {
   const prefix = expectedPrefix(modulusBytes);
+  const modulus = modulusOf(key, modulusBytes);
   return {
     key,
     modulusBytes,
     open(signature) {
+      // A number not below the modulus is no signature; OpenSSL would throw (an error costs as much as the RSA operation).
+      if (Buffer.compare(signature, modulus) >= 0) return undefined;
       let block: Uint8Array;
       try {
         // Called through the module object (not a bound import) so tests can count RSA operations.
         block = crypto.publicDecrypt({ key, padding: crypto.constants.RSA_NO_PADDING }, signature);
       } catch {
-        return undefined; // the signature, read as a number, is not below the modulus
+        return undefined;
       }
       return hashFromBlock(block, prefix, timingSafeEqual);
     },
