@@ -68,7 +68,7 @@ typedef long long i64;
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* Hands bytes [p, p + n) of output to the JS sink. */
-IMPORT("emit") void js_emit(const u8 *p, u32 n);
+IMPORT("emit") void js_emit(const u8 *p, u32 n, u32 last);
 /* Writes formatFloat(Number(token), dialect) at dst (at most 32 bytes); returns its length. */
 IMPORT("format_number") u32 js_format_number(const u8 *token, u32 n, u32 dialect, u8 *dst);
 /* Number.isFinite(Number(token)). */
@@ -988,8 +988,13 @@ typedef struct Out {
 } Out;
 
 static u8 *flush(Out *S, u8 *o) {
-  if (o > S->base) js_emit(S->base, (u32)(o - S->base));
+  if (o > S->base) js_emit(S->base, (u32)(o - S->base), 0);
   return S->base;
+}
+
+/* The last chunk, flagged so that JS can hash a one-chunk text without copying it. */
+static void flush_last(Out *S, u8 *o) {
+  js_emit(S->base, (u32)(o - S->base), 1);
 }
 
 /* 32 bytes from src to o (both may run past n: src is padded, o has slack). */
@@ -1238,7 +1243,7 @@ EXPORT("serialize") void serialize(Doc *d, u32 dialect, u8 *work) {
     /* after a value: the next item, or close containers */
     for (;;) {
       if (sp == 0) {
-        flush(S, o);
+        flush_last(S, o);
         return;
       }
       f = &stack[sp];

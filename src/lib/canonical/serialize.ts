@@ -73,15 +73,15 @@ export function serializeDocument(doc: ParsedDocument, dialect: DialectName): st
 
 /**
  * Streams the canonical text of `doc` to `sink` in chunks of about 32 K characters
- * (the last may be shorter; a document gives at least one chunk), so it can be
+ * (the last, flagged `last`, may be shorter; a document gives at least one chunk), so it can be
  * hashed without holding all of it. Throws like {@link serializeDocument}.
  */
-export function writeDocument(doc: ParsedDocument, dialect: DialectName, sink: (chunk: string) => void): void {
+export function writeDocument(doc: ParsedDocument, dialect: DialectName, sink: (chunk: string, last: boolean) => void): void {
   const reason = unrepresentableReason(doc, dialect);
   if (reason !== undefined) throw new CanonicalUnrepresentableError(`No canonical ${dialect} form: ${reason}.`);
   const w = new Writer(dialect, doc.nonAscii && dialect === 'python', sink);
   w.node(doc.root, 0);
-  sink(w.out);
+  sink(w.out, true);
 }
 
 // Output is flushed in flat chunks of about this many characters: a long rope of
@@ -96,7 +96,7 @@ class Writer {
     readonly dialect: DialectName,
     /** Escape non-ASCII (python dialect, and only when the document has any). */
     readonly ascii: boolean,
-    readonly sink: (chunk: string) => void,
+    readonly sink: (chunk: string, last: boolean) => void,
   ) {
     this.orjson = dialect === 'orjson' || dialect === 'orjson-legacy';
   }
@@ -104,7 +104,7 @@ class Writer {
   flush(): void {
     // Reading a character flattens the rope, so the pieces become garbage while young.
     this.out.charCodeAt(0);
-    this.sink(this.out);
+    this.sink(this.out, false);
     this.out = '';
   }
 

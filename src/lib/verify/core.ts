@@ -8,8 +8,8 @@ import type { DialectName } from '../canonical/dialects.js';
 import { parseDocument } from '../canonical/parse.js';
 import { provablySame, unrepresentableReason, writeDocument } from '../canonical/serialize.js';
 import { documentValue, type IntegerMode, type JsonValue } from '../canonical/to-value.js';
-import { wasmEngine } from '../canonical/wasm/engine.js';
-import type { DocumentFlags } from '../canonical/tree.js';
+import { wasmEngine, type WasmDocument } from '../canonical/wasm/engine.js';
+import type { DocumentFlags, ParsedDocument } from '../canonical/tree.js';
 import { CanonicalTooLargeError, EventTooOldError, PayloadInvalidError, SignatureInvalidError } from '../errors.js';
 import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../event.js';
 import { constantTimeEqual } from '../crypto/pkcs1.js';
@@ -36,11 +36,14 @@ export interface VerifiedDelivery {
 /** A chunk of canonical text: a string (JS engine) or UTF-8 bytes. */
 export type CanonicalChunk = string | Uint8Array;
 
+/** Where canonical chunks go; `last` marks the final one (a one-chunk text can be hashed without a copy). */
+export type CanonicalSink = (chunk: CanonicalChunk, last: boolean) => void;
+
 /** A parsed body, whichever engine parsed it. */
 export interface ParsedBody {
   readonly flags: DocumentFlags;
   /** Streams the canonical form of `dialect`. */
-  write(dialect: DialectName, sink: (chunk: CanonicalChunk) => void): void;
+  write(dialect: DialectName, sink: CanonicalSink): void;
   /** The value of the canonical text of `dialect` (see documentValue). */
   value(integers: IntegerMode, dialect: DialectName): JsonValue;
   /** Frees engine memory. */
@@ -61,37 +64,59 @@ const decoder = new TextDecoder();
  */
 export function parseBody(body: string | Uint8Array, o: ResolvedOptions): ParsedBody {
   const wasm = wasmEngine();
-  if (wasm === undefined) return parseWithJs(body, o);
+  if (wasm === undefined) {
+    const doc = parseDocument(body, { maxDepth: o.maxDepth });
+    if (bodySize(body) + doc.layoutBytes > o.maxCanonicalBytes) throw new CanonicalTooLargeError(o.maxCanonicalBytes);
+    return new JsBody(doc);
+  }
   const doc = wasm.parse(body, { maxDepth: o.maxDepth });
   if (bodySize(body) + doc.flags.layoutBytes > o.maxCanonicalBytes) {
     doc.dispose();
     throw new CanonicalTooLargeError(o.maxCanonicalBytes);
   }
-  return {
-    flags: doc.flags,
-    write: (dialect, sink) => doc.write(dialect, sink),
-    value: (integers, dialect) => {
-      // Native JSON.parse gives the canonical value unless an integer needs the tree
-      // (see documentValue); then the JS engine parses it again (rare: -0, or big
-      // integers in the exact modes).
-      if (!doc.flags.negativeZero && (integers === 'number' || !doc.flags.unsafeInteger)) {
-        return JSON.parse(typeof body === 'string' ? body : decoder.decode(body)) as JsonValue;
-      }
-      return documentValue(parseDocument(body, { maxDepth: o.maxDepth }), integers, dialect);
-    },
-    dispose: () => doc.dispose(),
-  };
+  return new WasmBody(doc, body, o.maxDepth);
 }
 
-function parseWithJs(body: string | Uint8Array, o: ResolvedOptions): ParsedBody {
-  const doc = parseDocument(body, { maxDepth: o.maxDepth });
-  if (bodySize(body) + doc.layoutBytes > o.maxCanonicalBytes) throw new CanonicalTooLargeError(o.maxCanonicalBytes);
-  return {
-    flags: doc,
-    write: (dialect, sink) => writeDocument(doc, dialect, sink),
-    value: (integers, dialect) => documentValue(doc, integers, dialect),
-    dispose: () => undefined,
-  };
+/** A body parsed by the JS engine into its tree. */
+class JsBody implements ParsedBody {
+  constructor(readonly doc: ParsedDocument) {}
+  get flags(): DocumentFlags {
+    return this.doc;
+  }
+  write(dialect: DialectName, sink: CanonicalSink): void {
+    writeDocument(this.doc, dialect, sink);
+  }
+  value(integers: IntegerMode, dialect: DialectName): JsonValue {
+    return documentValue(this.doc, integers, dialect);
+  }
+  dispose(): void {}
+}
+
+/** A body parsed by the WebAssembly engine (its memory freed by dispose). */
+class WasmBody implements ParsedBody {
+  constructor(
+    readonly doc: WasmDocument,
+    readonly body: string | Uint8Array,
+    readonly maxDepth: number,
+  ) {}
+  get flags(): DocumentFlags {
+    return this.doc.flags;
+  }
+  write(dialect: DialectName, sink: CanonicalSink): void {
+    this.doc.write(dialect, sink);
+  }
+  value(integers: IntegerMode, dialect: DialectName): JsonValue {
+    // Native JSON.parse gives the canonical value unless an integer needs the tree (see
+    // documentValue); then the JS engine parses again (rare: -0, big integers in exact modes).
+    const { flags } = this.doc;
+    if (!flags.negativeZero && (integers === 'number' || !flags.unsafeInteger)) {
+      return JSON.parse(typeof this.body === 'string' ? this.body : decoder.decode(this.body)) as JsonValue;
+    }
+    return documentValue(parseDocument(this.body, { maxDepth: this.maxDepth }), integers, dialect);
+  }
+  dispose(): void {
+    this.doc.dispose();
+  }
 }
 
 /**
@@ -110,12 +135,12 @@ export function candidateDialects(flags: DocumentFlags, dialects: readonly Diale
 }
 
 /** Counts what passes to `sink` and stops past `limit` (the estimate can undercount escapes). */
-export function boundedSink(limit: number, sink: (chunk: CanonicalChunk) => void): (chunk: CanonicalChunk) => void {
+export function boundedSink(limit: number, sink: CanonicalSink): CanonicalSink {
   let size = 0;
-  return (chunk) => {
+  return (chunk, last) => {
     size += typeof chunk === 'string' ? chunk.length : chunk.byteLength;
     if (size > limit) throw new CanonicalTooLargeError(limit);
-    sink(chunk);
+    sink(chunk, last);
   };
 }
 

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { importNodeKey, sha256Hex, sha256OfHex, type NodePublicKeyInput } from '../crypto/node.js';
 import type { DialectName } from '../canonical/dialects.js';
-import { boundedSink, drive, verification, type CanonicalChunk, type ParsedBody, type Step, type VerifiedDelivery } from './core.js';
+import { boundedSink, drive, verification, type ParsedBody, type Step, type VerifiedDelivery } from './core.js';
 import type { HeadersInput } from './headers.js';
 import { importKeys } from './key-list.js';
 import { resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from './options.js';
@@ -27,22 +27,20 @@ const decodeHex = (hex: string): Uint8Array => Buffer.from(hex, 'hex');
 
 /** Lowercase hex SHA-256 of a canonical form, streamed: the text is never held whole. */
 function hashCanonical(body: ParsedBody, dialect: DialectName, limit: number): string {
-  let first: CanonicalChunk | undefined;
+  let hex: string | undefined;
   let hash: crypto.Hash | undefined;
   body.write(
     dialect,
-    boundedSink(limit, (chunk) => {
-      if (hash !== undefined) hash.update(chunk);
-      // A chunk of engine memory is valid only during this call: keep a copy.
-      else if (first === undefined) first = typeof chunk === 'string' ? chunk : chunk.slice();
+    boundedSink(limit, (chunk, last) => {
+      // Most bodies are one chunk: a one-shot hash, no Hash object, no copy.
+      if (last && hash === undefined) hex = sha256Hex(chunk);
       else {
-        hash = crypto.createHash('sha256').update(first).update(chunk);
-        first = undefined;
+        (hash ??= crypto.createHash('sha256')).update(chunk);
+        if (last) hex = hash.digest('hex');
       }
     }),
   );
-  // Most bodies are one chunk: a one-shot hash saves creating a Hash object.
-  return hash !== undefined ? hash.digest('hex') : sha256Hex(first ?? '');
+  return hex!;
 }
 
 export function createNodeVerifier(options: VerifierOptions): NodeVerifierCore {

@@ -47,11 +47,12 @@ export function readSignature(
   return decodeSignature(raw, modulusBytes, o.signatureHeaderName, decodeHex);
 }
 
-const HEX = /^[0-9a-fA-F]+$/;
+const HEX = /^[0-9a-fA-F]*$/;
 
 /**
  * Turns the signature header into bytes: hex only (either case; blanks at the ends
  * are not part of an HTTP value), and exactly 2 × the modulus size of at least one key.
+ * `decodeHex` decodes up to the first pair that is not hex (Node passes Buffer's).
  */
 export function decodeSignature(
   raw: string,
@@ -59,8 +60,11 @@ export function decodeSignature(
   headerName = DEFAULT_SIGNATURE_HEADER,
   decodeHex: (hex: string) => Uint8Array = hexToBytes,
 ): SignatureBytes {
-  const hex = raw.replace(/^[ \t]+|[ \t]+$/g, '');
-  if (!HEX.test(hex)) {
+  const hex = isBlank(raw.charCodeAt(0)) || isBlank(raw.charCodeAt(raw.length - 1)) ? raw.replace(/^[ \t]+|[ \t]+$/g, '') : raw;
+  const even = hex.length % 2 === 0;
+  const signature = even ? decodeHex(hex) : undefined;
+  // All of an even-length string decoded: it is hex. (Odd lengths are only measured.)
+  if (signature === undefined ? !HEX.test(hex) : signature.length * 2 !== hex.length) {
     throw refusal(
       () =>
         new SignatureMalformedError(
@@ -74,7 +78,11 @@ export function decodeSignature(
     const want = [...new Set(modulusBytes.map((m) => m * 2))].join(' or ');
     throw refusal(() => new SignatureMalformedError(`The signature has ${hex.length} hex digits but the key's modulus needs ${want}: it was truncated or padded, or signed with another key.`));
   }
-  return { signature: decodeHex(hex), keyIndexes };
+  return { signature: signature!, keyIndexes };
+}
+
+function isBlank(c: number): boolean {
+  return c === 0x20 || c === 0x09;
 }
 
 const HEX_VALUE = new Int8Array(128).fill(-1);
@@ -83,11 +91,14 @@ for (let c = 0; c < 16; c++) {
   HEX_VALUE['0123456789ABCDEF'.charCodeAt(c)] = c;
 }
 
-/** Decodes a string already checked to be even-length hex (runtime-neutral; Node passes Buffer's decoder). */
+/** Decodes hex up to the first pair that is not hex (as Node's Buffer does); runtime-neutral. */
 export function hexToBytes(hex: string): Uint8Array {
   const out = new Uint8Array(hex.length >> 1);
   for (let k = 0, i = 0; k < out.length; k++, i += 2) {
-    out[k] = (HEX_VALUE[hex.charCodeAt(i)]! << 4) | HEX_VALUE[hex.charCodeAt(i + 1)]!;
+    const hi = HEX_VALUE[hex.charCodeAt(i)] ?? -1;
+    const lo = HEX_VALUE[hex.charCodeAt(i + 1)] ?? -1;
+    if (hi < 0 || lo < 0) return out.subarray(0, k);
+    out[k] = (hi << 4) | lo;
   }
   return out;
 }

@@ -29,7 +29,10 @@ const encoder = new TextEncoder();
  */
 function canonicalBytes(body: ParsedBody, dialect: DialectName, limit: number): Uint8Array {
   const chunks: CanonicalChunk[] = [];
-  body.write(dialect, boundedSink(limit, (chunk) => chunks.push(typeof chunk === 'string' ? chunk : chunk.slice())));
+  body.write(
+    dialect,
+    boundedSink(limit, (chunk) => void chunks.push(typeof chunk === 'string' ? chunk : chunk.slice())),
+  );
   if (chunks.every((c) => typeof c === 'string')) return encoder.encode((chunks as string[]).join(''));
   return concatBytes(chunks.map((c) => (typeof c === 'string' ? encoder.encode(c) : c)));
 }

@@ -27,10 +27,11 @@ export interface WasmDocument {
   readonly flags: DocumentFlags;
   /**
    * Streams the canonical UTF-8 bytes of `dialect` to `sink` in chunks (a chunk is
-   * valid only during the call; at most 64 KiB each). Throws
+   * valid only during the call; at most 64 KiB each; `last` on the final one, which may
+   * be empty). Throws
    * `CanonicalUnrepresentableError` exactly when `serializeDocument` would.
    */
-  write(dialect: DialectName, sink: (chunk: Uint8Array) => void): void;
+  write(dialect: DialectName, sink: (chunk: Uint8Array, last: boolean) => void): void;
   /** The whole canonical bytes (a copy). */
   bytes(dialect: DialectName): Uint8Array;
   /** Frees the document's WebAssembly memory; later calls throw. */
@@ -96,7 +97,7 @@ function dialectCode(dialect: DialectName): number {
 class Engine implements WasmEngine {
   readonly x: Exports;
   view: Uint8Array;
-  sink: ((chunk: Uint8Array) => void) | undefined;
+  sink: ((chunk: Uint8Array, last: boolean) => void) | undefined;
   /** The work area (output chunk and serializer stack); a second one is made for re-entrant writes. */
   readonly work: number;
   workBusy = false;
@@ -105,7 +106,7 @@ class Engine implements WasmEngine {
   constructor(module: WebAssembly.Module) {
     const instance = new WebAssembly.Instance(module, {
       env: {
-        emit: (p: number, n: number) => this.sink!(new Uint8Array(this.x.memory.buffer, p, n)),
+        emit: (p: number, n: number, last: number) => this.sink!(new Uint8Array(this.x.memory.buffer, p, n), last === 1),
         format_number: (p: number, n: number, dialect: number, dst: number) => this.formatNumber(p, n, dialect, dst),
         number_is_finite: (p: number, n: number) => (Number.isFinite(Number(this.ascii(p, n))) ? 1 : 0),
       },
@@ -210,7 +211,7 @@ class Engine implements WasmEngine {
     throw new Error('jobhook internal error: the WebAssembly canonical engine rejected a body that the JS parser accepts');
   }
 
-  serialize(doc: number, dialect: number, sink: (chunk: Uint8Array) => void): void {
+  serialize(doc: number, dialect: number, sink: (chunk: Uint8Array, last: boolean) => void): void {
     const previous = this.sink;
     let work = this.work;
     const nested = this.workBusy;
@@ -252,7 +253,7 @@ class Document implements WasmDocument {
     }
   }
 
-  write(dialect: DialectName, sink: (chunk: Uint8Array) => void): void {
+  write(dialect: DialectName, sink: (chunk: Uint8Array, last: boolean) => void): void {
     const code = dialectCode(dialect);
     if (this.#disposed) throw new Error('this canonical document was disposed');
     const reason = unrepresentableReason(this.flags, dialect);
