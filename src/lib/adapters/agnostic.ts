@@ -8,7 +8,7 @@ import type { ReceiverAnswer } from '../receive/answers.js';
 import { receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import type { HeadersInput } from '../verify/headers.js';
 import { createNodeVerifier, type VerifierOptions } from '../verify/node-verifier.js';
-import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
+import { offloading, ownedBodies, type WorkerOptions } from '../verify/worker-pool.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding } from './encoding.js';
 
@@ -30,7 +30,9 @@ function decodeBody(body: string | Uint8Array, headers: HeadersInput, limit: num
   if (typeof body === 'string') throw new BodyMalformedError(`a ${coding}-encoded body must be passed as bytes, not text`, 0);
   const options = { maxOutputLength: limit };
   try {
-    return coding === 'gzip' ? zlib.gunzipSync(body, options) : coding === 'deflate' ? zlib.inflateSync(body, options) : zlib.brotliDecompressSync(body, options);
+    const decoded = coding === 'gzip' ? zlib.gunzipSync(body, options) : coding === 'deflate' ? zlib.inflateSync(body, options) : zlib.brotliDecompressSync(body, options);
+    ownedBodies.add(decoded);
+    return decoded;
   } catch (err) {
     if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw new BodyTooLargeError(limit);
     throw new BodyMalformedError(`the body is not valid ${coding} data (Content-Encoding: ${coding})`, 0);

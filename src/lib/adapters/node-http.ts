@@ -9,6 +9,7 @@ import type { ReceiverAnswer } from '../receive/answers.js';
 import type { VerifiedDelivery } from '../verify/core.js';
 import type { BodyLimits } from './body-limits.js';
 import { contentCoding } from './encoding.js';
+import { ownedBodies } from '../verify/worker-pool.js';
 
 /** A Node/Express/Connect request as jobhook reads it. */
 export interface NodeWebhookRequest extends IncomingMessage {
@@ -99,7 +100,9 @@ export function readNodeBody(req: NodeWebhookRequest, limits: BodyLimits): Promi
     const finish = () => {
       if (settled) return;
       cleanup();
-      resolve(Buffer.concat(chunks, size));
+      const body = Buffer.concat(chunks, size);
+      ownedBodies.add(body);
+      resolve(body);
     };
     function onRaw(chunk: Buffer): void {
       rawSize += chunk.length;

@@ -106,13 +106,17 @@ export function splitPlan(body: Uint8Array, maxPiece = 64 * 1024): Plan {
 }
 
 const decoder = new TextDecoder();
-const yieldToLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+// setImmediate where there is one (Node, Bun, Deno): it lets pending I/O run, without the 1 ms floor of a timer.
+const yieldToLoop: () => Promise<void> =
+  typeof (globalThis as { setImmediate?: unknown }).setImmediate === 'function'
+    ? () => new Promise<void>((resolve) => (globalThis as unknown as { setImmediate: (f: () => void) => void }).setImmediate(resolve))
+    : () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 /**
  * The value of `body` from its plan, equal to `JSON.parse` of the whole body, parsed
  * piece by piece; after each `sliceMs` of work it lets the event loop run.
  */
-export async function buildValue(body: Uint8Array, plan: Plan, sliceMs = 5): Promise<JsonValue> {
+export async function buildValue(body: Uint8Array, plan: Plan, sliceMs = 3): Promise<JsonValue> {
   let since = performance.now();
   const pause = async () => {
     if (performance.now() - since < sliceMs) return;

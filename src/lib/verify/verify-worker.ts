@@ -17,9 +17,10 @@ export interface WorkerRequest {
 }
 
 /** What the worker answers. */
-export type WorkerResponse =
-  | { id: number; ok: { dialect: string; keyIndex: number; canonicalSha256: string; plan: Plan | undefined } }
-  | { id: number; error: { code?: string; name: string; message: string; offset?: number; limit?: number } };
+export type WorkerResponse = { id: number; body: Uint8Array } & (
+  | { ok: { dialect: string; keyIndex: number; canonicalSha256: string; plan: Plan | undefined } }
+  | { error: { code?: string; name: string; message: string; offset?: number; limit?: number } }
+);
 
 const verifier = createNodeVerifier({ ...(workerData as VerifierOptions), maxAgeSeconds: false });
 
@@ -33,10 +34,12 @@ parentPort!.on('message', (m: WorkerRequest) => {
   let response: WorkerResponse;
   try {
     const ok = verifier.verifyWith(m.body, m.headers, (parsed, dialect, keyIndex, digest) => conclude(parsed, m.body, dialect, keyIndex, digest));
-    response = { id: m.id, ok };
+    response = { id: m.id, body: m.body, ok };
   } catch (err) {
     const e = err as Error & { code?: string; offset?: number; limit?: number };
-    response = { id: m.id, error: { name: e.name, message: e.message, ...(isWebhookError(err) ? { code: err.code } : {}), ...(e.offset === undefined ? {} : { offset: e.offset }), ...(e.limit === undefined ? {} : { limit: e.limit }) } };
+    const error = { name: e.name, message: e.message, ...(isWebhookError(err) ? { code: err.code } : {}), ...(e.offset === undefined ? {} : { offset: e.offset }), ...(e.limit === undefined ? {} : { limit: e.limit }) };
+    response = { id: m.id, body: m.body, error };
   }
-  parentPort!.postMessage(response);
+  // The body goes back without a copy: the main thread builds the event from it.
+  parentPort!.postMessage(response, [m.body.buffer as ArrayBuffer]);
 });
