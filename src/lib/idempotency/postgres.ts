@@ -180,19 +180,25 @@ export class PostgresIdempotencyStore implements PendingStore {
     checkToken(token);
     const retainMs = checkMs(options?.retainMs, 'retainMs');
     return this.run('complete', async (pool) => {
-      // One statement: the mark, and the pending record gone only if the mark was made.
-      const r = await pool.query<{ done: string }>(
-        `WITH up AS (
-           INSERT INTO ${this.table} AS t (job_id, token, state, expires_at)
-             VALUES ($1, NULL, 'completed', clock_timestamp() + $3 * interval '1 millisecond')
-           ON CONFLICT (job_id) DO UPDATE SET token = NULL, state = 'completed', expires_at = EXCLUDED.expires_at
-             WHERE t.state = 'completed' OR t.token = $2 OR t.expires_at <= clock_timestamp()
-           RETURNING job_id
-         ), gone AS (DELETE FROM ${this.pendingTable} WHERE job_id IN (SELECT job_id FROM up))
-         SELECT count(*) AS done FROM up`,
-        [jobId, token, retainMs],
-      );
-      return Number(r.rows[0]?.done) === 1;
+      // One statement each: the mark, and the pending record gone only if the mark was made.
+      // The usual case (the claim is still ours) is a plain UPDATE; an upsert only when it is not.
+      const mark = (upsert: boolean) =>
+        pool.query<{ done: string }>(
+          `WITH up AS (${
+            upsert
+              ? `INSERT INTO ${this.table} AS t (job_id, token, state, expires_at)
+                   VALUES ($1, NULL, 'completed', clock_timestamp() + $3 * interval '1 millisecond')
+                 ON CONFLICT (job_id) DO UPDATE SET token = NULL, state = 'completed', expires_at = EXCLUDED.expires_at
+                   WHERE t.state = 'completed' OR t.token = $2 OR t.expires_at <= clock_timestamp()
+                 RETURNING job_id`
+              : `UPDATE ${this.table} SET token = NULL, state = 'completed', expires_at = clock_timestamp() + $3 * interval '1 millisecond'
+                   WHERE job_id = $1 AND token = $2 RETURNING job_id`
+          }), gone AS (DELETE FROM ${this.pendingTable} WHERE job_id IN (SELECT job_id FROM up))
+           SELECT count(*) AS done FROM up`,
+          [jobId, token, retainMs],
+        );
+      if (Number((await mark(false)).rows[0]?.done) === 1) return true;
+      return Number((await mark(true)).rows[0]?.done) === 1;
     });
   }
 
