@@ -1,31 +1,30 @@
-// jobhook canonicalize vs native JSON.stringify(JSON.parse(b), null, 2), same process, same bodies.
-import { canonicalize } from '../dist/index.js';
-import { ocrBody } from './bodies.mjs';
-import { machine, measure, table } from './harness.mjs';
+// Goal 2 (issue 13): canonicalize + SHA-256 through the public API, against native
+// JSON.stringify(JSON.parse(b), null, 2) + SHA-256, in interleaved rounds in one process.
+//   node bench/canonicalize.mjs   (after npm run build)
+import { createHash } from 'node:crypto';
+import { canonicalizeToBytes } from '../dist/index.js';
+import { base64Body, ocrBody } from './bodies.mjs';
+import { interleaved, load, machine, summarize, table } from './harness.mjs';
 
-const sizes = [
-  ['1 KB', 1024],
-  ['100 KB', 100 * 1024],
-  ['10 MB', 10 * 1024 * 1024],
-];
-
-console.log(`# canonicalize — ${machine()}\n`);
-const rows = [];
-for (const [label, size] of sizes) {
-  const text = ocrBody(size);
+const sha = (x) => createHash('sha256').update(x).digest('hex');
+console.log(`# canonicalize + SHA-256 — ${machine()}\n\nStarted ${new Date().toISOString()}, load average ${load()}.\n`);
+for (const [label, text, opts] of [
+  ['OCR-like 1 KB', ocrBody(1024), { rounds: 15, minMs: 100 }],
+  ['OCR-like 100 KB', ocrBody(100 * 1024), { rounds: 15, minMs: 150 }],
+  ['OCR-like 10 MB', ocrBody(10 * 1024 * 1024), { rounds: 9, warmup: 2, reps: 2 }],
+  ['base64-dominated 10 MB', base64Body(10 * 1024 * 1024), { rounds: 9, warmup: 2, reps: 2 }],
+]) {
   const bytes = new TextEncoder().encode(text);
-  const mb = bytes.length / 1e6;
-  const opts = size > 1e6 ? { samples: 5, minSampleMs: 1000, warmupMs: 1000 } : {};
-  const native = measure(() => JSON.stringify(JSON.parse(text), null, 2), opts).median;
-  const jhText = measure(() => canonicalize(text), opts).median;
-  const jhBytes = measure(() => canonicalize(bytes), opts).median;
-  rows.push({
-    body: `${label} (${bytes.length} B)`,
-    'native MB/s': (native * mb).toFixed(1),
-    'jobhook (string) MB/s': (jhText * mb).toFixed(1),
-    'jobhook (bytes) MB/s': (jhBytes * mb).toFixed(1),
-    'ratio string/native': (jhText / native).toFixed(2),
-    'ratio bytes/native': (jhBytes / native).toFixed(2),
-  });
+  const times = await interleaved(
+    {
+      'native: JSON.stringify(JSON.parse(text), null, 2)': () => sha(JSON.stringify(JSON.parse(text), null, 2)),
+      'jobhook canonicalizeToBytes(bytes)': () => sha(canonicalizeToBytes(bytes)),
+      'jobhook canonicalizeToBytes(text)': () => sha(canonicalizeToBytes(text)),
+    },
+    opts,
+  );
+  console.log(`## ${label} (${bytes.length} B)\n`);
+  console.log(table(summarize(times, 'native: JSON.stringify(JSON.parse(text), null, 2)', { unit: bytes.length > 1e6 ? 'ms' : 'µs', bytes: bytes.length })));
+  console.log();
 }
-console.log(table(rows, Object.keys(rows[0])));
+console.log(`Native takes the body as text (its best case; it is not canonical: only a yardstick). Finished ${new Date().toISOString()}, load average ${load()}.`);

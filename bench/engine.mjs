@@ -26,7 +26,10 @@ if (process.env.JOBHOOK_BENCH_CHILD !== '1') {
   process.exit(r.status ?? 1);
 }
 
-const { canonicalizeBytes } = await import('../src/lib/canonical/index.ts');
+const { parseDocument } = await import('../src/lib/canonical/parse.ts');
+const { serializeDocument } = await import('../src/lib/canonical/serialize.ts');
+// The JS tree engine itself (the public canonicalize uses the WebAssembly engine where it loads).
+const canonicalizeBytes = (body) => new TextEncoder().encode(serializeDocument(parseDocument(body), 'orjson'));
 const { wasmEngine, wasmMemoryBytes } = await import('../src/lib/canonical/wasm/engine.ts');
 const engine = wasmEngine();
 if (engine === undefined) throw new Error('WebAssembly engine unavailable');

@@ -31,7 +31,7 @@ async function pairsPerSecond(store, concurrency, seconds) {
 
 const backends = [
   ['memory', async () => new MemoryIdempotencyStore({ maxEntries: 10_000_000 })],
-  ['Redis', async () => new RedisIdempotencyStore({ url: redisUrl, keyPrefix: `jobhook-bench:${run}:` })],
+  ['Redis', async () => new RedisIdempotencyStore({ url: redisUrl, keyPrefix: `jobhook-bench:${run}:`, log: {} })],
   [
     'PostgreSQL',
     async () => {
