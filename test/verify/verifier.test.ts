@@ -220,6 +220,23 @@ describe('keys are checked at construction', () => {
     expect(() => createVerifier({ publicKey: pub, signatureHeader: 'bad header' })).toThrow(TypeError);
   });
 
+  it('takes a PEM as configuration systems mangle it: newlines written as \\n, surrounding quotes', async () => {
+    const d = all.find((x) => x.name === 'orjson 2048 success compact')!;
+    const pem = readFixture('keys', 'test-2048-public-pkcs1.pem').trim();
+    const escaped = pem.replace(/\n/g, '\\n'); // what `KEY="-----BEGIN…\n…"` in a .env file gives
+    expect(escaped).not.toContain('\n');
+    for (const key of [escaped, `"${escaped}"`, `'${pem}'`, `  ${pem}\n\n`]) {
+      for (const [, verify] of backends) expect((await verify(d.body, d.headers, { publicKey: key })).jobId).toBe(d.jobId);
+    }
+  });
+
+  it('key errors say what was found and what is expected', () => {
+    expect(() => createVerifier({ publicKey: '-----BEGIN PUBLIC KEY-----\nMIIB' })).toThrow(/publicKey is a PEM "PUBLIC KEY" without its matching END line; expected a PEM/);
+    expect(() => createVerifier({ publicKey: 42 as unknown as string })).toThrow(/publicKey is a number; expected a PEM .*DER bytes, a JWK or a key object/);
+    expect(() => createVerifier({ publicKey: '-----BEGIN PUBLIC KEY-----\n!!!!\n-----END PUBLIC KEY-----' })).toThrow(/invalid base64 \(found "!"\)/);
+    expect(() => createVerifier({ publicKey: '-----BEGIN EC PARAMETERS-----\nAA==\n-----END EC PARAMETERS-----' })).toThrow(/is a PEM "EC PARAMETERS"; expected "PUBLIC KEY", "RSA PUBLIC KEY", "CERTIFICATE"/);
+  });
+
   it('a body that is a parsed object is refused with a TypeError', () => {
     expect(() => createVerifier({ publicKey: publicPem(2048) }).verify({} as unknown as string, {})).toThrow(/raw request body/);
   });

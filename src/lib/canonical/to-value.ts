@@ -52,7 +52,14 @@ function integer(raw: string, integers: IntegerMode, orjson: boolean): JsonValue
   return BigInt(raw);
 }
 
-function toValue(node: JsonNode, integers: IntegerMode, orjson: boolean): JsonValue {
+/** A tree's value with numbers made by `number` (their token, and whether it is a float). */
+export type MappedValue<N> = string | boolean | null | N | MappedValue<N>[] | { [key: string]: MappedValue<N> };
+
+/**
+ * The plain value of a tree, numbers turned into whatever `number` makes of their
+ * token. `"__proto__"` stays an own property, as `JSON.parse` leaves it.
+ */
+export function mapTree<N>(node: JsonNode, number: (raw: string, isFloat: boolean) => N): MappedValue<N> {
   if (typeof node === 'string') {
     const c = node.charCodeAt(0);
     if (c === 0x22) return JSON.parse(node) as string;
@@ -60,24 +67,22 @@ function toValue(node: JsonNode, integers: IntegerMode, orjson: boolean): JsonVa
     if (c === 0x66) return false;
     if (c === 0x6e) return null;
     // A number token every dialect writes as it stands (integer tokens `-0` are stored as `0`).
-    return /[.eE]/.test(node) ? Number(node) : integer(node, integers, orjson);
+    return number(node, /[.eE]/.test(node));
   }
-  if (node instanceof JsonNumber) return node.isFloat ? Number(node.raw) : integer(node.raw, integers, orjson);
+  if (node instanceof JsonNumber) return number(node.raw, node.isFloat);
   if (node instanceof JsonObject) {
-    const out: { [key: string]: JsonValue } = {};
+    const out: { [key: string]: MappedValue<N> } = {};
     const m = node.m;
     for (let k = 0; k < m.length; k += 2) {
-      const key = m[k] as string;
-      const value = toValue(m[k + 1]!, integers, orjson);
-      if (key === '__proto__') {
-        Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
-      } else {
-        out[key] = value;
-      }
+      Object.defineProperty(out, m[k] as string, { value: mapTree(m[k + 1]!, number), enumerable: true, writable: true, configurable: true });
     }
     return out;
   }
-  const out = new Array<JsonValue>(node.length);
-  for (let k = 0; k < node.length; k++) out[k] = toValue(node[k]!, integers, orjson);
+  const out = new Array<MappedValue<N>>(node.length);
+  for (let k = 0; k < node.length; k++) out[k] = mapTree(node[k]!, number);
   return out;
+}
+
+function toValue(node: JsonNode, integers: IntegerMode, orjson: boolean): JsonValue {
+  return mapTree(node, (raw, isFloat) => (isFloat ? Number(raw) : integer(raw, integers, orjson))) as JsonValue;
 }

@@ -1,12 +1,14 @@
 import { StoreUnavailableError } from '../errors.js';
 import { resolveLogger, type Logger, type LoggerInput } from '../log.js';
-import { checkMs, optionalNumber } from '../options.js';
+import { optionalNumber } from '../options.js';
 import {
   checkJobId,
-  checkSince,
-  checkToken,
-  checkUserParameters,
-  newToken,
+  claimArgs,
+  completeArgs,
+  listArgs,
+  releaseArgs,
+  renewArgs,
+  trackArgs,
   type ClaimOptions,
   type ClaimResult,
   type CompleteOptions,
@@ -83,9 +85,7 @@ export class MemoryIdempotencyStore implements PendingStore {
   }
 
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
-    checkJobId(jobId);
-    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
-    const token = options.token === undefined ? newToken() : checkToken(options.token);
+    const { leaseMs, token } = claimArgs(jobId, options);
     const now = this.now();
     const { claim, done } = this.live(jobId, now);
     if (done !== undefined) return { status: 'completed' };
@@ -96,9 +96,7 @@ export class MemoryIdempotencyStore implements PendingStore {
   }
 
   async renew(jobId: string, token: string, options: RenewOptions): Promise<boolean> {
-    checkJobId(jobId);
-    checkToken(token);
-    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
+    const { leaseMs } = renewArgs(jobId, token, options);
     const now = this.now();
     const { claim, done } = this.live(jobId, now);
     if (done !== undefined || (claim !== undefined && claim.token !== token)) return false;
@@ -107,9 +105,7 @@ export class MemoryIdempotencyStore implements PendingStore {
   }
 
   async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {
-    checkJobId(jobId);
-    checkToken(token);
-    const retainMs = checkMs(options?.retainMs, 'retainMs');
+    const { retainMs } = completeArgs(jobId, token, options);
     const now = this.now();
     const { claim } = this.live(jobId, now);
     if (claim !== undefined && claim.token !== token) return false;
@@ -121,8 +117,7 @@ export class MemoryIdempotencyStore implements PendingStore {
   }
 
   async release(jobId: string, token: string): Promise<boolean> {
-    checkJobId(jobId);
-    checkToken(token);
+    releaseArgs(jobId, token);
     const held = this.claims.get(jobId);
     if (held === undefined || held.token !== token) return false;
     this.claims.delete(jobId);
@@ -136,9 +131,7 @@ export class MemoryIdempotencyStore implements PendingStore {
   }
 
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
-    checkJobId(jobId);
-    const since = checkSince(options.since);
-    const userParameters = checkUserParameters(options.userParameters);
+    const { since, userParameters } = trackArgs(jobId, options);
     if (!this.pending.has(jobId) && this.pending.size >= this.maxEntries) {
       throw new StoreUnavailableError(`The memory idempotency store holds ${this.maxEntries} pending jobs and cannot track another; raise maxEntries or use a shared store.`);
     }
@@ -146,8 +139,7 @@ export class MemoryIdempotencyStore implements PendingStore {
   }
 
   async listPending(options: ListPendingOptions): Promise<PendingJob[]> {
-    const before = checkSince(options?.before);
-    const limit = optionalNumber(options.limit, 'limit', 100, { integer: true });
+    const { before, limit } = listArgs(options);
     return [...this.pending.values()]
       .filter((p) => p.since <= before)
       .sort((a, b) => a.since - b.since)

@@ -1,14 +1,16 @@
 import type { Pool, PoolConfig } from 'pg';
-import { checkMs, optionalNumber } from '../options.js';
+import { optionalNumber } from '../options.js';
 import { requirePeer } from './peer.js';
 import { guarded } from './timeout.js';
 import type { JsonObjectValue } from '../event.js';
 import {
   checkJobId,
-  checkSince,
-  checkToken,
-  checkUserParameters,
-  newToken,
+  claimArgs,
+  completeArgs,
+  listArgs,
+  releaseArgs,
+  renewArgs,
+  trackArgs,
   type ClaimOptions,
   type ClaimResult,
   type CompleteOptions,
@@ -149,9 +151,7 @@ export class PostgresIdempotencyStore implements PendingStore {
   }
 
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
-    checkJobId(jobId);
-    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
-    const token = options.token === undefined ? newToken() : checkToken(options.token);
+    const { leaseMs, token } = claimArgs(jobId, options);
     return this.run('claim', async (pool) => {
       for (let attempt = 0; attempt < 3; attempt++) {
         if ((await this.take(pool, jobId, token, leaseMs)).rowCount === 1) return { status: 'acquired', token };
@@ -169,16 +169,12 @@ export class PostgresIdempotencyStore implements PendingStore {
   }
 
   async renew(jobId: string, token: string, options: RenewOptions): Promise<boolean> {
-    checkJobId(jobId);
-    checkToken(token);
-    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
+    const { leaseMs } = renewArgs(jobId, token, options);
     return this.run('renew', async (pool) => (await this.take(pool, jobId, token, leaseMs)).rowCount === 1);
   }
 
   async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {
-    checkJobId(jobId);
-    checkToken(token);
-    const retainMs = checkMs(options?.retainMs, 'retainMs');
+    const { retainMs } = completeArgs(jobId, token, options);
     return this.run('complete', async (pool) => {
       // One statement each: the mark, and the pending record gone only if the mark was made.
       // The usual case (the claim is still ours) is a plain UPDATE; an upsert only when it is not.
@@ -203,8 +199,7 @@ export class PostgresIdempotencyStore implements PendingStore {
   }
 
   async release(jobId: string, token: string): Promise<boolean> {
-    checkJobId(jobId);
-    checkToken(token);
+    releaseArgs(jobId, token);
     return this.run('release', async (pool) => {
       const r = await pool.query(`DELETE FROM ${this.table} WHERE job_id = $1 AND token = $2 AND state = 'claimed'`, [jobId, token]);
       return r.rowCount === 1;
@@ -212,9 +207,7 @@ export class PostgresIdempotencyStore implements PendingStore {
   }
 
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
-    checkJobId(jobId);
-    const since = checkSince(options.since);
-    const params = checkUserParameters(options.userParameters);
+    const { since, userParameters: params } = trackArgs(jobId, options);
     await this.run('trackPending', (pool) =>
       pool.query(
         `INSERT INTO ${this.pendingTable} (job_id, since_ms, user_parameters) VALUES ($1, $2, $3)
@@ -225,8 +218,7 @@ export class PostgresIdempotencyStore implements PendingStore {
   }
 
   async listPending(options: ListPendingOptions): Promise<PendingJob[]> {
-    const before = checkSince(options?.before);
-    const limit = optionalNumber(options.limit, 'limit', 100, { integer: true });
+    const { before, limit } = listArgs(options);
     return this.run('listPending', async (pool) => {
       const r = await pool.query<{ job_id: string; since_ms: string; user_parameters: JsonObjectValue | null }>(
         `SELECT job_id, since_ms, user_parameters FROM ${this.pendingTable} WHERE since_ms <= $1 ORDER BY since_ms, job_id LIMIT $2`,

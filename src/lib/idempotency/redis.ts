@@ -1,15 +1,17 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../log.js';
-import { checkMs, optionalNumber } from '../options.js';
+import { optionalNumber } from '../options.js';
 import { requirePeer } from './peer.js';
 import { guarded } from './timeout.js';
 import type { JsonObjectValue } from '../event.js';
 import {
   checkJobId,
-  checkSince,
-  checkToken,
-  checkUserParameters,
-  newToken,
+  claimArgs,
+  completeArgs,
+  listArgs,
+  releaseArgs,
+  renewArgs,
+  trackArgs,
   type ClaimOptions,
   type ClaimResult,
   type CompleteOptions,
@@ -156,9 +158,8 @@ export class RedisIdempotencyStore implements PendingStore {
   }
 
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
-    const key = this.prefix + checkJobId(jobId);
-    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
-    const token = options.token === undefined ? newToken() : checkToken(options.token);
+    const { leaseMs, token } = claimArgs(jobId, options);
+    const key = this.prefix + jobId;
     return this.run('claim', async (redis) => {
       const [state, ttl] = await redis.jobhookClaim(key, `claim:${token}`, leaseMs);
       if (state === 1) return { status: 'acquired', token };
@@ -168,35 +169,30 @@ export class RedisIdempotencyStore implements PendingStore {
   }
 
   async renew(jobId: string, token: string, options: RenewOptions): Promise<boolean> {
-    const key = this.prefix + checkJobId(jobId);
-    checkToken(token);
-    const leaseMs = checkMs(options?.leaseMs, 'leaseMs');
+    const { leaseMs } = renewArgs(jobId, token, options);
+    const key = this.prefix + jobId;
     return this.run('renew', async (redis) => (await redis.jobhookRenew(key, `claim:${token}`, leaseMs)) === 1);
   }
 
   async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {
-    const key = this.prefix + checkJobId(jobId);
-    checkToken(token);
-    const retainMs = checkMs(options?.retainMs, 'retainMs');
+    const { retainMs } = completeArgs(jobId, token, options);
+    const key = this.prefix + jobId;
     return this.run('complete', async (redis) => (await redis.jobhookComplete(key, this.pendingKey, this.paramsKey, `claim:${token}`, retainMs, jobId)) === 1);
   }
 
   async release(jobId: string, token: string): Promise<boolean> {
-    const key = this.prefix + checkJobId(jobId);
-    checkToken(token);
+    releaseArgs(jobId, token);
+    const key = this.prefix + jobId;
     return this.run('release', async (redis) => (await redis.jobhookRelease(key, `claim:${token}`)) === 1);
   }
 
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
-    checkJobId(jobId);
-    const since = checkSince(options.since);
-    const params = checkUserParameters(options.userParameters);
+    const { since, userParameters: params } = trackArgs(jobId, options);
     await this.run('trackPending', (redis) => redis.jobhookTrack(this.pendingKey, this.paramsKey, jobId, since, params === undefined ? '' : JSON.stringify(params)));
   }
 
   async listPending(options: ListPendingOptions): Promise<PendingJob[]> {
-    const before = checkSince(options?.before);
-    const limit = optionalNumber(options.limit, 'limit', 100, { integer: true });
+    const { before, limit } = listArgs(options);
     return this.run('listPending', async (redis) => {
       const flat = await redis.zrangebyscore(this.pendingKey, '-inf', before, 'WITHSCORES', 'LIMIT', 0, limit);
       const ids = flat.filter((_, k) => k % 2 === 0);

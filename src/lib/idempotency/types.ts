@@ -1,4 +1,5 @@
 import type { JsonObjectValue } from '../event.js';
+import { checkMs, optionalNumber } from '../options.js';
 import { jobIdProblem } from '../protocol.js';
 
 /** What a claim on a job id found. */
@@ -95,17 +96,53 @@ export interface ListPendingOptions {
 export type PendingStore = IdempotencyStore & Required<Pick<IdempotencyStore, 'trackPending' | 'listPending' | 'forgetPending'>>;
 
 /** The `since` of a pending record: a finite epoch ms, now by default. */
-export function checkSince(since: unknown): number {
+function checkSince(since: unknown, what = 'since'): number {
   if (since === undefined) return Date.now();
-  if (typeof since !== 'number' || !Number.isFinite(since)) throw new TypeError(`since must be epoch milliseconds; got ${String(since)}`);
+  if (typeof since !== 'number' || !Number.isFinite(since)) throw new TypeError(`${what} must be epoch milliseconds; got ${String(since)}`);
   return Math.floor(since);
 }
 
 /** `userParameters` as a JSON object, or undefined. */
-export function checkUserParameters(value: unknown): JsonObjectValue | undefined {
+function checkUserParameters(value: unknown): JsonObjectValue | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError('userParameters must be a JSON object');
   return value as JsonObjectValue;
+}
+
+/*
+ * The arguments of each store operation, checked the same way by every store
+ * (TypeError for a mistake): the stores differ only in how they keep things.
+ */
+
+export function claimArgs(jobId: unknown, options: ClaimOptions): { leaseMs: number; token: string } {
+  checkJobId(jobId);
+  return { leaseMs: checkMs(options?.leaseMs, 'leaseMs'), token: options.token === undefined ? newToken() : checkToken(options.token) };
+}
+
+export function renewArgs(jobId: unknown, token: unknown, options: RenewOptions): { leaseMs: number } {
+  checkJobId(jobId);
+  checkToken(token);
+  return { leaseMs: checkMs(options?.leaseMs, 'leaseMs') };
+}
+
+export function completeArgs(jobId: unknown, token: unknown, options: CompleteOptions): { retainMs: number } {
+  checkJobId(jobId);
+  checkToken(token);
+  return { retainMs: checkMs(options?.retainMs, 'retainMs') };
+}
+
+export function releaseArgs(jobId: unknown, token: unknown): void {
+  checkJobId(jobId);
+  checkToken(token);
+}
+
+export function trackArgs(jobId: unknown, options: TrackPendingOptions | undefined): { since: number; userParameters: JsonObjectValue | undefined } {
+  checkJobId(jobId);
+  return { since: checkSince(options?.since), userParameters: checkUserParameters(options?.userParameters) };
+}
+
+export function listArgs(options: ListPendingOptions): { before: number; limit: number } {
+  return { before: checkSince(options?.before, 'before'), limit: optionalNumber(options?.limit, 'limit', 100, { integer: true }) };
 }
 
 /**

@@ -8,7 +8,7 @@ import type { DialectName } from '../canonical/dialects.js';
 import { formatFloat } from '../canonical/floats.js';
 import { parseDocument } from '../canonical/parse.js';
 import { asciiToken, quoteUtf8 } from '../canonical/quote.js';
-import { JsonNumber, JsonObject, type JsonNode } from '../canonical/tree.js';
+import { mapTree } from '../canonical/to-value.js';
 
 /** A float, written with a fraction or exponent even when integral (`1.0`). */
 export class WireFloat {
@@ -69,7 +69,7 @@ export function writeWire(value: WireValue, dialect: DialectName = 'orjson'): st
  * `BodyMalformedError` as the verifier's parser does.
  */
 export function parseWire(body: string | Uint8Array): WireValue {
-  return fromTree(parseDocument(body).root);
+  return mapTree(parseDocument(body).root, fromNumber) as WireValue;
 }
 
 function fromNumber(raw: string, isFloat: boolean): WireValue {
@@ -78,22 +78,3 @@ function fromNumber(raw: string, isFloat: boolean): WireValue {
   return Number.isSafeInteger(n) ? n : new WireInteger(raw === '-0' ? '0' : raw);
 }
 
-function fromTree(node: JsonNode): WireValue {
-  if (typeof node === 'string') {
-    const c = node.charCodeAt(0);
-    if (c === 0x22) return JSON.parse(node) as string;
-    if (c === 0x74) return true;
-    if (c === 0x66) return false;
-    if (c === 0x6e) return null;
-    return fromNumber(node, /[.eE]/.test(node));
-  }
-  if (node instanceof JsonNumber) return fromNumber(node.raw, node.isFloat);
-  if (node instanceof JsonObject) {
-    const out: Record<string, WireValue> = {};
-    for (let k = 0; k < node.m.length; k += 2) {
-      Object.defineProperty(out, node.m[k] as string, { value: fromTree(node.m[k + 1]!), enumerable: true, writable: true, configurable: true });
-    }
-    return out;
-  }
-  return node.map(fromTree);
-}
