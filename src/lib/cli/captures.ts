@@ -1,4 +1,5 @@
 import { UsageError } from './io.js';
+import { DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
 
 /** One captured delivery: the headers as received and the exact body bytes. */
 export interface Capture {
@@ -96,7 +97,7 @@ function bare(bytes: Uint8Array, source: string, options: CaptureOptions, index 
   if (options.signature === undefined) {
     throw new UsageError(`${source}: a bare JSON body has no headers; pass its signature with --signature HEX (or give a capture object {"headers":…,"body":…})`);
   }
-  return { source, index, headers: { [options.signatureHeader ?? 'X-Service-Signature']: options.signature }, body: bytes };
+  return { source, index, headers: { [options.signatureHeader ?? DEFAULT_SIGNATURE_HEADER]: options.signature }, body: bytes };
 }
 
 function jsonLines(text: string, source: string): Capture[] {

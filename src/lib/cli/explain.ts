@@ -5,6 +5,7 @@ import { explainDelivery } from '../explain.js';
 import { describeCause, formatExplanation } from './explain-text.js';
 import { DELIVERY_OPTIONS, loadCaptures, loadKeys } from './common.js';
 import { UsageError, type CliIo } from './io.js';
+import { DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
 
 export const EXPLAIN_HELP = `Usage: jobhook explain --key FILE [--key FILE ...] [options] [FILE | -]
 
@@ -17,7 +18,7 @@ non-ASCII escaped, 1.0 turned into 1, integers beyond 2^53). Same inputs as veri
 Options:
   --key FILE                  public key (PEM, DER or JWK); repeat for a rotation
   --signature HEX             signature of a bare JSON body
-  --signature-header NAME     default X-Service-Signature
+  --signature-header NAME     default ${DEFAULT_SIGNATURE_HEADER}
   --expected-canonical FILE   the canonical text the sender signed: show the first differing byte
   --dialect NAME              dialect for that comparison (${DIALECTS.join(', ')}; default: the one that verifies, else orjson)
   --json                      print the findings as JSON

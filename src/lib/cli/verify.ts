@@ -5,6 +5,7 @@ import { checkNumber } from '../options.js';
 import { createNodeVerifier } from '../verify/node-verifier.js';
 import { DELIVERY_OPTIONS, dialectOption, loadCaptures, loadKeys } from './common.js';
 import type { CliIo } from './io.js';
+import { DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
 
 export const VERIFY_HELP = `Usage: jobhook verify --key FILE [--key FILE ...] [options] [FILE ... | -]
 
@@ -16,7 +17,7 @@ With no FILE, or -, reads standard input.
 Options:
   --key FILE            the gateway's public key (PEM, DER or JWK); repeat for a rotation
   --signature HEX       signature of a bare JSON body
-  --signature-header N  header that carries the signature (default X-Service-Signature)
+  --signature-header N  header that carries the signature (default ${DEFAULT_SIGNATURE_HEADER})
   --dialect NAME|auto   ${DIALECTS.join(' | ')} | auto (default: try all)
   --max-age SECONDS     refuse events whose finished_at is older (default: no window,
                         captured deliveries are old by nature)
