@@ -4,6 +4,8 @@
  * been written and would block the job for a whole lease), and the completion of a
  * job whose handler succeeded. Retried in the background, soon after any store call
  * succeeds, until done or pointless (the lease or the retention is over). Bounded.
+ * One queue per store in a process, so receivers and the reconciler see each other's
+ * pending completions.
  */
 import { errorDetails, type Logger } from '../log.js';
 import type { IdempotencyStore } from '../idempotency/types.js';
@@ -14,12 +16,23 @@ interface Task {
   stage: RepairStage;
   jobId: string;
   token: string;
+  /**
+   * A release of a claim whose outcome is unknown: it may still land in the store
+   * after a release found nothing, so "nothing to release" is retried until `until`.
+   */
+  unconfirmed: boolean;
+  /** An attempt was sent: a stale one may still reach the store, so the token is spent. */
+  sent: boolean;
+  /** The store answered "nothing to release" at least once (an unconfirmed release). */
+  answered: boolean;
   /** The operation is pointless after this (lease or retention end), epoch ms. */
   until: number;
   /** Retention to complete with. */
   retainMs: number;
   attempts: number;
   dueAt: number;
+  /** Told when the task ends, whichever way (the runner stops renewing its lease then). */
+  settled: (() => void) | undefined;
 }
 
 export interface RepairQueueOptions {
@@ -32,6 +45,18 @@ export interface RepairQueueOptions {
 
 const FIRST_RETRY_MS = 50;
 const MAX_RETRY_MS = 1000;
+
+const queues = new WeakMap<IdempotencyStore, RepairQueue>();
+
+/** The repair queue of `store` in this process (made on first use). */
+export function repairQueueFor(o: RepairQueueOptions): RepairQueue {
+  let q = queues.get(o.store);
+  if (q === undefined) {
+    q = new RepairQueue(o);
+    queues.set(o.store, q);
+  }
+  return q;
+}
 
 export class RepairQueue {
   private readonly tasks = new Map<string, Task>();
@@ -51,28 +76,34 @@ export class RepairQueue {
     return this.tasks.size;
   }
 
-  /** Releases `token`'s claim on `jobId` once the store answers (pointless after `until`). */
-  release(jobId: string, token: string, until: number): void {
-    this.add({ stage: 'release', jobId, token, until, retainMs: 0, attempts: 0, dueAt: this.now() + FIRST_RETRY_MS });
+  /**
+   * Releases `token`'s claim on `jobId` once the store answers (pointless after
+   * `until`). `unconfirmed`: the claim's outcome is unknown, so it may land late.
+   */
+  release(jobId: string, token: string, until: number, unconfirmed: boolean): void {
+    this.add({ stage: 'release', jobId, token, unconfirmed, sent: false, answered: false, until, retainMs: 0, attempts: 0, dueAt: this.now() + FIRST_RETRY_MS, settled: undefined });
   }
 
   /** Marks `jobId` completed once the store answers; meanwhile `completing(jobId)` is true. */
-  complete(jobId: string, token: string, retainMs: number): void {
-    this.add({ stage: 'complete', jobId, token, until: this.now() + retainMs, retainMs, attempts: 0, dueAt: this.now() + FIRST_RETRY_MS });
+  complete(jobId: string, token: string, retainMs: number, settled?: () => void): void {
+    const now = this.now();
+    this.add({ stage: 'complete', jobId, token, unconfirmed: false, sent: false, answered: false, until: now + retainMs, retainMs, attempts: 0, dueAt: now + FIRST_RETRY_MS, settled });
   }
 
-  /** True while this instance holds the job's completion, not yet stored: the job is done. */
+  /** True while this process holds the job's completion, not yet stored: the job is done. */
   completing(jobId: string): boolean {
     return this.tasks.get(jobId)?.stage === 'complete';
   }
 
   /**
-   * The token of a claim on `jobId` whose outcome is unknown, taken out of the queue:
-   * claiming again with it acquires the job if that claim was written.
+   * The token of a claim on `jobId` whose outcome is unknown, taken out of the queue,
+   * when no release of it was ever sent: claiming again with it acquires the job if
+   * that claim was written. Once a release was sent it may still land, and would
+   * delete a claim made again with the same token, so the token is not reused then.
    */
   takeUnconfirmed(jobId: string): string | undefined {
     const t = this.tasks.get(jobId);
-    if (t === undefined || t.stage !== 'release') return undefined;
+    if (t === undefined || t.stage !== 'release' || !t.unconfirmed || t.sent) return undefined;
     this.tasks.delete(jobId);
     return t.token;
   }
@@ -85,41 +116,52 @@ export class RepairQueue {
     this.schedule(now);
   }
 
-  /** Retries everything until done, pointless, or `timeoutMs` passes (for a graceful shutdown). */
+  /**
+   * Retries everything until done, pointless, or `timeoutMs` passes (for a graceful
+   * shutdown). Releases of lost claims the store has already answered "nothing" for
+   * are not waited on: the claim most likely never landed, and its lease ends anyway.
+   */
   async drain(timeoutMs: number): Promise<void> {
     const end = this.now() + timeoutMs;
-    while (this.tasks.size > 0 && this.now() < end) {
+    const waiting = () => [...this.tasks.values()].some((t) => !t.answered);
+    while (waiting() && this.now() < end) {
       await Promise.all([...this.tasks.values()].map((t) => this.attempt(t)));
       if (this.tasks.size > 0) await new Promise((r) => setTimeout(r, Math.min(MAX_RETRY_MS / 4, Math.max(0, end - this.now()))));
     }
-    if (this.tasks.size > 0) {
-      this.o.log.error(`jobhook: shutting down with ${this.tasks.size} store operation(s) not done (the store did not answer).`, { jobs: [...this.tasks.keys()].slice(0, 20) });
+    const left = [...this.tasks.values()].filter((t) => !t.answered);
+    if (left.length > 0) {
+      this.o.log.error(`jobhook: shutting down with ${left.length} store operation(s) not done (the store did not answer).`, { jobs: left.slice(0, 20).map((t) => t.jobId) });
     }
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerAt = Infinity;
+    // What is left keeps retrying on its (unref'd) timer while the process lives.
   }
 
   private add(task: Task): void {
     // A completion supersedes a pending release of the same job (same claim, later step).
-    this.tasks.delete(task.jobId);
+    this.end(this.tasks.get(task.jobId));
     if (this.tasks.size >= this.maxTasks) this.evict();
     this.tasks.set(task.jobId, task);
     this.schedule(this.now());
   }
 
+  /** Takes `t` out of the queue (if it is still in it) and tells whoever waits on it. */
+  private end(t: Task | undefined): void {
+    if (t === undefined || this.tasks.get(t.jobId) !== t) return;
+    this.tasks.delete(t.jobId);
+    t.settled?.();
+  }
+
   private evict(): void {
-    for (const [id, t] of this.tasks) {
+    for (const t of this.tasks.values()) {
       if (t.stage === 'release') {
-        this.tasks.delete(id);
-        this.o.log.warn(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the release of job ${id}, which waits for its lease to end instead.`);
+        this.end(t);
+        this.o.log.warn(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the release of job ${t.jobId}, which waits for its lease to end instead.`);
         return;
       }
     }
-    const [id] = this.tasks.keys();
-    if (id !== undefined) {
-      this.tasks.delete(id);
-      this.o.log.error(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the completion of job ${id}: a redelivery after its lease may run it again.`);
+    const [t] = this.tasks.values();
+    if (t !== undefined) {
+      this.end(t);
+      this.o.log.error(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the completion of job ${t.jobId}: a redelivery after its lease may run it again.`);
     }
   }
 
@@ -147,27 +189,40 @@ export class RepairQueue {
     await Promise.all(due.map((t) => this.attempt(t)));
   }
 
+  private retryLater(t: Task): void {
+    t.attempts++;
+    t.dueAt = this.now() + Math.min(FIRST_RETRY_MS * 2 ** t.attempts, MAX_RETRY_MS);
+  }
+
   private async attempt(t: Task): Promise<void> {
-    if (this.tasks.get(t.jobId) !== t) return; // superseded meanwhile
+    if (this.tasks.get(t.jobId) !== t) return; // superseded or done meanwhile
     if (this.now() > t.until) {
-      this.tasks.delete(t.jobId);
+      this.end(t);
       if (t.stage === 'complete') this.o.log.error(`jobhook: gave up recording the completion of job ${t.jobId}: the store did not answer within the retention.`);
-      else this.o.log.debug(`jobhook: the lease of job ${t.jobId} is over; its unconfirmed claim no longer blocks it.`);
+      else this.o.log.debug(`jobhook: the lease of job ${t.jobId} is over; its claim no longer blocks it.`);
       return;
     }
+    t.sent = true;
+    let done: boolean;
     try {
-      const done = t.stage === 'release' ? await this.o.store.release(t.jobId, t.token) : await this.o.store.complete(t.jobId, t.token, { retainMs: t.retainMs });
-      if (this.tasks.get(t.jobId) === t) this.tasks.delete(t.jobId);
-      if (t.stage === 'complete') {
-        if (done) this.o.log.info(`jobhook: recorded the completion of job ${t.jobId} after ${t.attempts + 1} attempt(s).`);
-        else this.o.log.warn(`jobhook: job ${t.jobId} was claimed by another delivery before its completion could be recorded: it may run twice.`);
-      } else {
-        this.o.log.debug(`jobhook: ${done ? 'released' : 'found no'} unconfirmed claim on job ${t.jobId}.`);
-      }
+      done = t.stage === 'release' ? await this.o.store.release(t.jobId, t.token) : await this.o.store.complete(t.jobId, t.token, { retainMs: t.retainMs });
     } catch (err) {
-      t.attempts++;
-      t.dueAt = this.now() + Math.min(FIRST_RETRY_MS * 2 ** t.attempts, MAX_RETRY_MS);
+      this.retryLater(t);
       if (t.attempts === 1) this.o.log.debug(`jobhook: ${t.stage} of job ${t.jobId} failed again; retrying in the background`, errorDetails(err));
+      return;
+    }
+    if (t.stage === 'release' && !done && t.unconfirmed) {
+      // Nothing to release yet: the lost claim may still be on its way to the store.
+      t.answered = true;
+      this.retryLater(t);
+      return;
+    }
+    this.end(t);
+    if (t.stage === 'complete') {
+      if (done) this.o.log.info(`jobhook: recorded the completion of job ${t.jobId} after ${t.attempts + 1} attempt(s).`);
+      else this.o.log.warn(`jobhook: job ${t.jobId} was claimed by another delivery before its completion could be recorded: it may run twice.`);
+    } else {
+      this.o.log.debug(`jobhook: released the claim on job ${t.jobId}.`);
     }
   }
 }

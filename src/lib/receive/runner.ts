@@ -6,7 +6,7 @@
 import { StoreUnavailableError } from '../errors.js';
 import { newToken, type IdempotencyStore } from '../idempotency/types.js';
 import { errorDetails, type Logger } from '../log.js';
-import { RepairQueue } from './repair.js';
+import { repairQueueFor } from './repair.js';
 
 /** Where a failure happened, for `onError` and the log. */
 export type FailureStage = 'body' | 'claim' | 'handler' | 'renew' | 'complete' | 'release' | 'poll';
@@ -43,7 +43,7 @@ export interface JobRunner {
 
 export function createJobRunner(o: RunnerOptions): JobRunner {
   const now = o.now ?? Date.now;
-  const repair = new RepairQueue({ store: o.store, log: o.log, now });
+  const repair = repairQueueFor({ store: o.store, log: o.log, now });
   const renew = o.store.renew?.bind(o.store);
 
   const report = (stage: FailureStage, error: unknown, jobId?: string): void => {
@@ -57,25 +57,51 @@ export function createJobRunner(o: RunnerOptions): JobRunner {
     }
   };
 
-  /** Renews the lease every third of it while the handler runs. */
-  function heartbeat(jobId: string, token: string): { signal: AbortSignal; stop(): void } {
+  interface Heartbeat {
+    signal: AbortSignal;
+    /** The handler is done: keep the lease until the completion is stored, quietly. */
+    finishing(): void;
+    /** Stops renewing; resolves once no renewal is in flight (so none lands after a release). */
+    stop(): Promise<void>;
+  }
+
+  /** Renews the lease every third of it while the handler runs and its completion is pending. */
+  function heartbeat(jobId: string, token: string): Heartbeat {
     const controller = new AbortController();
-    if (renew === undefined) return { signal: controller.signal, stop: () => undefined };
-    let inFlight = false;
+    if (renew === undefined) return { signal: controller.signal, finishing: () => undefined, stop: async () => undefined };
+    let inFlight: Promise<void> | undefined;
+    let finishing = false;
+    let stopped = false;
+    let failures = 0;
+    const beat = async (): Promise<void> => {
+      try {
+        const held = await renew(jobId, token, { leaseMs: o.leaseMs });
+        failures = 0;
+        if (held || controller.signal.aborted || stopped) return;
+        // Once the handler is done a refused renewal may mean the completion landed
+        // although its reply was lost; the pending completion finds out and tells.
+        if (finishing) return void clearInterval(timer);
+        o.log.error(`jobhook: lost the claim on job ${jobId} while its handler runs (another delivery took it over): it may run twice.`);
+        controller.abort(new StoreUnavailableError(`The claim on job ${jobId} was lost.`));
+      } catch (err) {
+        // The first failure in a row is reported; the rest repeat it while the store is down.
+        if (failures++ === 0 && !finishing) report('renew', err, jobId);
+      }
+    };
     const timer = setInterval(() => {
-      if (inFlight) return;
-      inFlight = true;
-      renew(jobId, token, { leaseMs: o.leaseMs })
-        .then((held) => {
-          if (held || controller.signal.aborted) return;
-          o.log.error(`jobhook: lost the claim on job ${jobId} while its handler runs (another delivery took it over): it may run twice.`);
-          controller.abort(new StoreUnavailableError(`The claim on job ${jobId} was lost.`));
-        })
-        .catch((err: unknown) => report('renew', err, jobId))
-        .finally(() => (inFlight = false));
+      if (inFlight !== undefined || stopped) return;
+      inFlight = beat().finally(() => (inFlight = undefined));
     }, Math.max(1, Math.floor(o.leaseMs / 3)));
     timer.unref?.();
-    return { signal: controller.signal, stop: () => clearInterval(timer) };
+    return {
+      signal: controller.signal,
+      finishing: () => void (finishing = true),
+      stop: async () => {
+        stopped = true;
+        clearInterval(timer);
+        await inFlight;
+      },
+    };
   }
 
   async function run(jobId: string, handler: (signal: AbortSignal) => void | Promise<void>): Promise<RunResult> {
@@ -86,9 +112,9 @@ export function createJobRunner(o: RunnerOptions): JobRunner {
     try {
       claim = await o.store.claim(jobId, { leaseMs: o.leaseMs, token });
     } catch (err) {
-      // The claim may have been written although no reply came: undo it by token once
-      // the store answers, or the job stays blocked for a whole lease.
-      repair.release(jobId, token, now() + o.leaseMs);
+      // The claim may have been written although no reply came (or may still land):
+      // undo it by token once the store answers, or the job stays blocked for a lease.
+      repair.release(jobId, token, now() + o.leaseMs, true);
       report('claim', err, jobId);
       return { kind: 'store_unavailable' };
     }
@@ -100,25 +126,28 @@ export function createJobRunner(o: RunnerOptions): JobRunner {
     try {
       await handler(beat.signal);
     } catch (err) {
-      beat.stop();
+      await beat.stop();
       report('handler', err, jobId);
       try {
         await o.store.release(jobId, token);
       } catch (releaseError) {
-        repair.release(jobId, token, now() + o.leaseMs);
+        repair.release(jobId, token, now() + o.leaseMs, false);
         report('release', releaseError, jobId);
       }
       return { kind: 'handler_failed' };
     }
-    beat.stop();
+    beat.finishing();
     try {
-      if (!(await o.store.complete(jobId, token, { retainMs: o.retainMs }))) {
+      const done = await o.store.complete(jobId, token, { retainMs: o.retainMs });
+      await beat.stop();
+      if (!done) {
         o.log.warn(`jobhook: job ${jobId} was taken over by another delivery before it completed here (a handler slower than its lease while renewals failed?): it may run twice.`);
       }
     } catch (err) {
       // Done, but not yet recorded: answer as processed (a 5xx would bring the job back),
-      // keep answering duplicate for it here, and record it when the store answers.
-      repair.complete(jobId, token, o.retainMs);
+      // keep answering duplicate for it here, keep its lease alive, and record it when
+      // the store answers.
+      repair.complete(jobId, token, o.retainMs, () => void beat.stop());
       report('complete', err, jobId);
     }
     return { kind: 'processed' };

@@ -1,0 +1,99 @@
+/**
+ * The repair queue's hard cases, on a real memory store seen through a faulty link
+ * (each operation's reply can be lost, or its write can land late): a lost claim that
+ * lands after its release found nothing, a completion the store does not take while
+ * another instance waits, and a graceful shutdown that does not hang on them.
+ */
+import { describe, expect, it } from 'vitest';
+import { createReceiver, MemoryIdempotencyStore, type IdempotencyStore, type ReceiverAnswer } from '../../src/index.js';
+import { StoreUnavailableError } from '../../src/lib/errors.js';
+import { jobId, signed } from '../helpers/deliveries.js';
+import { publicPem } from '../helpers/keys.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const publicKey = publicPem(2048);
+const code = (a: ReceiverAnswer) => {
+  const body = JSON.parse(a.body) as { status?: string; error?: { code: string } };
+  return `${a.status} ${body.status ?? body.error?.code}`;
+};
+const until = async (ok: () => boolean, ms = 3000) => {
+  for (const end = Date.now() + ms; !ok() && Date.now() < end; ) await sleep(20);
+};
+
+/** One instance's link to a shared store: each operation can fail, optionally still landing later. */
+function link(shared: MemoryIdempotencyStore) {
+  const faults = { claimLandsAfterMs: -1, completeDown: false };
+  const store: IdempotencyStore = {
+    claim: async (id, o) => {
+      if (faults.claimLandsAfterMs >= 0) {
+        // The reply is lost; the write reaches the store later.
+        setTimeout(() => void shared.claim(id, o), faults.claimLandsAfterMs);
+        throw new StoreUnavailableError('claim: no reply');
+      }
+      return shared.claim(id, o);
+    },
+    renew: (id, t, o) => shared.renew(id, t, o),
+    complete: async (id, t, o) => {
+      if (faults.completeDown) throw new StoreUnavailableError('complete: no reply');
+      return shared.complete(id, t, o);
+    },
+    release: (id, t) => shared.release(id, t),
+  };
+  return { store, faults };
+}
+
+describe('repair queue', () => {
+  it('a lost claim that lands after its release found nothing is still released: the retry is processed, not blocked for the lease', async () => {
+    const shared = new MemoryIdempotencyStore();
+    const { store, faults } = link(shared);
+    let runs = 0;
+    const receive = createReceiver({ publicKey, store, leaseMs: 60_000, log: {}, onEvent: () => void runs++ });
+    const d = signed(jobId('late-claim'));
+    faults.claimLandsAfterMs = 400;
+    expect(code(await receive({ body: d.body, headers: d.headers }))).toBe('503 STORE_UNAVAILABLE');
+    faults.claimLandsAfterMs = -1;
+    // The first release attempts find nothing; the claim lands at 400 ms; a later attempt releases it.
+    await sleep(450);
+    await until(() => receive.pending === 0);
+    expect(receive.pending).toBe(0);
+    // A redelivery to another instance of the same store finds the job free.
+    const other = createReceiver({ publicKey, store: link(shared).store, leaseMs: 60_000, log: {}, onEvent: () => void runs++ });
+    expect(code(await other({ body: d.body, headers: d.headers }))).toBe('200 processed');
+    expect(runs).toBe(1);
+  });
+
+  it('while a completion waits for the store, the lease is still renewed: another instance answers 503, never runs the job, then sees it completed', async () => {
+    const shared = new MemoryIdempotencyStore();
+    const a = link(shared);
+    const b = link(shared);
+    let runs = 0;
+    const onEvent = () => void runs++;
+    const first = createReceiver({ publicKey, store: a.store, leaseMs: 300, log: {}, onEvent });
+    const second = createReceiver({ publicKey, store: b.store, leaseMs: 300, log: {}, onEvent });
+    const d = signed(jobId('pending-complete'));
+    a.faults.completeDown = true;
+    expect(code(await first({ body: d.body, headers: d.headers }))).toBe('200 processed');
+    expect(first.pending).toBe(1);
+    // Four leases later the completion is still not stored; the claim is still held.
+    await sleep(1200);
+    expect(code(await second({ body: d.body, headers: d.headers }))).toBe('503 IN_PROGRESS');
+    a.faults.completeDown = false;
+    await until(() => first.pending === 0);
+    expect(code(await second({ body: d.body, headers: d.headers }))).toBe('200 duplicate');
+    expect(runs).toBe(1);
+  });
+
+  it('close() does not wait a whole lease on a lost claim the store says it never saw', async () => {
+    const shared = new MemoryIdempotencyStore();
+    const { store, faults } = link(shared);
+    const receive = createReceiver({ publicKey, store, leaseMs: 60_000, log: {}, onEvent: () => undefined });
+    faults.claimLandsAfterMs = 60_000; // effectively never
+    const d = signed(jobId('never-landed'));
+    expect(code(await receive({ body: d.body, headers: d.headers }))).toBe('503 STORE_UNAVAILABLE');
+    faults.claimLandsAfterMs = -1;
+    const started = Date.now();
+    await receive.close();
+    // Bounded by the default 10 s drain timeout were it waiting; it returns after the first "nothing".
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+});
