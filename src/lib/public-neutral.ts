@@ -39,7 +39,7 @@ export type { ReceiverAnswer, ReceiverErrorCode } from './receive/answers.js';
 export type { EventContext, EventContextBase, FailureStage, PollEventContext, ReceiverOptionsBase, WebhookEventContext } from './receive/core.js';
 export type { Logger, LoggerInput } from './log.js';
 export { MemoryIdempotencyStore, type MemoryStoreOptions } from './idempotency/memory.js';
-export type { ClaimOptions, ClaimResult, CompleteOptions, IdempotencyStore, ListPendingOptions, PendingJob, RenewOptions, TrackPendingOptions } from './idempotency/types.js';
+export type { ClaimOptions, ClaimResult, CompleteOptions, DeferPendingOptions, IdempotencyStore, ListPendingOptions, PendingJob, RenewOptions, TrackPendingOptions } from './idempotency/types.js';
 export type { CreateJobRequest, GatewayClient, GatewayClientOptions, JobResource } from './gateway/client.js';
 export type { ReconcileReport, Reconciler, ReconcilerOptions } from './gateway/reconciler.js';
 export type { SignOptions, SignedDelivery } from './sign.js';

@@ -197,6 +197,28 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect(await mine(base + 100)).toEqual([]);
     });
 
+    it('deferPending moves a pending job behind the others (seen from every instance); a job no longer pending stays gone', async () => {
+      const { a, b } = pair();
+      const base = 2_000_000 + 1000 * seq++;
+      const ids = [id('defer-1'), id('defer-2'), id('defer-3')];
+      for (const [k, j] of ids.entries()) await a.trackPending!(j, { since: base + k, userParameters: { k } });
+      const mine = async () => (await b.listPending!({ before: base + 500 })).filter((p) => ids.includes(p.jobId));
+      await a.deferPending!(ids[0]!, { since: base + 10 });
+      expect((await mine()).map((p) => [p.jobId, p.since, p.userParameters])).toEqual([
+        [ids[1], base + 1, { k: 1 }],
+        [ids[2], base + 2, { k: 2 }],
+        [ids[0], base + 10, { k: 0 }],
+      ]);
+      // Past `before`: not listed until then.
+      await b.deferPending!(ids[1]!, { since: base + 1000 });
+      expect((await mine()).map((p) => p.jobId)).toEqual([ids[2], ids[0]]);
+      await a.forgetPending!(ids[2]!);
+      await a.deferPending!(ids[2]!, { since: base + 20 });
+      expect((await mine()).map((p) => p.jobId)).toEqual([ids[0]]);
+      await expect(a.deferPending!(ids[0]!, {} as { since: number })).rejects.toThrow(TypeError);
+      for (const j of ids) await a.forgetPending!(j);
+    });
+
     it('200 concurrent claims of one job id: exactly one acquired', async () => {
       const { a, b, shared } = pair();
       const job = id('race');

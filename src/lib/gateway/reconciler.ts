@@ -47,11 +47,14 @@ export interface ReconcileReport {
   processed: number;
   /** Already processed (by a webhook, or another round): recorded as done, handler not called. */
   duplicates: number;
-  /** Still processing at the gateway, or held by another delivery: polled again next round. */
+  /**
+   * Still processing at the gateway, held by another delivery, or not found for the
+   * first or second time: polled again in a later round, after the other due jobs.
+   */
   pending: number;
-  /** The handler or the gateway failed: polled again next round. */
+  /** The handler or the gateway failed: polled again in a later round, after the other due jobs. */
   failed: number;
-  /** Unknown to the gateway (404): reported and no longer polled. */
+  /** Unknown to the gateway (404 in three rounds in a row): reported and no longer polled. */
   forgotten: string[];
 }
 
@@ -76,11 +79,16 @@ export function eventFromJob(job: JobResource, userParameters: JsonObjectValue |
   return validateEvent(event as JsonObjectValue);
 }
 
-function pendingStore(store: IdempotencyStore): PendingStore {
+/** 404s in a row, over rounds, before a pending job is forgotten (a job just created may not be visible everywhere yet). */
+const NOT_FOUND_ROUNDS = 3;
+
+type TrackingStore = Omit<PendingStore, 'deferPending'> & Pick<IdempotencyStore, 'deferPending'>;
+
+function pendingStore(store: IdempotencyStore): TrackingStore {
   if (typeof store?.listPending !== 'function' || typeof store.forgetPending !== 'function' || typeof store.trackPending !== 'function') {
     throw new TypeError("store must track pending jobs (trackPending, listPending, forgetPending): all of jobhook's stores do");
   }
-  return store as PendingStore;
+  return store as TrackingStore;
 }
 
 export function createReconcilerCore(options: ReconcilerOptions): Reconciler {
@@ -102,26 +110,50 @@ export function createReconcilerCore(options: ReconcilerOptions): Reconciler {
     onError: options.onError,
     now,
   });
+  if (typeof store.deferPending !== 'function') {
+    log.warn('jobhook: the store has no deferPending(): jobs that stay unfinished are polled first every round, and more of them than batchSize keep the others from being polled.');
+  }
+  const notFound = new Map<string, number>();
 
-  async function reconcile(p: PendingJob, report: ReconcileReport): Promise<void> {
+  /** Sends a job that is not done behind the jobs due now: every due job gets its turn. */
+  async function defer(p: PendingJob): Promise<void> {
+    try {
+      await store.deferPending?.(p.jobId, { since: now() - graceMs });
+    } catch (err) {
+      log.debug(`jobhook: could not move pending job ${p.jobId} back (it is polled first again)`, errorDetails(err));
+    }
+  }
+
+  /** Polls one pending job; true when it is not done (and should wait its turn again). */
+  async function reconcile(p: PendingJob, report: ReconcileReport): Promise<boolean> {
     report.checked++;
     let job: JobResource;
     try {
       job = await options.client.getJob(p.jobId);
     } catch (err) {
       if (isGatewayError(err) && err.code === 'GATEWAY_NOT_FOUND') {
+        const times = (notFound.get(p.jobId) ?? 0) + 1;
+        if (times < NOT_FOUND_ROUNDS) {
+          notFound.set(p.jobId, times);
+          report.pending++;
+          log.warn(`jobhook: the gateway does not know pending job ${p.jobId} (404, ${times} of ${NOT_FOUND_ROUNDS} rounds before it is forgotten).`);
+          return true;
+        }
+        notFound.delete(p.jobId);
         report.forgotten.push(p.jobId);
-        log.warn(`jobhook: the gateway does not know pending job ${p.jobId} (404); it is no longer polled.`);
+        log.warn(`jobhook: the gateway does not know pending job ${p.jobId} (404 in ${NOT_FOUND_ROUNDS} rounds); it is no longer polled.`);
         await store.forgetPending(p.jobId);
-        return;
+        return false;
       }
+      notFound.delete(p.jobId);
       report.failed++;
       runner.report('poll', err, p.jobId);
-      return;
+      return true;
     }
+    notFound.delete(p.jobId);
     if (job.status !== 'success' && job.status !== 'fail') {
       report.pending++;
-      return;
+      return true;
     }
     let event: JobCompletedEvent;
     try {
@@ -129,24 +161,25 @@ export function createReconcilerCore(options: ReconcilerOptions): Reconciler {
     } catch (err) {
       report.failed++;
       runner.report('poll', err instanceof PayloadInvalidError ? err : new PayloadInvalidError(String(err)), p.jobId);
-      return;
+      return true;
     }
     const payload = event as unknown as JsonObjectValue;
     const result = await runner.run(p.jobId, (signal) => options.onEvent(event, { source: 'poll', jobId: p.jobId, payload, signal }));
     switch (result.kind) {
       case 'processed':
         report.processed++;
-        return;
+        return false;
       case 'duplicate':
         // Done before (its completion removed it, unless it completed before it was recorded).
         report.duplicates++;
         await store.forgetPending(p.jobId);
-        return;
+        return false;
       case 'in_progress':
         report.pending++;
-        return;
+        return true;
       default:
         report.failed++;
+        return true;
     }
   }
 
@@ -158,12 +191,15 @@ export function createReconcilerCore(options: ReconcilerOptions): Reconciler {
     const worker = async () => {
       while (next < due.length) {
         const p = due[next++]!;
+        let again: boolean;
         try {
-          await reconcile(p, report);
+          again = await reconcile(p, report);
         } catch (err) {
           report.failed++;
           runner.report('poll', err, p.jobId);
+          again = true;
         }
+        if (again) await defer(p);
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, worker));

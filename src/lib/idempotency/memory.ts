@@ -5,6 +5,7 @@ import {
   checkJobId,
   claimArgs,
   completeArgs,
+  deferArgs,
   listArgs,
   releaseArgs,
   renewArgs,
@@ -12,6 +13,7 @@ import {
   type ClaimOptions,
   type ClaimResult,
   type CompleteOptions,
+  type DeferPendingOptions,
   type ListPendingOptions,
   type PendingJob,
   type PendingStore,
@@ -148,6 +150,12 @@ export class MemoryIdempotencyStore implements PendingStore {
 
   async forgetPending(jobId: string): Promise<void> {
     this.pending.delete(checkJobId(jobId));
+  }
+
+  async deferPending(jobId: string, options: DeferPendingOptions): Promise<void> {
+    const { since } = deferArgs(jobId, options);
+    const p = this.pending.get(jobId);
+    if (p !== undefined) this.pending.set(jobId, { ...p, since });
   }
 
   private makeRoom(now: number): void {

@@ -7,6 +7,7 @@ import {
   checkJobId,
   claimArgs,
   completeArgs,
+  deferArgs,
   listArgs,
   releaseArgs,
   renewArgs,
@@ -14,6 +15,7 @@ import {
   type ClaimOptions,
   type ClaimResult,
   type CompleteOptions,
+  type DeferPendingOptions,
   type ListPendingOptions,
   type PendingJob,
   type PendingStore,
@@ -231,6 +233,11 @@ export class PostgresIdempotencyStore implements PendingStore {
   async forgetPending(jobId: string): Promise<void> {
     checkJobId(jobId);
     await this.run('forgetPending', (pool) => pool.query(`DELETE FROM ${this.pendingTable} WHERE job_id = $1`, [jobId]));
+  }
+
+  async deferPending(jobId: string, options: DeferPendingOptions): Promise<void> {
+    const { since } = deferArgs(jobId, options);
+    await this.run('deferPending', (pool) => pool.query(`UPDATE ${this.pendingTable} SET since_ms = $2 WHERE job_id = $1`, [jobId, since]));
   }
 
   /** Deletes expired claims and completed marks; returns how many rows went. Schedule it (e.g. hourly). */

@@ -8,6 +8,7 @@ import {
   checkJobId,
   claimArgs,
   completeArgs,
+  deferArgs,
   listArgs,
   releaseArgs,
   renewArgs,
@@ -15,6 +16,7 @@ import {
   type ClaimOptions,
   type ClaimResult,
   type CompleteOptions,
+  type DeferPendingOptions,
   type ListPendingOptions,
   type PendingJob,
   type PendingStore,
@@ -207,6 +209,12 @@ export class RedisIdempotencyStore implements PendingStore {
   async forgetPending(jobId: string): Promise<void> {
     checkJobId(jobId);
     await this.run('forgetPending', (redis) => redis.jobhookForget(this.pendingKey, this.paramsKey, jobId));
+  }
+
+  async deferPending(jobId: string, options: DeferPendingOptions): Promise<void> {
+    const { since } = deferArgs(jobId, options);
+    // XX: only a job still pending moves; a completed one stays gone.
+    await this.run('deferPending', (redis) => redis.zadd(this.pendingKey, 'XX', since, jobId));
   }
 
   /** Closes the client if the store created it (from `url`); a client you passed is left to you. */

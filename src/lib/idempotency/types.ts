@@ -67,12 +67,23 @@ export interface IdempotencyStore {
   listPending?(options: ListPendingOptions): Promise<PendingJob[]>;
   /** Removes a pending record (the gateway forgot the job, or it is done). */
   forgetPending?(jobId: string): Promise<void>;
+  /**
+   * Moves a pending record's `since` to `options.since` (nothing if the job is not
+   * pending): the reconciler sends a job it polled back behind the others, so jobs
+   * that stay unfinished cannot keep the rest from being polled.
+   */
+  deferPending?(jobId: string, options: DeferPendingOptions): Promise<void>;
+}
+
+export interface DeferPendingOptions {
+  /** The record's new `since`, epoch ms. */
+  since: number;
 }
 
 /** A job recorded as pending. */
 export interface PendingJob {
   jobId: string;
-  /** When it was recorded (or created), epoch ms. */
+  /** When it was recorded (or created), epoch ms; moved later each time the reconciler polls it and it is not done. */
   since: number;
   /** The `user_webhook_parameters` it was created with, for the event the reconciler builds. */
   userParameters?: JsonObjectValue;
@@ -93,7 +104,7 @@ export interface ListPendingOptions {
 }
 
 /** The stores that track pending jobs (all of jobhook's do). */
-export type PendingStore = IdempotencyStore & Required<Pick<IdempotencyStore, 'trackPending' | 'listPending' | 'forgetPending'>>;
+export type PendingStore = IdempotencyStore & Required<Pick<IdempotencyStore, 'trackPending' | 'listPending' | 'forgetPending' | 'deferPending'>>;
 
 /** The `since` of a pending record: a finite epoch ms, now by default. */
 function checkSince(since: unknown, what = 'since'): number {
@@ -139,6 +150,12 @@ export function releaseArgs(jobId: unknown, token: unknown): void {
 export function trackArgs(jobId: unknown, options: TrackPendingOptions | undefined): { since: number; userParameters: JsonObjectValue | undefined } {
   checkJobId(jobId);
   return { since: checkSince(options?.since), userParameters: checkUserParameters(options?.userParameters) };
+}
+
+export function deferArgs(jobId: unknown, options: DeferPendingOptions): { since: number } {
+  checkJobId(jobId);
+  if (options?.since === undefined) throw new TypeError('options.since is required: the epoch ms the pending record moves to');
+  return { since: checkSince(options.since) };
 }
 
 export function listArgs(options: ListPendingOptions): { before: number; limit: number } {
