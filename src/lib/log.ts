@@ -32,7 +32,19 @@ export function resolveLogger(input: LoggerInput | undefined, what = 'log'): Log
   for (const level of LEVELS) {
     const fn = source[level];
     if (fn !== undefined && typeof fn !== 'function') throw new TypeError(`${what}.${level} must be a function`);
-    out[level] = fn === undefined ? () => undefined : (message, details) => (details === undefined ? fn.call(source, message) : fn.call(source, message, details));
+    out[level] =
+      fn === undefined
+        ? () => undefined
+        : (message, details) => {
+            // A logger that throws (a closed stream, a bad transport) must not turn a
+            // delivery into a 500 or stop a store repair half way: the line is lost.
+            try {
+              if (details === undefined) fn.call(source, message);
+              else fn.call(source, message, details);
+            } catch {
+              // nothing better to do with it
+            }
+          };
   }
   return out;
 }

@@ -173,6 +173,28 @@ export function receiverBehaviour(name: string, make: MakeReceiver, runtime: { b
       expect(heard).toEqual([`handler ${id}`]);
     });
 
+    it('a logger that throws changes no answer: 401, 200, 500 and the retry all as without it', async () => {
+      let thrown = 0;
+      const boom = () => {
+        thrown++;
+        throw new Error('log transport closed');
+      };
+      let calls = 0;
+      const post = make({
+        publicKey,
+        log: { debug: boom, info: boom, warn: boom, error: boom },
+        onEvent: () => {
+          if (++calls === 1) throw new Error('database down');
+        },
+      });
+      const d = signed(jobId());
+      expect((await post(d.body.replace('Grüße', 'Grüsse'), d.headers)).status).toBe(401);
+      expect((await post(d.body, d.headers)).status).toBe(500);
+      expect((await post(d.body, d.headers)).body).toMatchObject({ status: 'processed' });
+      expect((await post(d.body, d.headers)).body).toMatchObject({ status: 'duplicate' });
+      expect(thrown).toBeGreaterThanOrEqual(2);
+    });
+
     it('rejected deliveries are not warnings: unsigned ones at debug, signed ones at info', async () => {
       const { lines, log } = recorder();
       const post = make({ publicKey, onEvent: () => undefined, log });
