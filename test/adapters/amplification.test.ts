@@ -7,7 +7,7 @@
 import express from 'express';
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { webhookReceiver } from '../../src/express.js';
+import { createReceiver as createExpressReceiver, webhookReceiver } from '../../src/express.js';
 import { createWebhookHandler } from '../../src/web.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
@@ -74,3 +74,26 @@ for (const [name, make] of [['Express', expressPost], ['Fetch handler', fetchPos
     });
   });
 }
+
+describe('forged large bodies and the verification workers', () => {
+  it('40 forged 2 MB deliveries at once never take a worker or a place in its queue: all 401, and genuine large deliveries alongside are processed, never 503', async () => {
+    const processed: string[] = [];
+    const app = express();
+    // One worker, queue of 8: were forged bodies queued, most of these would be 503 RECEIVER_BUSY.
+    const receiver = createExpressReceiver({ publicKey: publicPem(2048), workerThresholdBytes: 64 * 1024, workerPoolSize: 1, log: {}, onEvent: (e) => void processed.push(e.job_id) });
+    app.post('/hook', receiver);
+    const agent = supertest(app);
+    const pad = `,"pad":"${'x'.repeat(2_000_000)}"`;
+    const forgedBody = `{"s":"${'y'.repeat(2_000_000)}"}`;
+    const genuine = Array.from({ length: 3 }, () => signed(jobId('large'), pad));
+    const answers = await Promise.all([
+      ...Array.from({ length: 40 }, () => agent.post('/hook').set(FORGED).send(forgedBody)),
+      ...genuine.map((d) => agent.post('/hook').set(d.headers).send(d.body)),
+    ]);
+    const statuses = answers.map((r) => `${r.status} ${(r.body as { error?: { code: string } }).error?.code ?? 'ok'}`);
+    expect(statuses.slice(0, 40)).toEqual(Array(40).fill('401 SIGNATURE_INVALID'));
+    expect(statuses.slice(40)).toEqual(Array(3).fill('200 ok'));
+    expect(processed).toHaveLength(3);
+    await receiver.close();
+  });
+});

@@ -108,15 +108,49 @@ for (const [name, express] of versions) {
       expect({ status: r.status, body: r.body }).toEqual({ status: 418, body: { handled: 'SIGNATURE_MISSING' } });
     });
 
+    it('refuses a streamed body on its headers alone: unsigned or forged → 401 before a byte of the body is read, the connection closed', async () => {
+      const app = express();
+      let read = 0;
+      app.post('/hook', (req, _res, next) => void (req.on('data', (c: Buffer) => void (read += c.length)), next()), createReceiver({ publicKey, onEvent: () => undefined, log: {} }));
+      const server = app.listen(0, '127.0.0.1');
+      await new Promise((r) => server.once('listening', r));
+      const { port } = server.address() as AddressInfo;
+      const forged = 'ab'.repeat(256);
+      try {
+        for (const [headers, code] of [
+          [{}, 'SIGNATURE_MISSING'],
+          [{ 'x-service-signature': forged }, 'SIGNATURE_INVALID'],
+        ] as const) {
+          const answer = await new Promise<{ status: number; connection?: string; body: string }>((resolve, reject) => {
+            const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', ...headers } }, (res) => {
+              let body = '';
+              res.on('data', (c) => (body += c));
+              res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, body }));
+            });
+            req.on('error', reject);
+            // The request is never ended: the answer must come anyway, from the headers.
+            req.flushHeaders();
+          });
+          expect({ status: answer.status, code: JSON.parse(answer.body).error.code, connection: answer.connection }).toEqual({ status: 401, code, connection: 'close' });
+        }
+        expect(read).toBe(0);
+      } finally {
+        server.closeAllConnections();
+        server.close();
+      }
+    });
+
     it('stops reading a streamed body over the limit and answers 413 before the upload ends', async () => {
       const app = express();
       app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined, maxBodyBytes: 64 * 1024 }));
+      // A genuine signature (of another body): the headers pass, so the body is read.
+      const signature = signed(jobId()).headers['X-Service-Signature']!;
       const server = app.listen(0, '127.0.0.1');
       await new Promise((r) => server.once('listening', r));
       const { port } = server.address() as AddressInfo;
       try {
         const answer = await new Promise<{ status: number; connection?: string; body: string }>((resolve, reject) => {
-          const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+          const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'x-service-signature': signature } }, (res) => {
             let body = '';
             res.on('data', (c) => (body += c));
             res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, body }));
@@ -138,12 +172,13 @@ for (const [name, express] of versions) {
       const app = express();
       const { lines, log } = recorder();
       app.post('/hook', createReceiver({ publicKey, onEvent: () => undefined, bodyTimeoutMs: 300, log }));
+      const signature = signed(jobId()).headers['X-Service-Signature']!;
       const server = app.listen(0, '127.0.0.1');
       await new Promise((r) => server.once('listening', r));
       const { port } = server.address() as AddressInfo;
       try {
         const answer = await new Promise<{ status: number; connection?: string; body: string; closed: Promise<void> }>((resolve, reject) => {
-          const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', 'content-length': '1000' } }, (res) => {
+          const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', 'content-length': '1000', 'x-service-signature': signature } }, (res) => {
             let body = '';
             res.on('data', (c) => (body += c));
             const closed = new Promise<void>((r) => req.socket?.once('close', () => r()));

@@ -37,10 +37,36 @@ describe('Fetch handler: streamed bodies', () => {
       },
     });
     const handler = createWebhookHandler({ publicKey: publicPem(2048), onEvent: () => undefined, maxBodyBytes: 64 * 1024 });
-    const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', body: stream, duplex: 'half' } as RequestInit));
+    // A genuine signature (of another body): the headers pass, so the body is read.
+    const headers = { 'x-service-signature': signed(jobId()).headers['X-Service-Signature']! };
+    const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body: stream, duplex: 'half' } as RequestInit));
     expect(res.status).toBe(413);
     expect(cancelled).toBe(true);
     expect(pulled).toBeLessThan(10);
+  });
+
+  it('refuses on the headers alone: unsigned or forged → 401 with the stream cancelled, never read', async () => {
+    const handler = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, log: {} });
+    for (const [headers, code] of [
+      [{}, 'SIGNATURE_MISSING'],
+      [{ 'x-service-signature': 'ab'.repeat(256) }, 'SIGNATURE_INVALID'],
+    ] as const) {
+      let pulled = 0;
+      let cancelled = false;
+      const stream = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          pulled++;
+          controller.enqueue(new Uint8Array(16 * 1024).fill(0x20));
+        },
+        cancel() {
+          cancelled = true;
+        },
+      }, { highWaterMark: 0 });
+      const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body: stream, duplex: 'half' } as RequestInit));
+      expect({ status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code }).toEqual({ status: 401, code });
+      expect(cancelled).toBe(true);
+      expect(pulled).toBe(0);
+    }
   });
 
   it('reads a multi-chunk body exactly', async () => {
@@ -70,7 +96,8 @@ describe('Fetch handler: a body that never ends', () => {
       },
     });
     const handler = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, bodyTimeoutMs: 200, log: {} });
-    const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', body: stream, duplex: 'half' } as RequestInit));
+    const headers = { 'x-service-signature': signed(jobId()).headers['X-Service-Signature']! };
+    const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body: stream, duplex: 'half' } as RequestInit));
     expect(res.status).toBe(408);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('BODY_TIMEOUT');
     expect(cancelled).toBe(true);

@@ -70,17 +70,47 @@ describe('verification on worker threads', () => {
     expect(runs).toBe(9);
     await receive.close();
   });
+
+  it('close() while deliveries wait for the worker: each is answered 503 (the gateway retries), none hangs or runs', async () => {
+    let runs = 0;
+    const receive = createReceiver({ publicKey, onEvent: () => void runs++, workerThresholdBytes: 1024, workerPoolSize: 1, log: {} });
+    const deliveries = Array.from({ length: 5 }, () => signDelivery(largeBody(jobId('closing'), 5_000), key));
+    const answers = Promise.all(deliveries.map((d) => receive({ body: d.body, headers: d.headers })));
+    await receive.close();
+    const codes = (await answers).map((a) => `${a.status} ${(JSON.parse(a.body) as { error?: { code: string } }).error?.code ?? 'ok'}`);
+    expect(codes).toEqual(Array(5).fill('503 RECEIVER_BUSY'));
+    expect(runs).toBe(0);
+  });
 });
 
 describe('building a value from a plan', () => {
   it('equals JSON.parse for any JSON, whatever the piece size (property)', async () => {
     await fc.assert(
       fc.asyncProperty(fc.json({ depthSize: 'medium' }), fc.integer({ min: 1, max: 200 }), async (text, maxPiece) => {
-        const bytes = new TextEncoder().encode(text);
-        expect(await buildValue(bytes, splitPlan(bytes, maxPiece))).toEqual(JSON.parse(text));
+        for (const t of [text, JSON.stringify(JSON.parse(text), null, 2)]) {
+          const bytes = new TextEncoder().encode(t);
+          const v = await buildValue(bytes, splitPlan(bytes, maxPiece));
+          expect(v).toEqual(JSON.parse(t));
+          // Key order too.
+          expect(JSON.stringify(v)).toBe(JSON.stringify(JSON.parse(t)));
+        }
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('an object of many small members is parsed in runs, not member by member', async () => {
+    const text = `{${Array.from({ length: 10_000 }, (_, k) => `"k${k}":${k}`).join(',')},"__proto__":{"polluted":true}}`;
+    const bytes = new TextEncoder().encode(text);
+    const plan = splitPlan(bytes, 4096);
+    if (plan.kind !== 'object') throw new Error(plan.kind);
+    // ~110 KB in pieces of at most 4 KB: a few dozen runs, not 10,001 members.
+    expect(plan.parts.length).toBeLessThan(60);
+    expect(plan.parts.every((p) => p.kind === 'run')).toBe(true);
+    const v = (await buildValue(bytes, plan)) as Record<string, unknown>;
+    expect(JSON.stringify(v)).toBe(JSON.stringify(JSON.parse(text)));
+    expect(Object.getPrototypeOf(v)).toBe(Object.prototype);
+    expect(Object.hasOwn(v, '__proto__')).toBe(true);
   });
 
   it('keeps "__proto__" as an own property in split objects', async () => {

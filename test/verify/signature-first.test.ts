@@ -52,6 +52,15 @@ describe('the signature is opened before the body is read', () => {
       expect(await codeOf(verify('not json', { 'X-Service-Signature': genuineSignatureOf('x') }, { publicKey: pub }))).toBe('BODY_MALFORMED');
     });
 
+    it(`${name}: a signature with characters outside ASCII whose low byte is hex (š is U+0161) → SIGNATURE_MALFORMED`, async () => {
+      const d = signDelivery('{"event":"async_job_completed","job_id":"a","status":"success","output":{}}', key);
+      const sig = d.headers['X-Service-Signature']!;
+      // Node's Buffer would decode "š" as 0x61 ("a").
+      const bent = sig.slice(0, -1) + (sig.endsWith('a') ? '\u0161' : sig.slice(-1) === 'b' ? '\u0162' : 'g');
+      expect(await codeOf(verify(d.body, { 'X-Service-Signature': bent }, { publicKey: pub }))).toBe('SIGNATURE_MALFORMED');
+      expect(await codeOf(verify(d.body, { 'X-Service-Signature': 'ab'.repeat(255) + '\u0161\u0162' }, { publicKey: pub }))).toBe('SIGNATURE_MALFORMED');
+    });
+
     it(`${name}: a genuine signature over another body opens, then matches no dialect → SIGNATURE_INVALID naming the key`, async () => {
       const d = signDelivery('{"event":"async_job_completed","job_id":"a","status":"success","output":{}}', key);
       const other = '{"event":"async_job_completed","job_id":"b","status":"success","output":{}}';

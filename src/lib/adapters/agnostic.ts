@@ -1,13 +1,16 @@
 /**
  * The framework-agnostic receiver: the caller has the whole body already (Fastify,
- * Koa, AWS Lambda, plain node:http), so this one only decodes Content-Encoding.
+ * Koa, AWS Lambda, plain node:http), so this one only opens the signature, then
+ * decodes Content-Encoding.
  */
 import zlib from 'node:zlib';
 import { BodyMalformedError, BodyTooLargeError } from '../errors.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
 import { receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import type { HeadersInput } from '../verify/headers.js';
+import type { OpenedSignature } from '../verify/core.js';
 import { createNodeVerifier, type VerifierOptions } from '../verify/node-verifier.js';
+import { checkBodySize } from '../verify/signature.js';
 import { offloading, ownedBodies, type WorkerOptions } from '../verify/worker-pool.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding } from './encoding.js';
@@ -46,12 +49,16 @@ export function createAgnosticReceiver(options: ReceiverOptions): ((request: Rec
   const handler = async (request: ReceiverRequest): Promise<ReceiverAnswer> => {
     if (typeof request !== 'object' || request === null) throw new TypeError('createReceiver handles { body, headers }');
     let body: string | Uint8Array;
+    let signature: OpenedSignature;
     try {
+      // The size as received, then the signature (401 before anything is decoded or parsed), then the body.
+      checkBodySize(request.body, verifier.options);
+      signature = offload.open(request.headers);
       body = decodeBody(request.body, request.headers, verifier.options.maxBodyBytes);
     } catch (err) {
       return refuse(r, err);
     }
-    return receive(r, offload.verify, body, request.headers, request);
+    return receive(r, (b) => offload.verifyOpened(b, signature), body, request.headers, request);
   };
   return withControls(handler, r.runner, offload);
 }

@@ -3,7 +3,7 @@ import { answerForError } from '../receive/answers.js';
 import { logRefusal, receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import { createNodeVerifier, type VerifierOptions } from '../verify/node-verifier.js';
 import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
-import { readNodeBody, sendAnswer, type NodeWebhookRequest } from './node-http.js';
+import { sendAnswer, signedNodeBody, type NodeWebhookRequest } from './node-http.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { resolveLogger } from '../log.js';
 import { DEFAULT_BODY_TIMEOUT_MS } from '../protocol.js';
@@ -32,14 +32,14 @@ export function createNodeReceiver(options: ExpressReceiverOptions): NodeHandler
   const offload = offloading(verifier, options, r.log);
   const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };
   const handler: NodeHandler = (req, res, next) => {
-    readNodeBody(req, limits)
+    signedNodeBody(req, limits, offload.open)
       .then(
-        (bytes) => receive(r, offload.verify, bytes, req.headers, req),
+        ({ signature, bytes }) => receive(r, (body) => offload.verifyOpened(body, signature), bytes, req.headers, req),
         (err: unknown) => refuse(r, err),
       )
       .then(
-        (answer) => sendAnswer(res, answer),
-        (err: unknown) => (next ? next(err) : sendAnswer(res, answerForError(err))),
+        (answer) => sendAnswer(res, answer, req),
+        (err: unknown) => (next ? next(err) : sendAnswer(res, answerForError(err), req)),
       );
   };
   return withControls(handler, r.runner, offload);
@@ -55,8 +55,8 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
     timeoutMs: optionalNumber(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS),
   };
   return (req, res, next) => {
-    readNodeBody(req, limits)
-      .then((bytes) => verifier.verify(bytes, req.headers))
+    signedNodeBody(req, limits, verifier.open)
+      .then(({ signature, bytes }) => verifier.verifyOpened(bytes, signature))
       .then(
         (delivery) => {
           req.webhook = delivery;
@@ -65,7 +65,7 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
         (err: unknown) => {
           logRefusal(log, err);
           if (mode === 'next' && next) next(err);
-          else sendAnswer(res, answerForError(err));
+          else sendAnswer(res, answerForError(err), req);
         },
       );
   };

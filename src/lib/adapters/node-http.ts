@@ -8,7 +8,7 @@ import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, BodyUnavailabl
 import type { ReceiverAnswer } from '../receive/answers.js';
 import type { VerifiedDelivery } from '../verify/core.js';
 import type { BodyLimits } from './body-limits.js';
-import { contentCoding } from './encoding.js';
+import { contentCoding, type ContentCoding } from './encoding.js';
 import { ownedBodies } from '../verify/worker-pool.js';
 
 /** A Node/Express/Connect request as jobhook reads it. */
@@ -52,22 +52,27 @@ function decoder(coding: 'gzip' | 'deflate' | 'br'): zlib.Gunzip | zlib.Inflate 
 }
 
 /**
- * The exact request bytes: kept by another middleware, or read from the stream with
- * the limits enforced as it arrives (413 as soon as the body, raw or decoded, passes
- * `maxBodyBytes`; 408 when it is not complete within `timeoutMs`; gzip, deflate and
- * br decoded; other codings 415).
+ * A signed request's body, in the order that keeps unsigned traffic cheap: what the
+ * headers alone tell (a kept or declared body over the limit: 413; an unknown coding:
+ * 415), then `open(headers)` (the signature: 401 before a byte of the body is read),
+ * then the body. Rejects with the first refusal; an answer sent before the body was
+ * read closes the connection (sendAnswer), so the rest is never read.
  */
-export function readNodeBody(req: NodeWebhookRequest, limits: BodyLimits): Promise<Uint8Array> {
-  let kept: Uint8Array | undefined;
-  let coding;
-  try {
-    kept = keptBytes(req);
-    if (kept !== undefined) return Promise.resolve(checkSize(kept, limits.maxBodyBytes));
-    coding = contentCoding(req.headers);
-    if (Number(req.headers['content-length']) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
-  } catch (err) {
-    return Promise.reject(err);
-  }
+export async function signedNodeBody<S>(req: NodeWebhookRequest, limits: BodyLimits, open: (headers: NodeWebhookRequest['headers']) => S | Promise<S>): Promise<{ signature: S; bytes: Uint8Array }> {
+  const kept = keptBytes(req);
+  if (kept !== undefined) checkSize(kept, limits.maxBodyBytes);
+  const coding = kept === undefined ? contentCoding(req.headers) : 'identity';
+  if (kept === undefined && Number(req.headers['content-length']) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
+  const signature = await open(req.headers);
+  return { signature, bytes: kept ?? (await readStream(req, coding, limits)) };
+}
+
+/**
+ * Reads the body from the stream with the limits enforced as it arrives (413 as soon
+ * as the body, raw or decoded, passes `maxBodyBytes`; 408 when it is not complete
+ * within `timeoutMs`; gzip, deflate and br decoded).
+ */
+function readStream(req: NodeWebhookRequest, coding: ContentCoding, limits: BodyLimits): Promise<Uint8Array> {
   const limit = limits.maxBodyBytes;
   const unzip = coding === 'identity' ? undefined : decoder(coding);
   return new Promise((resolve, reject) => {
@@ -124,12 +129,18 @@ export function readNodeBody(req: NodeWebhookRequest, limits: BodyLimits): Promi
   });
 }
 
-/** Writes an answer with plain Node APIs (works for Express, Connect and node:http). */
-export function sendAnswer(res: ServerResponse, answer: ReceiverAnswer): void {
+/**
+ * Writes an answer with plain Node APIs (works for Express, Connect and node:http).
+ * An answer to a request whose body was not read (refused on its headers) closes the
+ * connection, as does one the answer asks to close (413, 408).
+ */
+export function sendAnswer(res: ServerResponse, answer: ReceiverAnswer, req?: IncomingMessage): void {
   if (res.headersSent) return;
   res.statusCode = answer.status;
   for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
-  if (answer.headers.connection === 'close') {
+  const close = answer.headers.connection === 'close' || (req !== undefined && !req.complete);
+  if (close && answer.headers.connection === undefined) res.setHeader('connection', 'close');
+  if (close) {
     // The rest of the body is not wanted: end the connection once the answer is out,
     // and drop it if the client keeps it open (a slow sender holding a socket).
     res.once('finish', () => {

@@ -15,7 +15,7 @@ import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../
 import { constantTimeEqual } from '../crypto/pkcs1.js';
 import type { HeadersInput } from './headers.js';
 import type { ResolvedOptions } from './options.js';
-import { noKeyOpens, readSignature, type Opened } from './signature.js';
+import { checkBodySize, noKeyOpens, readSignature, type Opened } from './signature.js';
 
 /** What a successful verification returns. */
 export interface VerifiedDelivery {
@@ -154,28 +154,41 @@ export type Step =
   | { op: 'digest'; body: ParsedBody; dialect: DialectName }
   | { op: 'hashOfDigest'; digest: string };
 
+/** Concludes a verification from the parsed body and what matched (default: the delivery). */
+export type Conclude<T> = (parsed: ParsedBody, dialect: DialectName, keyIndex: number, digest: string) => T;
+
 /**
- * The whole verification as one flow, whatever the runtime: it yields the steps its
- * backend performs (synchronously on Node, with promises on WebCrypto). Size and
- * header checks, then one opening per key of the signature's size (no key opens it:
- * SIGNATURE_INVALID, the body never parsed), then the body, the dialects worth
- * hashing, and the result from the first whose canonical hash the signature carries.
+ * A signature that opened with at least one key, from `opening`: what the keys say was
+ * signed. The body has not been read yet; `matching` compares it.
  */
-export function* verification<T = VerifiedDelivery>(
-  body: string | Uint8Array,
-  headers: HeadersInput,
-  o: ResolvedOptions,
-  modulusBytes: readonly number[],
-  decodeHex?: (hex: string) => Uint8Array,
-  conclude: (parsed: ParsedBody, dialect: DialectName, keyIndex: number, digest: string) => T = (p, d, k, h) => finish(p, o, d, k, h) as T,
-): Generator<Step, T, unknown> {
-  const { signature, keyIndexes } = readSignature(body, headers, o, modulusBytes, decodeHex);
+export interface OpenedSignature {
+  readonly opened: readonly Opened[];
+}
+
+/**
+ * The first half of a verification, on the headers alone: the signature header's
+ * checks, then one opening per key of the signature's size. No key opens it:
+ * SIGNATURE_INVALID, and the body need not even be read.
+ */
+export function* opening(headers: HeadersInput, o: ResolvedOptions, modulusBytes: readonly number[], decodeHex?: (hex: string) => Uint8Array): Generator<Step, OpenedSignature, unknown> {
+  const { signature, keyIndexes } = readSignature(headers, o, modulusBytes, decodeHex);
   const opened: Opened[] = [];
   for (const keyIndex of keyIndexes) {
     const hash = (yield { op: 'open', keyIndex, signature }) as Uint8Array | undefined;
     if (hash !== undefined) opened.push({ keyIndex, hash });
   }
   if (opened.length === 0) throw noKeyOpens(keyIndexes.length);
+  return { opened };
+}
+
+/**
+ * The second half, once a key opened the signature: the body (413 over the limit),
+ * parsed, the dialects worth hashing, and the result from the first whose canonical
+ * hash the signature carries.
+ */
+export function* matching<T = VerifiedDelivery>(body: string | Uint8Array, signature: OpenedSignature, o: ResolvedOptions, conclude: Conclude<T> = (p, d, k, h) => finish(p, o, d, k, h) as T): Generator<Step, T, unknown> {
+  checkBodySize(body, o);
+  const { opened } = signature;
   const parsed = parseBody(body, o);
   try {
     const digests: string[] = [];
@@ -191,6 +204,24 @@ export function* verification<T = VerifiedDelivery>(
   } finally {
     parsed.dispose();
   }
+}
+
+/**
+ * The whole verification as one flow, whatever the runtime: it yields the steps its
+ * backend performs (synchronously on Node, with promises on WebCrypto). The body's
+ * size (413), then `opening` (401 without parsing anything), then `matching`.
+ */
+export function* verification<T = VerifiedDelivery>(
+  body: string | Uint8Array,
+  headers: HeadersInput,
+  o: ResolvedOptions,
+  modulusBytes: readonly number[],
+  decodeHex?: (hex: string) => Uint8Array,
+  conclude?: Conclude<T>,
+): Generator<Step, T, unknown> {
+  checkBodySize(body, o);
+  const signature = yield* opening(headers, o, modulusBytes, decodeHex);
+  return yield* matching(body, signature, o, conclude);
 }
 
 /** Runs `flow`, performing each step synchronously. */

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { importNodeKey, sha256Hex, sha256OfHex, type NodePublicKeyInput } from '../crypto/node.js';
 import type { DialectName } from '../canonical/dialects.js';
-import { boundedSink, drive, verification, type ParsedBody, type Step, type VerifiedDelivery } from './core.js';
+import { boundedSink, drive, matching, opening, verification, type Conclude, type OpenedSignature, type Step, type VerifiedDelivery, type ParsedBody } from './core.js';
 import type { HeadersInput } from './headers.js';
 import { importKeys } from './key-list.js';
 import { resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from './options.js';
@@ -19,10 +19,13 @@ export interface Verifier {
 /** The verifier with its resolved options, for the receivers built on it. */
 export interface NodeVerifierCore extends Verifier {
   readonly options: ResolvedOptions;
-  /** Verifies, and concludes with `conclude` instead of building the delivery (the worker pool). */
-  verifyWith<T>(body: string | Uint8Array, headers: HeadersInput, conclude: (parsed: ParsedBody, dialect: DialectName, keyIndex: number, digest: string) => T): T;
+  /** The first half, on the headers alone: a signature that opened, or a 401 WebhookError. */
+  open(headers: HeadersInput): OpenedSignature;
+  /** The second half: the body against a signature `open` returned (`conclude` replaces building the delivery: the worker pool). */
+  verifyOpened<T = VerifiedDelivery>(body: string | Uint8Array, signature: OpenedSignature, conclude?: Conclude<T>): T;
 }
 
+// Only ever given strings that passed the hex check (decodeSignature).
 const decodeHex = (hex: string): Uint8Array => Buffer.from(hex, 'hex');
 
 /** Lowercase hex SHA-256 of a canonical form, streamed: the text is never held whole. */
@@ -61,6 +64,7 @@ export function createNodeVerifier(options: VerifierOptions): NodeVerifierCore {
   return {
     options: o,
     verify: (body, headers) => drive(verification(body, headers, o, modulusBytes, decodeHex), perform),
-    verifyWith: (body, headers, conclude) => drive(verification(body, headers, o, modulusBytes, decodeHex, conclude), perform),
+    open: (headers) => drive(opening(headers, o, modulusBytes, decodeHex), perform),
+    verifyOpened: (body, signature, conclude) => drive(matching(body, signature, o, conclude), perform),
   };
 }

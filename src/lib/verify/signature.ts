@@ -10,7 +10,7 @@ export interface SignatureBytes {
   keyIndexes: number[];
 }
 
-/** The size of a raw body in bytes; TypeError for anything that is not a raw body. */
+/** The size of a raw body in bytes (exact up to `limit`); TypeError for anything that is not a raw body. */
 function bodyBytes(body: unknown, limit: number): number {
   if (typeof body === 'string') {
     // Cheap bounds first: UTF-8 takes 1–3 bytes per UTF-16 unit.
@@ -21,20 +21,17 @@ function bodyBytes(body: unknown, limit: number): number {
   throw new TypeError('body must be the raw request body as a string or Uint8Array (not a parsed object)');
 }
 
-/**
- * Every check that needs no crypto and does not read the body, in the order of the
- * HTTP answers: size (413), then the signature header (present, algorithm, hex,
- * length for a key: 401). The body is not parsed here: nobody without the key can
- * make jobhook parse anything.
- */
-export function readSignature(
-  body: string | Uint8Array,
-  headers: HeadersInput,
-  o: ResolvedOptions,
-  modulusBytes: readonly number[],
-  decodeHex: (hex: string) => Uint8Array = hexToBytes,
-): SignatureBytes {
+/** BODY_TOO_LARGE (413) for a body over `maxBodyBytes`; TypeError for anything that is not a raw body. */
+export function checkBodySize(body: string | Uint8Array, o: ResolvedOptions): void {
   if (bodyBytes(body, o.maxBodyBytes) > o.maxBodyBytes) throw refusal(() => new BodyTooLargeError(o.maxBodyBytes));
+}
+
+/**
+ * Every check of the signature header that needs no crypto (present, algorithm, hex,
+ * length for a key: 401). The body is not read here: nobody without the key can make
+ * jobhook parse anything, nor wait for a body.
+ */
+export function readSignature(headers: HeadersInput, o: ResolvedOptions, modulusBytes: readonly number[], decodeHex: (hex: string) => Uint8Array = hexToBytes): SignatureBytes {
   const raw = getHeader(headers, o.signatureHeader);
   if (raw === undefined || raw.trim() === '') {
     throw refusal(() => new SignatureMissingError(`The ${o.signatureHeaderName} header is missing: the request was not signed by the gateway, or a proxy dropped the header.`));
@@ -52,7 +49,8 @@ const HEX = /^[0-9a-fA-F]*$/;
 /**
  * Turns the signature header into bytes: hex only (either case; blanks at the ends
  * are not part of an HTTP value), and exactly 2 × the modulus size of at least one key.
- * `decodeHex` decodes up to the first pair that is not hex (Node passes Buffer's).
+ * Checked against the hex alphabet before `decodeHex` runs: Node's Buffer decodes a
+ * character by its low byte, so it would take U+0161 for "a".
  */
 export function decodeSignature(
   raw: string,
@@ -61,10 +59,7 @@ export function decodeSignature(
   decodeHex: (hex: string) => Uint8Array = hexToBytes,
 ): SignatureBytes {
   const hex = isBlank(raw.charCodeAt(0)) || isBlank(raw.charCodeAt(raw.length - 1)) ? raw.replace(/^[ \t]+|[ \t]+$/g, '') : raw;
-  const even = hex.length % 2 === 0;
-  const signature = even ? decodeHex(hex) : undefined;
-  // All of an even-length string decoded: it is hex. (Odd lengths are only measured.)
-  if (signature === undefined ? !HEX.test(hex) : signature.length * 2 !== hex.length) {
+  if (!HEX.test(hex)) {
     throw refusal(
       () =>
         new SignatureMalformedError(
@@ -78,7 +73,7 @@ export function decodeSignature(
     const want = [...new Set(modulusBytes.map((m) => m * 2))].join(' or ');
     throw refusal(() => new SignatureMalformedError(`The signature has ${hex.length} hex digits but the key's modulus needs ${want}: it was truncated or padded, or signed with another key.`));
   }
-  return { signature: signature!, keyIndexes };
+  return { signature: decodeHex(hex), keyIndexes };
 }
 
 function isBlank(c: number): boolean {

@@ -9,11 +9,11 @@ import type { ParsedBody } from './core.js';
 import { createNodeVerifier, type VerifierOptions } from './node-verifier.js';
 import { splitPlan, type Plan } from './split.js';
 
-/** What the main thread sends. */
+/** What the main thread sends: the body, and what the keys that opened its signature say was signed. */
 export interface WorkerRequest {
   id: number;
   body: Uint8Array;
-  headers: Record<string, string>;
+  opened: Array<{ keyIndex: number; hash: Uint8Array }>;
 }
 
 /** What the worker answers. */
@@ -33,7 +33,7 @@ function conclude(parsed: ParsedBody, body: Uint8Array, dialect: string, keyInde
 parentPort!.on('message', (m: WorkerRequest) => {
   let response: WorkerResponse;
   try {
-    const ok = verifier.verifyWith(m.body, m.headers, (parsed, dialect, keyIndex, digest) => conclude(parsed, m.body, dialect, keyIndex, digest));
+    const ok = verifier.verifyOpened(m.body, { opened: m.opened }, (parsed, dialect, keyIndex, digest) => conclude(parsed, m.body, dialect, keyIndex, digest));
     response = { id: m.id, body: m.body, ok };
   } catch (err) {
     const e = err as Error & { code?: string; offset?: number; limit?: number };

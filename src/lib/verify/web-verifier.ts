@@ -1,7 +1,7 @@
 import { prepareWebKey, sha256HexWeb, sha256OfHexWeb, type WebPublicKeyInput } from '../crypto/web.js';
 import type { DialectName } from '../canonical/dialects.js';
 import { concatBytes } from '../bytes.js';
-import { boundedSink, driveAsync, verification, type CanonicalChunk, type ParsedBody, type Step, type VerifiedDelivery } from './core.js';
+import { boundedSink, driveAsync, matching, opening, verification, type CanonicalChunk, type OpenedSignature, type ParsedBody, type Step, type VerifiedDelivery } from './core.js';
 import type { HeadersInput } from './headers.js';
 import { importKeys } from './key-list.js';
 import { resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from './options.js';
@@ -19,6 +19,10 @@ export interface WebVerifier {
 /** The verifier with its resolved options, for the receivers built on it. */
 export interface WebVerifierCore extends WebVerifier {
   readonly options: ResolvedOptions;
+  /** The first half, on the headers alone: a signature that opened, or a 401 WebhookError. */
+  open(headers: HeadersInput): Promise<OpenedSignature>;
+  /** The second half: the body against a signature `open` returned. */
+  verifyOpened(body: string | Uint8Array, signature: OpenedSignature): Promise<VerifiedDelivery>;
 }
 
 const encoder = new TextEncoder();
@@ -55,5 +59,7 @@ export function createWebVerifierCore(options: WebVerifierOptions): WebVerifierC
   return {
     options: o,
     verify: (body, headers) => driveAsync(verification(body, headers, o, modulusBytes), perform),
+    open: (headers) => driveAsync(opening(headers, o, modulusBytes), perform),
+    verifyOpened: (body, signature) => driveAsync(matching(body, signature, o), perform),
   };
 }

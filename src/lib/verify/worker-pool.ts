@@ -1,8 +1,10 @@
 /**
  * Large bodies are verified on worker threads, so a 25 MB delivery does not hold the
- * event loop: the worker parses, canonicalizes and hashes; the main thread then
- * builds the event from a plan of small pieces, yielding between them. Bounded: a
- * few workers, a short queue, RECEIVER_BUSY (503) past it. Node only.
+ * event loop. The signature is opened here first (one RSA operation: a forged request
+ * never takes a worker's time or a place in the queue); the worker parses,
+ * canonicalizes and hashes; the main thread then builds the event from a plan of small
+ * pieces, yielding between them. Bounded: a few workers, a short queue,
+ * RECEIVER_BUSY (503) past it. Node only.
  */
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
@@ -15,8 +17,8 @@ import { ReceiverBusyError } from '../errors.js';
 import { reviveError } from '../revive-error.js';
 import { errorDetails, type Logger } from '../log.js';
 import { checkNumber } from '../options.js';
-import { deliveryFrom, type VerifiedDelivery } from './core.js';
-import { getHeader, type HeadersInput } from './headers.js';
+import { deliveryFrom, type OpenedSignature, type VerifiedDelivery } from './core.js';
+import type { HeadersInput } from './headers.js';
 import type { NodeVerifierCore, VerifierOptions } from './node-verifier.js';
 import { buildValue } from './split.js';
 import type { WorkerRequest, WorkerResponse } from './verify-worker.js';
@@ -72,11 +74,17 @@ function portable(options: VerifierOptions): VerifierOptions {
 }
 
 export interface OffloadingVerifier {
-  verify(body: string | Uint8Array, headers: HeadersInput): VerifiedDelivery | Promise<VerifiedDelivery>;
+  /** The first half, on the headers alone (always here: one RSA operation per key). */
+  open(headers: HeadersInput): OpenedSignature;
+  /** The second half: on this thread for small bodies, on a worker for large ones. */
+  verifyOpened(body: string | Uint8Array, signature: OpenedSignature): VerifiedDelivery | Promise<VerifiedDelivery>;
+  /** Stops the workers; deliveries still waiting for one are refused (RECEIVER_BUSY, 503: the gateway retries). */
   close(): Promise<void>;
 }
 
-/** `verifier.verify` for small bodies, a worker for large ones. */
+const closing = () => new ReceiverBusyError('The receiver is shutting down; retry later.');
+
+/** `verifier.verifyOpened` for small bodies, a worker for large ones. */
 export function offloading(verifier: NodeVerifierCore, options: VerifierOptions & WorkerOptions, log: Logger): OffloadingVerifier {
   const threshold = options.workerThresholdBytes === false ? Infinity : checkNumber(options.workerThresholdBytes ?? DEFAULT_WORKER_THRESHOLD_BYTES, 'workerThresholdBytes', { min: 0 });
   const size = options.workerPoolSize === undefined ? Math.max(1, Math.min(4, availableParallelism() - 1)) : checkNumber(options.workerPoolSize, 'workerPoolSize', { integer: true, max: 64 });
@@ -85,6 +93,7 @@ export function offloading(verifier: NodeVerifierCore, options: VerifierOptions 
   const slots: Slot[] = [];
   const queue: Task[] = [];
   let nextId = 1;
+  let closed = false;
 
   function spawn(): Slot {
     const slot: Slot = { worker: startWorker(portable(options)), task: undefined };
@@ -125,16 +134,12 @@ export function offloading(verifier: NodeVerifierCore, options: VerifierOptions 
     for (const s of slots) if (s.task === undefined) s.worker.unref();
   }
 
-  async function inWorker(body: Uint8Array, headers: HeadersInput): Promise<VerifiedDelivery> {
+  async function inWorker(body: Uint8Array, signature: OpenedSignature): Promise<VerifiedDelivery> {
+    if (closed) throw closing();
     if (queue.length >= maxQueue) throw new ReceiverBusyError(`${queue.length} large deliveries are waiting for the verification workers; retry later.`);
-    // The worker needs only the two headers it checks.
-    const sent: Record<string, string> = {};
-    for (const name of [o.signatureHeader, o.algorithmHeader]) {
-      const v = getHeader(headers, name);
-      if (v !== undefined) sent[name] = v;
-    }
+    const opened = signature.opened.map(({ keyIndex, hash }) => ({ keyIndex, hash }));
     const response = await new Promise<WorkerResponse>((resolve, reject) => {
-      queue.push({ request: { id: nextId++, body, headers: sent }, resolve, reject });
+      queue.push({ request: { id: nextId++, body, opened }, resolve, reject });
       next();
     });
     if ('error' in response) throw reviveError(response.error);
@@ -146,13 +151,21 @@ export function offloading(verifier: NodeVerifierCore, options: VerifierOptions 
   }
 
   return {
-    verify(body, headers) {
+    open: (headers) => verifier.open(headers),
+    verifyOpened(body, signature) {
       const n = typeof body === 'string' ? body.length : body.byteLength;
-      if (n < threshold || n > o.maxBodyBytes) return verifier.verify(body, headers);
-      return inWorker(typeof body === 'string' ? new TextEncoder().encode(body) : body, headers);
+      if (n < threshold || n > o.maxBodyBytes) return verifier.verifyOpened(body, signature);
+      return inWorker(typeof body === 'string' ? new TextEncoder().encode(body) : body, signature);
     },
     async close() {
+      closed = true;
+      // Nothing waits for an answer that will not come: queued and running deliveries are refused.
+      for (const task of queue.splice(0)) task.reject(closing());
       const all = slots.splice(0);
+      for (const s of all) {
+        s.task?.reject(closing());
+        s.task = undefined;
+      }
       await Promise.all(all.map((s) => s.worker.terminate()));
     },
   };
