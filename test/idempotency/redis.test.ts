@@ -49,4 +49,11 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     expect(() => new RedisIdempotencyStore({})).toThrow(TypeError);
     expect(() => new RedisIdempotencyStore({ client, url: 'redis://127.0.0.1' })).toThrow(/exactly one/);
   });
+
+  it('refuses a pendingKey that a job id could name: the key itself or its ":params" hash under keyPrefix', () => {
+    expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:', pendingKey: 'app:pending' })).toThrow(/keyPrefix/);
+    // "app:pending:params" is the key of job id "params" under prefix "app:pending:".
+    expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:pending:', pendingKey: 'app:pending' })).toThrow(/:params/);
+    expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:job:', pendingKey: 'app:pending' })).not.toThrow();
+  });
 });

@@ -104,10 +104,10 @@ export class RedisIdempotencyStore implements PendingStore {
     this.prefix = options.keyPrefix ?? 'jobhook:job:';
     if (typeof this.prefix !== 'string') throw new TypeError('keyPrefix must be a string');
     this.pendingKey = options.pendingKey ?? 'jobhook:pending';
-    if (typeof this.pendingKey !== 'string' || this.pendingKey.startsWith(this.prefix)) {
-      throw new TypeError(`pendingKey must be a string that does not start with keyPrefix (${JSON.stringify(this.prefix)}), or a job id could name it`);
-    }
     this.paramsKey = `${this.pendingKey}:params`;
+    if (typeof this.pendingKey !== 'string' || this.pendingKey.startsWith(this.prefix) || this.paramsKey.startsWith(this.prefix)) {
+      throw new TypeError(`pendingKey must be a string such that neither it nor ${JSON.stringify(`${String(options.pendingKey)}:params`)} starts with keyPrefix (${JSON.stringify(this.prefix)}), or a job id could name it`);
+    }
     this.timeoutMs = optionalNumber(options.operationTimeoutMs, 'operationTimeoutMs', 2000);
     this.log = resolveLogger(options.log);
     this.owned = options.client === undefined;

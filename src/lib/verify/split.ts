@@ -9,7 +9,8 @@ import type { JsonValue } from '../canonical/to-value.js';
 /** How a value is rebuilt: one parse, or its parts. Offsets are byte offsets in the body. */
 export type Plan =
   | { kind: 'leaf'; start: number; end: number }
-  | { kind: 'object'; members: Array<{ keyStart: number; keyEnd: number; value: Plan }> }
+  /** Consecutive small members parse together (`{` + the run + `}`); a large member gets a plan of its own. */
+  | { kind: 'object'; parts: Array<{ kind: 'run'; start: number; end: number } | { kind: 'member'; keyStart: number; keyEnd: number; value: Plan }> }
   /** Consecutive small items parse together (`[` + the run + `]`); a large item gets a plan of its own. */
   | { kind: 'array'; parts: Array<{ kind: 'run'; start: number; end: number } | { kind: 'item'; value: Plan }> };
 
@@ -59,19 +60,28 @@ class Scanner {
   }
 
   object(start: number): { end: number; plan: Plan } {
-    const members: Array<{ keyStart: number; keyEnd: number; value: Plan }> = [];
+    const parts: Extract<Plan, { kind: 'object' }>['parts'] = [];
+    let run: { kind: 'run'; start: number; end: number } | undefined;
     let i = this.ws(start + 1);
     if (this.b[i] === 0x7d) return { end: i + 1, plan: { kind: 'leaf', start, end: i + 1 } };
     for (;;) {
       const keyEnd = this.string(i);
       const v = this.value(this.ws(this.ws(keyEnd) + 1));
-      members.push({ keyStart: i, keyEnd, value: v.plan });
+      if (v.end - i > this.maxPiece) {
+        run = undefined;
+        parts.push({ kind: 'member', keyStart: i, keyEnd, value: v.plan });
+      } else if (run !== undefined && v.end - run.start <= this.maxPiece) {
+        run.end = v.end;
+      } else {
+        run = { kind: 'run', start: i, end: v.end };
+        parts.push(run);
+      }
       i = this.ws(v.end);
       if (this.b[i] === 0x7d) break;
       i = this.ws(i + 1);
     }
     const end = i + 1;
-    return { end, plan: end - start <= this.maxPiece ? { kind: 'leaf', start, end } : { kind: 'object', members } };
+    return { end, plan: end - start <= this.maxPiece ? { kind: 'leaf', start, end } : { kind: 'object', parts } };
   }
 
   array(start: number): { end: number; plan: Plan } {
@@ -132,10 +142,15 @@ export async function buildValue(body: Uint8Array, plan: Plan, sliceMs = 3): Pro
     }
     if (p.kind === 'object') {
       const out: { [key: string]: JsonValue } = {};
-      for (const m of p.members) {
-        const key = JSON.parse(text(m.keyStart, m.keyEnd)) as string;
-        // As JSON.parse does: "__proto__" is an own property, not the prototype.
-        Object.defineProperty(out, key, { value: await build(m.value), enumerable: true, writable: true, configurable: true });
+      // As JSON.parse does: "__proto__" is an own property, not the prototype.
+      const set = (key: string, value: JsonValue) => Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+      for (const part of p.parts) {
+        if (part.kind === 'member') set(JSON.parse(text(part.keyStart, part.keyEnd)) as string, await build(part.value));
+        else {
+          const members = JSON.parse(`{${text(part.start, part.end)}}`) as { [key: string]: JsonValue };
+          for (const key of Object.keys(members)) set(key, members[key]!);
+          await pause();
+        }
       }
       return out;
     }
