@@ -25,8 +25,11 @@ export interface NodeVerifierCore extends Verifier {
   verifyOpened<T = VerifiedDelivery>(body: string | Uint8Array, signature: OpenedSignature, conclude?: Conclude<T>): T;
 }
 
-// Only ever given strings that passed the hex check (decodeSignature).
-const decodeHex = (hex: string): Uint8Array => Buffer.from(hex, 'hex');
+/**
+ * Buffer's hex decoding, for ASCII only: Buffer reads a character by its low byte (it
+ * would decode "š", U+0161, as "a"), so anything else decodes to nothing (malformed).
+ */
+const decodeHex = (hex: string): Uint8Array => (Buffer.byteLength(hex, 'utf8') === hex.length ? Buffer.from(hex, 'hex') : new Uint8Array(0));
 
 /** Lowercase hex SHA-256 of a canonical form, streamed: the text is never held whole. */
 function hashCanonical(body: ParsedBody, dialect: DialectName, limit: number): string {

@@ -49,8 +49,9 @@ const HEX = /^[0-9a-fA-F]*$/;
 /**
  * Turns the signature header into bytes: hex only (either case; blanks at the ends
  * are not part of an HTTP value), and exactly 2 × the modulus size of at least one key.
- * Checked against the hex alphabet before `decodeHex` runs: Node's Buffer decodes a
- * character by its low byte, so it would take U+0161 for "a".
+ * `decodeHex` decodes up to the first pair that is not hex, and must never take a
+ * character outside ASCII for a digit (Node's Buffer alone would take U+0161 for "a":
+ * the node verifier checks for that first).
  */
 export function decodeSignature(
   raw: string,
@@ -59,7 +60,10 @@ export function decodeSignature(
   decodeHex: (hex: string) => Uint8Array = hexToBytes,
 ): SignatureBytes {
   const hex = isBlank(raw.charCodeAt(0)) || isBlank(raw.charCodeAt(raw.length - 1)) ? raw.replace(/^[ \t]+|[ \t]+$/g, '') : raw;
-  if (!HEX.test(hex)) {
+  const even = hex.length % 2 === 0;
+  const signature = even ? decodeHex(hex) : undefined;
+  // All of an even-length string decoded: it is hex. (Odd lengths are only measured.)
+  if (signature === undefined ? !HEX.test(hex) : signature.length * 2 !== hex.length) {
     throw refusal(
       () =>
         new SignatureMalformedError(
@@ -73,7 +77,7 @@ export function decodeSignature(
     const want = [...new Set(modulusBytes.map((m) => m * 2))].join(' or ');
     throw refusal(() => new SignatureMalformedError(`The signature has ${hex.length} hex digits but the key's modulus needs ${want}: it was truncated or padded, or signed with another key.`));
   }
-  return { signature: decodeHex(hex), keyIndexes };
+  return { signature: signature!, keyIndexes };
 }
 
 function isBlank(c: number): boolean {
