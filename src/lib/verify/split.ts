@@ -6,13 +6,15 @@
  */
 import type { JsonValue } from '../canonical/to-value.js';
 
+/** Consecutive small members or items, parsed together (`{` or `[` + the run + `}` or `]`). */
+type Run = { kind: 'run'; start: number; end: number };
+/** A large member, with a plan of its own. */
+type Member = { kind: 'member'; keyStart: number; keyEnd: number; value: Plan };
+/** A large item, with a plan of its own. */
+type Item = { kind: 'item'; value: Plan };
+
 /** How a value is rebuilt: one parse, or its parts. Offsets are byte offsets in the body. */
-export type Plan =
-  | { kind: 'leaf'; start: number; end: number }
-  /** Consecutive small members parse together (`{` + the run + `}`); a large member gets a plan of its own. */
-  | { kind: 'object'; parts: Array<{ kind: 'run'; start: number; end: number } | { kind: 'member'; keyStart: number; keyEnd: number; value: Plan }> }
-  /** Consecutive small items parse together (`[` + the run + `]`); a large item gets a plan of its own. */
-  | { kind: 'array'; parts: Array<{ kind: 'run'; start: number; end: number } | { kind: 'item'; value: Plan }> };
+export type Plan = { kind: 'leaf'; start: number; end: number } | { kind: 'object'; parts: Array<Run | Member> } | { kind: 'array'; parts: Array<Run | Item> };
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -53,23 +55,28 @@ class Scanner {
   /** The value at `i`: its end, and its plan (a leaf when it is small or a scalar). */
   value(i: number): { end: number; plan: Plan } {
     const c = this.b[i];
-    if (c === 0x7b) return this.object(i);
-    if (c === 0x5b) return this.array(i);
+    if (c === 0x7b) return this.container(i, true);
+    if (c === 0x5b) return this.container(i, false);
     const end = c === QUOTE ? this.string(i) : this.scalar(i);
     return { end, plan: { kind: 'leaf', start: i, end } };
   }
 
-  object(start: number): { end: number; plan: Plan } {
-    const parts: Extract<Plan, { kind: 'object' }>['parts'] = [];
-    let run: { kind: 'run'; start: number; end: number } | undefined;
+  /**
+   * The object's members or the array's items from `start` (the opening brace or
+   * bracket): consecutive small ones grouped in runs, each large one planned apart.
+   */
+  private container(start: number, isObject: boolean): { end: number; plan: Plan } {
+    const close = isObject ? 0x7d : 0x5d;
+    const parts: Array<Run | Member | Item> = [];
+    let run: Run | undefined;
     let i = this.ws(start + 1);
-    if (this.b[i] === 0x7d) return { end: i + 1, plan: { kind: 'leaf', start, end: i + 1 } };
+    if (this.b[i] === close) return { end: i + 1, plan: { kind: 'leaf', start, end: i + 1 } };
     for (;;) {
-      const keyEnd = this.string(i);
-      const v = this.value(this.ws(this.ws(keyEnd) + 1));
+      const keyEnd = isObject ? this.string(i) : i;
+      const v = this.value(isObject ? this.ws(this.ws(keyEnd) + 1) : i);
       if (v.end - i > this.maxPiece) {
         run = undefined;
-        parts.push({ kind: 'member', keyStart: i, keyEnd, value: v.plan });
+        parts.push(isObject ? { kind: 'member', keyStart: i, keyEnd, value: v.plan } : { kind: 'item', value: v.plan });
       } else if (run !== undefined && v.end - run.start <= this.maxPiece) {
         run.end = v.end;
       } else {
@@ -77,35 +84,12 @@ class Scanner {
         parts.push(run);
       }
       i = this.ws(v.end);
-      if (this.b[i] === 0x7d) break;
+      if (this.b[i] === close) break;
       i = this.ws(i + 1);
     }
     const end = i + 1;
-    return { end, plan: end - start <= this.maxPiece ? { kind: 'leaf', start, end } : { kind: 'object', parts } };
-  }
-
-  array(start: number): { end: number; plan: Plan } {
-    const parts: Array<{ kind: 'run'; start: number; end: number } | { kind: 'item'; value: Plan }> = [];
-    let run: { kind: 'run'; start: number; end: number } | undefined;
-    let i = this.ws(start + 1);
-    if (this.b[i] === 0x5d) return { end: i + 1, plan: { kind: 'leaf', start, end: i + 1 } };
-    for (;;) {
-      const v = this.value(i);
-      if (v.end - i > this.maxPiece) {
-        run = undefined;
-        parts.push({ kind: 'item', value: v.plan });
-      } else if (run !== undefined && v.end - run.start <= this.maxPiece) {
-        run.end = v.end;
-      } else {
-        run = { kind: 'run', start: i, end: v.end };
-        parts.push(run);
-      }
-      i = this.ws(v.end);
-      if (this.b[i] === 0x5d) break;
-      i = this.ws(i + 1);
-    }
-    const end = i + 1;
-    return { end, plan: end - start <= this.maxPiece ? { kind: 'leaf', start, end } : { kind: 'array', parts } };
+    if (end - start <= this.maxPiece) return { end, plan: { kind: 'leaf', start, end } };
+    return { end, plan: isObject ? { kind: 'object', parts: parts as Array<Run | Member> } : { kind: 'array', parts: parts as Array<Run | Item> } };
   }
 }
 
