@@ -105,7 +105,8 @@ export function offloading(verifier: NodeVerifierCore, options: VerifierOptions 
       next();
     });
     const fail = (err: Error) => {
-      slots.splice(slots.indexOf(slot), 1);
+      const at = slots.indexOf(slot);
+      if (at >= 0) slots.splice(at, 1);
       log.error('jobhook: a verification worker failed', errorDetails(err));
       slot.task?.reject(err);
       slot.task = undefined;
