@@ -10,6 +10,7 @@ import { publicPem } from '../helpers/keys.js';
 import { receiverBehaviour, recorder, type MakeReceiver } from './receiver-table.js';
 
 type ExpressModule = typeof express5;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const versions: Array<[string, ExpressModule]> = [
   ['Express 5', express5],
   ['Express 4', express4 as unknown as ExpressModule],
@@ -25,6 +26,36 @@ function poster(app: express5.Express): ReturnType<MakeReceiver> {
       .send(typeof body === 'string' ? body : Buffer.from(body));
     return { status: r.status, body: r.body as never, headers: r.headers as Record<string, string> };
   };
+}
+
+/**
+ * POSTs a chunked body that never ends (16 KiB every 5 ms) to `app`: the answer, if one
+ * came, and whether the server ended the connection within 8 s (the client never stops).
+ */
+async function endlessPost(app: express5.Express, headers: Record<string, string>): Promise<{ status: number; connection?: string; body: string; closedByServer: boolean }> {
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  const { port } = server.address() as AddressInfo;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  try {
+    return await new Promise((resolve) => {
+      const answer = { status: 0, connection: undefined as string | undefined, body: '' };
+      const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', ...headers } }, (res) => {
+        answer.status = res.statusCode!;
+        answer.connection = res.headers.connection;
+        res.on('data', (c) => (answer.body += c));
+      });
+      req.on('error', () => undefined);
+      const chunk = Buffer.alloc(16 * 1024, 0x20);
+      timer = setInterval(() => req.write(chunk), 5);
+      req.once('socket', (socket) => socket.once('close', () => resolve({ ...answer, closedByServer: true })));
+      setTimeout(() => resolve({ ...answer, closedByServer: false }), 8000).unref();
+    });
+  } finally {
+    clearInterval(timer);
+    server.closeAllConnections();
+    server.close();
+  }
 }
 
 for (const [name, express] of versions) {
@@ -213,6 +244,48 @@ for (const [name, express] of versions) {
       expect((await supertest(app).post('/hook').set(d.headers).send(d.body)).body).toEqual({ got: id, status: 'success' });
       const r = await supertest(app2).post('/hook').set({ 'content-type': 'application/json' }).send(d.body);
       expect({ status: r.status, body: r.body }).toEqual({ status: 418, body: { handled: 'SIGNATURE_MISSING' } });
+    });
+
+    it("errors: 'next' on a streamed body refused on its headers: the application's answer closes the connection, the body is not read on", async () => {
+      const app = express();
+      app.post('/hook', createMiddleware({ publicKey, errors: 'next', log: {} }), (_req, res) => void res.sendStatus(204));
+      app.use((err: { code?: string }, _req: express5.Request, res: express5.Response, _next: express5.NextFunction) => void res.status(401).json({ handled: err.code }));
+      const outcome = await endlessPost(app, { 'x-service-signature': 'ab'.repeat(256) });
+      expect({ status: outcome.status, handled: JSON.parse(outcome.body).handled, connection: outcome.connection, closedByServer: outcome.closedByServer }).toEqual({
+        status: 401,
+        handled: 'SIGNATURE_INVALID',
+        connection: 'close',
+        closedByServer: true,
+      });
+    });
+
+    it("errors: 'next' with Express's own final handler (it reads the whole body before answering): a forged endless body is cut at maxBodyBytes", async () => {
+      const app = express();
+      app.post('/hook', createMiddleware({ publicKey, errors: 'next', maxBodyBytes: 64 * 1024, log: {} }), (_req, res) => void res.sendStatus(204));
+      expect((await endlessPost(app, { 'x-service-signature': 'ab'.repeat(256) })).closedByServer).toBe(true);
+    });
+
+    it("errors: 'next' and an error handler that sets Connection: keep-alive: the connection of an unread body still ends after its answer", async () => {
+      const app = express();
+      app.post('/hook', createMiddleware({ publicKey, errors: 'next', log: {} }), (_req, res) => void res.sendStatus(204));
+      app.use((_err: unknown, _req: express5.Request, res: express5.Response, _next: express5.NextFunction) => void res.set('connection', 'keep-alive').status(401).json({}));
+      const { status, closedByServer } = await endlessPost(app, {});
+      expect({ status, closedByServer }).toEqual({ status: 401, closedByServer: true });
+    });
+
+    it("errors: 'next' and a slow error handler: a body that arrived in time is not cut, the answer comes, and nothing is left listening on the request", async () => {
+      const app = express();
+      let seen: import('node:http').IncomingMessage | undefined;
+      app.post('/hook', createMiddleware({ publicKey, errors: 'next', bodyTimeoutMs: 300, log: {} }), (_req, res) => void res.sendStatus(204));
+      app.use((err: { code?: string }, req: express5.Request, res: express5.Response, _next: express5.NextFunction) => {
+        seen = req;
+        // Reports the error somewhere first, for longer than bodyTimeoutMs.
+        setTimeout(() => void res.status(401).json({ handled: err.code }), 800);
+      });
+      const r = await supertest(app).post('/hook').set({ 'content-type': 'application/json' }).send('{"job_id":"x"}');
+      expect({ status: r.status, body: r.body }).toEqual({ status: 401, body: { handled: 'SIGNATURE_MISSING' } });
+      await sleep(50);
+      expect({ data: seen!.listenerCount('data'), resume: seen!.listenerCount('resume') }).toEqual({ data: 0, resume: 0 });
     });
 
     it('a declared Content-Length over the limit → 413 without reading', async () => {

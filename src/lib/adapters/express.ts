@@ -3,7 +3,8 @@ import { answerForError } from '../receive/answers.js';
 import { logRefusal, receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import { createNodeVerifier, type VerifierOptions } from '../verify/node-verifier.js';
 import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
-import { sendAnswer, signedNodeBody, type NodeWebhookRequest } from './node-http.js';
+import { boundUnreadBody, closeWhenAnswered, sendAnswer, signedNodeBody, type NodeWebhookRequest } from './node-http.js';
+import type { BodyLimits } from './body-limits.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { resolveLogger } from '../log.js';
 import { DEFAULT_BODY_TIMEOUT_MS } from '../protocol.js';
@@ -26,6 +27,20 @@ export interface MiddlewareOptions extends VerifierOptions {
   log?: ReceiverOptionsBase<unknown>['log'];
 }
 
+/**
+ * Hands an error to the application's error handler. A body left unread (refused on
+ * its headers, or over the limit) is not read on: the answer the handler sends closes
+ * the connection, as jobhook's own answers do, and a handler that reads the body first
+ * (Express's default one does) gets no more of it than jobhook would have read.
+ */
+function passOn(err: unknown, req: NodeWebhookRequest, res: ServerResponse, next: NextFunction, limits: BodyLimits): void {
+  if (!req.complete) {
+    closeWhenAnswered(res);
+    boundUnreadBody(req, res, limits);
+  }
+  next(err);
+}
+
 export function createNodeReceiver(options: ExpressReceiverOptions): NodeHandler & ReceiverControls {
   const verifier = createNodeVerifier(options);
   const r = resolveReceiver(options);
@@ -39,7 +54,7 @@ export function createNodeReceiver(options: ExpressReceiverOptions): NodeHandler
       )
       .then(
         (answer) => sendAnswer(res, answer, req),
-        (err: unknown) => (next ? next(err) : sendAnswer(res, answerForError(err), req)),
+        (err: unknown) => (next ? passOn(err, req, res, next, limits) : sendAnswer(res, answerForError(err), req)),
       );
   };
   return withControls(handler, r.runner, offload);
@@ -64,7 +79,7 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
         },
         (err: unknown) => {
           logRefusal(log, err);
-          if (mode === 'next' && next) next(err);
+          if (mode === 'next' && next) passOn(err, req, res, next, limits);
           else sendAnswer(res, answerForError(err), req);
         },
       );

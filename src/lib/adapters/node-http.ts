@@ -138,18 +138,61 @@ export function sendAnswer(res: ServerResponse, answer: ReceiverAnswer, req?: In
   if (res.headersSent) return;
   res.statusCode = answer.status;
   for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
-  const close = answer.headers.connection === 'close' || (req !== undefined && !req.complete);
-  if (close && answer.headers.connection === undefined) res.setHeader('connection', 'close');
-  if (close) {
-    // The rest of the body is not wanted: end the connection once the answer is out,
-    // and drop it if the client keeps it open (a slow sender holding a socket).
-    res.once('finish', () => {
-      const socket = res.socket;
-      socket?.end();
-      setTimeout(() => socket?.destroy(), 1000).unref();
-    });
-  }
+  if (answer.headers.connection === 'close' || (req !== undefined && !req.complete)) closeWhenAnswered(res);
   res.end(answer.body);
+}
+
+/**
+ * The rest of the body is not wanted: whoever answers (jobhook, or the application's
+ * error handler after `next(err)`), the answer says `Connection: close`, the connection
+ * ends once it is out, and is dropped if the client keeps it open (a slow sender, or
+ * one streaming a body nobody reads, holding a socket).
+ */
+export function closeWhenAnswered(res: ServerResponse): void {
+  if (!res.headersSent && !res.hasHeader('connection')) res.setHeader('connection', 'close');
+  // Taken now: Node detaches the socket from the response before our 'finish' listener runs.
+  const socket = res.socket;
+  res.once('finish', () => {
+    socket?.end();
+    setTimeout(() => socket?.destroy(), 1000).unref();
+  });
+}
+
+/**
+ * After a refusal handed to the application (`next(err)`) with the body unread: whoever
+ * reads it next (Express's own final handler reads all of it before answering) gets at
+ * most `maxBodyBytes` within `timeoutMs`, as jobhook would; past either, the request
+ * and its connection are destroyed. A forged request cannot make the server read on.
+ * A body that arrived in time is not cut, however long the answer takes; the bound ends
+ * with the response.
+ */
+export function boundUnreadBody(req: IncomingMessage, res: ServerResponse, limits: BodyLimits): void {
+  let read = 0;
+  const onData = (chunk: Buffer) => {
+    read += chunk.length;
+    if (read > limits.maxBodyBytes) stop();
+  };
+  const stop = () => {
+    done();
+    req.destroy();
+  };
+  const timer = setTimeout(() => (req.complete ? done() : stop()), limits.timeoutMs);
+  timer.unref();
+  // Counted only once someone makes the body flow: left alone, nothing of it is read.
+  const count = () => req.on('data', onData);
+  req.once('resume', count);
+  req.once('end', done);
+  req.once('close', done);
+  // Once the answer is out (or the connection gone), the connection is ending: nothing to bound.
+  res.once('close', done);
+  function done(): void {
+    clearTimeout(timer);
+    req.off('resume', count);
+    req.off('data', onData);
+    req.off('end', done);
+    req.off('close', done);
+    res.off('close', done);
+  }
 }
 
 /**
