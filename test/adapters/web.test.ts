@@ -1,7 +1,10 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createReceiver, createWebhookHandler } from '../../src/web.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
+import { ROOT } from '../helpers/paths.js';
 import { receiverBehaviour } from './receiver-table.js';
 
 receiverBehaviour('Fetch createReceiver', (options) => {
@@ -45,7 +48,7 @@ describe('Fetch handler: streamed bodies', () => {
     expect(pulled).toBeLessThan(10);
   });
 
-  it('refuses on the headers alone: unsigned or forged → 401 with the stream cancelled, never read', async () => {
+  it('refuses on the headers alone: unsigned or forged → 401, the stream never read (nor cancelled: see the next test)', async () => {
     const handler = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, log: {} });
     for (const [headers, code] of [
       [{}, 'SIGNATURE_MISSING'],
@@ -64,10 +67,23 @@ describe('Fetch handler: streamed bodies', () => {
       }, { highWaterMark: 0 });
       const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body: stream, duplex: 'half' } as RequestInit));
       expect({ status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code }).toEqual({ status: 401, code });
-      expect(cancelled).toBe(true);
+      expect(cancelled).toBe(false);
       expect(pulled).toBe(0);
     }
   });
+
+  it('served on node:http through Readable.toWeb: forged requests with bodies get 401, their connections end, and the process lives (cancelling the body there made Node throw uncaught)', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'helpers', 'fetch-on-node-process.ts')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (err += c));
+    const code = await new Promise<number | null>((r) => child.on('close', r));
+    expect({ code, err: err.split('\n').find((l) => /Error/.test(l)) }).toEqual({ code: 0, err: undefined });
+    // Six forged and six unsigned deliveries (300 B to 512 KB), then a genuine one.
+    // And a forged request streaming an endless body: 401, and the connection ended rather than read on.
+    expect(JSON.parse(out)).toEqual({ statuses: [...Array<number>(12).fill(401), 200], streamed: { status: 401, connection: 'close', closedByServer: true } });
+  }, 30_000);
 
   it('reads a multi-chunk body exactly', async () => {
     const d = signed(jobId());

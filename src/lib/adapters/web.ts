@@ -37,19 +37,16 @@ function decompressed(stream: ReadableStream<Uint8Array>, coding: 'gzip' | 'defl
  * A signed Fetch request's body, in the order that keeps unsigned traffic cheap: a
  * declared size over the limit (413) or an unknown coding (415), then `open(headers)`
  * (the signature: 401 before a byte of the body is read), then the body. Whatever is
- * refused on its headers has its body stream cancelled, unread.
+ * refused on its headers leaves its body unread, and its answer says `Connection: close`
+ * (createFetchReceiver) so the server ends the connection rather than read on. The body
+ * is not cancelled: on Node, a body made by `Readable.toWeb(req)` (common in adapters)
+ * throws uncaught inside Node when cancelled before its first chunk is taken, killing
+ * the process for one forged request.
  */
 export async function signedRequestBody<S>(request: Request, limits: BodyLimits, open: (headers: Headers) => Promise<S>): Promise<{ signature: S; bytes: Uint8Array }> {
-  let signature: S;
-  let coding;
-  try {
-    coding = contentCoding(request.headers);
-    if (Number(request.headers.get('content-length')) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
-    signature = await open(request.headers);
-  } catch (err) {
-    await request.body?.cancel().catch(() => undefined);
-    throw err;
-  }
+  const coding = contentCoding(request.headers);
+  if (Number(request.headers.get('content-length')) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
+  const signature = await open(request.headers);
   return { signature, bytes: await readRequestBody(request, coding, limits) };
 }
 
@@ -102,7 +99,10 @@ export function createFetchReceiver(options: WebReceiverOptions): ((request: Req
     try {
       signed = await signedRequestBody(request, limits, verifier.open);
     } catch (err) {
-      return toResponse(refuse(r, err));
+      const answer = refuse(r, err);
+      // Refused with its body unread: the connection ends with the answer (servers that honour the header).
+      if (request.body !== null && !request.bodyUsed) answer.headers.connection = 'close';
+      return toResponse(answer);
     }
     const { signature, bytes } = signed;
     return toResponse(await receive(r, (b) => verifier.verifyOpened(b, signature), bytes, request.headers, request));
