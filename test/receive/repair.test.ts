@@ -9,6 +9,7 @@ import { createReceiver, MemoryIdempotencyStore, type IdempotencyStore, type Rec
 import { StoreUnavailableError } from '../../src/lib/errors.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
+import { recorder } from '../adapters/receiver-table.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const publicKey = publicPem(2048);
@@ -81,6 +82,25 @@ describe('repair queue', () => {
     await until(() => first.pending === 0);
     expect(code(await second({ body: d.body, headers: d.headers }))).toBe('200 duplicate');
     expect(runs).toBe(1);
+  });
+
+  it('receivers sharing one store (one queue) each hear their own repairs in their own log', async () => {
+    const shared = new MemoryIdempotencyStore();
+    const { store, faults } = link(shared);
+    const quiet = recorder();
+    const ops = recorder();
+    const first = createReceiver({ publicKey, store, log: quiet.log, onEvent: () => undefined });
+    const second = createReceiver({ publicKey, store, log: ops.log, onEvent: () => undefined });
+    const id = jobId('own-log');
+    const d = signed(id);
+    faults.completeDown = true;
+    expect(code(await second({ body: d.body, headers: d.headers }))).toBe('200 processed');
+    faults.completeDown = false;
+    await until(() => second.pending === 0);
+    expect(second.pending).toBe(0);
+    expect(first.pending).toBe(0); // the same queue: nothing left in it
+    expect(ops.lines.info.filter((l) => l.includes(`recorded the completion of job ${id}`))).toHaveLength(1);
+    expect(Object.values(quiet.lines).flat()).toEqual([]);
   });
 
   it('close() does not wait a whole lease on a lost claim the store says it never saw', async () => {

@@ -5,7 +5,8 @@
  * job whose handler succeeded. Retried in the background, soon after any store call
  * succeeds, until done or pointless (the lease or the retention is over). Bounded.
  * One queue per store in a process, so receivers and the reconciler see each other's
- * pending completions.
+ * pending completions; each task speaks to the log, and reads the clock, of the
+ * receiver or reconciler that made it.
  */
 import { errorDetails, type Logger } from '../log.js';
 import type { IdempotencyStore } from '../idempotency/types.js';
@@ -33,14 +34,20 @@ interface Task {
   dueAt: number;
   /** Told when the task ends, whichever way (the runner stops renewing its lease then). */
   settled: (() => void) | undefined;
+  /** Whose task it is: its messages go to that log, `until` is on that clock. */
+  owner: RepairOwner;
+}
+
+/** The receiver or reconciler a task comes from: its logger and its clock. */
+export interface RepairOwner {
+  log: Logger;
+  now: () => number;
 }
 
 export interface RepairQueueOptions {
   store: IdempotencyStore;
-  log: Logger;
   /** Most tasks held (default 10,000); past it the oldest releases go first (their leases end anyway). */
   maxTasks?: number;
-  now?: () => number;
 }
 
 const FIRST_RETRY_MS = 50;
@@ -64,11 +71,11 @@ export class RepairQueue {
   private timerAt = Infinity;
   private running: Promise<void> | undefined;
   private readonly maxTasks: number;
-  private readonly now: () => number;
+  /** Retry times are on the real clock (they set real timers); each task's `until` on its owner's. */
+  private readonly now = Date.now;
 
   constructor(private readonly o: RepairQueueOptions) {
     this.maxTasks = o.maxTasks ?? 10_000;
-    this.now = o.now ?? Date.now;
   }
 
   /** Tasks waiting. */
@@ -80,14 +87,14 @@ export class RepairQueue {
    * Releases `token`'s claim on `jobId` once the store answers (pointless after
    * `until`). `unconfirmed`: the claim's outcome is unknown, so it may land late.
    */
-  release(jobId: string, token: string, until: number, unconfirmed: boolean): void {
-    this.add({ stage: 'release', jobId, token, unconfirmed, sent: false, answered: false, until, retainMs: 0, attempts: 0, dueAt: this.now() + FIRST_RETRY_MS, settled: undefined });
+  release(jobId: string, token: string, until: number, unconfirmed: boolean, owner: RepairOwner): void {
+    this.add({ stage: 'release', jobId, token, unconfirmed, sent: false, answered: false, until, retainMs: 0, attempts: 0, dueAt: this.now() + FIRST_RETRY_MS, settled: undefined, owner });
   }
 
   /** Marks `jobId` completed once the store answers; meanwhile `completing(jobId)` is true. */
-  complete(jobId: string, token: string, retainMs: number, settled?: () => void): void {
-    const now = this.now();
-    this.add({ stage: 'complete', jobId, token, unconfirmed: false, sent: false, answered: false, until: now + retainMs, retainMs, attempts: 0, dueAt: now + FIRST_RETRY_MS, settled });
+  complete(jobId: string, token: string, retainMs: number, owner: RepairOwner, settled?: () => void): void {
+    const until = owner.now() + retainMs;
+    this.add({ stage: 'complete', jobId, token, unconfirmed: false, sent: false, answered: false, until, retainMs, attempts: 0, dueAt: this.now() + FIRST_RETRY_MS, settled, owner });
   }
 
   /** True while this process holds the job's completion, not yet stored: the job is done. */
@@ -120,8 +127,9 @@ export class RepairQueue {
    * Retries everything until done, pointless, or `timeoutMs` passes (for a graceful
    * shutdown). Releases of lost claims the store has already answered "nothing" for
    * are not waited on: the claim most likely never landed, and its lease ends anyway.
+   * What is left is reported to `log` (the caller's).
    */
-  async drain(timeoutMs: number): Promise<void> {
+  async drain(timeoutMs: number, log: Logger): Promise<void> {
     const end = this.now() + timeoutMs;
     const waiting = () => [...this.tasks.values()].some((t) => !t.answered);
     while (waiting() && this.now() < end) {
@@ -130,7 +138,7 @@ export class RepairQueue {
     }
     const left = [...this.tasks.values()].filter((t) => !t.answered);
     if (left.length > 0) {
-      this.o.log.error(`jobhook: shutting down with ${left.length} store operation(s) not done (the store did not answer).`, { jobs: left.slice(0, 20).map((t) => t.jobId) });
+      log.error(`jobhook: shutting down with ${left.length} store operation(s) not done (the store did not answer).`, { jobs: left.slice(0, 20).map((t) => t.jobId) });
     }
     // What is left keeps retrying on its (unref'd) timer while the process lives.
   }
@@ -154,14 +162,14 @@ export class RepairQueue {
     for (const t of this.tasks.values()) {
       if (t.stage === 'release') {
         this.end(t);
-        this.o.log.warn(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the release of job ${t.jobId}, which waits for its lease to end instead.`);
+        t.owner.log.warn(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the release of job ${t.jobId}, which waits for its lease to end instead.`);
         return;
       }
     }
     const [t] = this.tasks.values();
     if (t !== undefined) {
       this.end(t);
-      this.o.log.error(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the completion of job ${t.jobId}: a redelivery after its lease may run it again.`);
+      t.owner.log.error(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the completion of job ${t.jobId}: a redelivery after its lease may run it again.`);
     }
   }
 
@@ -196,10 +204,11 @@ export class RepairQueue {
 
   private async attempt(t: Task): Promise<void> {
     if (this.tasks.get(t.jobId) !== t) return; // superseded or done meanwhile
-    if (this.now() > t.until) {
+    const { log } = t.owner;
+    if (t.owner.now() > t.until) {
       this.end(t);
-      if (t.stage === 'complete') this.o.log.error(`jobhook: gave up recording the completion of job ${t.jobId}: the store did not answer within the retention.`);
-      else this.o.log.debug(`jobhook: the lease of job ${t.jobId} is over; its claim no longer blocks it.`);
+      if (t.stage === 'complete') log.error(`jobhook: gave up recording the completion of job ${t.jobId}: the store did not answer within the retention.`);
+      else log.debug(`jobhook: the lease of job ${t.jobId} is over; its claim no longer blocks it.`);
       return;
     }
     t.sent = true;
@@ -208,7 +217,7 @@ export class RepairQueue {
       done = t.stage === 'release' ? await this.o.store.release(t.jobId, t.token) : await this.o.store.complete(t.jobId, t.token, { retainMs: t.retainMs });
     } catch (err) {
       this.retryLater(t);
-      if (t.attempts === 1) this.o.log.debug(`jobhook: ${t.stage} of job ${t.jobId} failed again; retrying in the background`, errorDetails(err));
+      if (t.attempts === 1) log.debug(`jobhook: ${t.stage} of job ${t.jobId} failed again; retrying in the background`, errorDetails(err));
       return;
     }
     if (t.stage === 'release' && !done && t.unconfirmed) {
@@ -219,10 +228,10 @@ export class RepairQueue {
     }
     this.end(t);
     if (t.stage === 'complete') {
-      if (done) this.o.log.info(`jobhook: recorded the completion of job ${t.jobId} after ${t.attempts + 1} attempt(s).`);
-      else this.o.log.warn(`jobhook: job ${t.jobId} was claimed by another delivery before its completion could be recorded: it may run twice.`);
+      if (done) log.info(`jobhook: recorded the completion of job ${t.jobId} after ${t.attempts + 1} attempt(s).`);
+      else log.warn(`jobhook: job ${t.jobId} was claimed by another delivery before its completion could be recorded: it may run twice.`);
     } else {
-      this.o.log.debug(`jobhook: released the claim on job ${t.jobId}.`);
+      log.debug(`jobhook: released the claim on job ${t.jobId}.`);
     }
   }
 }

@@ -43,7 +43,8 @@ export interface JobRunner {
 
 export function createJobRunner(o: RunnerOptions): JobRunner {
   const now = o.now ?? Date.now;
-  const repair = repairQueueFor({ store: o.store, log: o.log, now });
+  const repair = repairQueueFor({ store: o.store });
+  const owner = { log: o.log, now };
   const renew = o.store.renew?.bind(o.store);
 
   const report = (stage: FailureStage, error: unknown, jobId?: string): void => {
@@ -114,7 +115,7 @@ export function createJobRunner(o: RunnerOptions): JobRunner {
     } catch (err) {
       // The claim may have been written although no reply came (or may still land):
       // undo it by token once the store answers, or the job stays blocked for a lease.
-      repair.release(jobId, token, now() + o.leaseMs, true);
+      repair.release(jobId, token, now() + o.leaseMs, true, owner);
       report('claim', err, jobId);
       return { kind: 'store_unavailable' };
     }
@@ -131,7 +132,7 @@ export function createJobRunner(o: RunnerOptions): JobRunner {
       try {
         await o.store.release(jobId, token);
       } catch (releaseError) {
-        repair.release(jobId, token, now() + o.leaseMs, false);
+        repair.release(jobId, token, now() + o.leaseMs, false, owner);
         report('release', releaseError, jobId);
       }
       return { kind: 'handler_failed' };
@@ -147,7 +148,7 @@ export function createJobRunner(o: RunnerOptions): JobRunner {
       // Done, but not yet recorded: answer as processed (a 5xx would bring the job back),
       // keep answering duplicate for it here, keep its lease alive, and record it when
       // the store answers.
-      repair.complete(jobId, token, o.retainMs, () => void beat.stop());
+      repair.complete(jobId, token, o.retainMs, owner, () => void beat.stop());
       report('complete', err, jobId);
     }
     return { kind: 'processed' };
@@ -156,7 +157,7 @@ export function createJobRunner(o: RunnerOptions): JobRunner {
   return {
     run,
     report,
-    close: (timeoutMs = 10_000) => repair.drain(timeoutMs),
+    close: (timeoutMs = 10_000) => repair.drain(timeoutMs, o.log),
     get pending() {
       return repair.size;
     },
