@@ -81,6 +81,67 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
     });
 
+    it('takeover grace: a claim finding another token\'s lease over gets in_progress (stale) and the holder can still complete', async () => {
+      const { a, b } = pair();
+      const job = id('grace-complete');
+      const first = await a.claim(job, { leaseMs: 150 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      await sleep(300);
+      const waiting = await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 5_000 });
+      expect(waiting).toMatchObject({ status: 'in_progress', stale: true });
+      if (waiting.status !== 'in_progress') return;
+      expect(waiting.retryAfterMs).toBeGreaterThan(4_000);
+      expect(waiting.retryAfterMs).toBeLessThanOrEqual(5_000);
+      // The holder, cut off until now, records its completion: the job is done, not taken.
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(true);
+      expect(await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 5_000 })).toEqual({ status: 'completed' });
+    });
+
+    it('takeover grace: counted from the first claim that found the lease over, not from the lease end; then the job is taken over', async () => {
+      const { a, b } = pair();
+      const job = id('grace-take');
+      const first = await a.claim(job, { leaseMs: 100 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      // Long past the lease end (as after a store paused for longer than the lease).
+      await sleep(700);
+      const seen = await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 400 });
+      expect(seen).toMatchObject({ status: 'in_progress', stale: true });
+      if (seen.status === 'in_progress') expect(seen.retryAfterMs).toBeGreaterThan(200);
+      // Another claimant does not restart the grace.
+      await sleep(200);
+      const later = await a.claim(job, { leaseMs: 10_000, takeoverGraceMs: 400 });
+      expect(later).toMatchObject({ status: 'in_progress', stale: true });
+      if (later.status === 'in_progress') expect(later.retryAfterMs).toBeLessThanOrEqual(250);
+      await sleep(300);
+      const taken = await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 400 });
+      if (taken.status !== 'acquired') throw new Error(`expected acquired, got ${JSON.stringify(taken)}`);
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(false);
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe(false);
+      expect((await a.claim(job, { leaseMs: 10_000, takeoverGraceMs: 400 })).status).toBe('in_progress');
+      expect(await b.complete(job, taken.token, { retainMs: 60_000 })).toBe(true);
+    });
+
+    it('takeover grace: a holder that renews within it keeps the job; its own claim is never made to wait', async () => {
+      const { a, b } = pair();
+      const job = id('grace-renew');
+      const first = await a.claim(job, { leaseMs: 100 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      await sleep(250);
+      expect(await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 300 })).toMatchObject({ status: 'in_progress', stale: true });
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe(true);
+      await sleep(400);
+      const after = await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 300 });
+      expect(after.status).toBe('in_progress');
+      if (after.status === 'in_progress') expect(after.stale).toBeUndefined();
+      // The holder claiming again with its token, lease over or not, acquires at once.
+      const mine = id('grace-own');
+      const token = `own-${seq++}-${process.pid}`;
+      expect((await a.claim(mine, { leaseMs: 100, token })).status).toBe('acquired');
+      await sleep(250);
+      expect(await b.claim(mine, { leaseMs: 100, token, takeoverGraceMs: 5_000 })).toEqual({ status: 'acquired', token });
+      await expect(a.claim(id('args'), { leaseMs: 1000, takeoverGraceMs: -1 })).rejects.toThrow(TypeError);
+    });
+
     it('a completed mark expires after the retention window', async () => {
       const { a } = pair();
       const job = id('retain');

@@ -37,6 +37,20 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     await Promise.all(stores.map((st) => st.close()));
   });
 
+  it('migrate() brings a table made by an earlier version (no stale_at column) up to date, keeping its rows', async () => {
+    const name = `jobhook_old_${process.pid}_${Date.now()}`;
+    await pool.query(
+      `CREATE TABLE ${name} (job_id text PRIMARY KEY, token text, state text NOT NULL CHECK (state IN ('claimed', 'completed')), expires_at timestamptz NOT NULL)`,
+    );
+    await pool.query(`INSERT INTO ${name} VALUES ('old-done', NULL, 'completed', now() + interval '1 hour'), ('old-expired', 'old-token-1', 'claimed', now() - interval '1 second')`);
+    const store = new PostgresIdempotencyStore({ pool, table: name });
+    await store.migrate();
+    expect(await store.claim('old-done', { leaseMs: 10_000 })).toEqual({ status: 'completed' });
+    expect(await store.claim('old-expired', { leaseMs: 10_000, takeoverGraceMs: 5_000 })).toMatchObject({ status: 'in_progress', stale: true });
+    expect(await store.complete('old-expired', 'old-token-1', { retainMs: 60_000 })).toBe(true);
+    expect((await store.claim('new', { leaseMs: 10_000 })).status).toBe('acquired');
+  });
+
   it('works on a Pool you pass (left open by close()), in another schema', async () => {
     await pool.query('CREATE SCHEMA IF NOT EXISTS jobhook_other');
     const store = new PostgresIdempotencyStore({ pool, schema: 'jobhook_other', table: `jobs_${process.pid}` });
@@ -48,18 +62,25 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     expect(rows).toEqual([{ state: 'claimed' }]);
   });
 
-  it('purgeExpired() removes expired claims and completed marks only', async () => {
-    const store = new PostgresIdempotencyStore({ pool, table: `jobhook_purge_${process.pid}` });
+  it('purgeExpired() removes completed marks past their retention and claims a minute past their lease (or grace mark), nothing else', async () => {
+    const name = `jobhook_purge_${process.pid}`;
+    const store = new PostgresIdempotencyStore({ pool, table: name });
     await store.migrate();
     const short = await store.claim('short', { leaseMs: 50 });
     const done = await store.claim('done', { leaseMs: 10_000 });
     if (done.status !== 'acquired' || short.status !== 'acquired') throw new Error('claims');
     await store.complete('done', done.token, { retainMs: 50 });
     await store.claim('live', { leaseMs: 60_000 });
+    await pool.query(
+      `INSERT INTO ${name} (job_id, token, state, expires_at, stale_at) VALUES
+         ('lapsed', 'lapsed-token-1', 'claimed', now() - interval '61 seconds', NULL),
+         ('marked', 'marked-token-1', 'claimed', now() - interval '2 minutes', now() - interval '30 seconds')`,
+    );
     await new Promise((r) => setTimeout(r, 150));
     expect(await store.purgeExpired()).toBe(2);
-    const { rows } = await pool.query(`SELECT job_id FROM jobhook_purge_${process.pid}`);
-    expect(rows).toEqual([{ job_id: 'live' }]);
+    const { rows } = await pool.query(`SELECT job_id FROM ${name} ORDER BY job_id`);
+    // 'short' lapsed 100 ms ago: a claim arriving now still gets its takeover grace.
+    expect(rows).toEqual([{ job_id: 'live' }, { job_id: 'marked' }, { job_id: 'short' }]);
   });
 
   it('refuses identifiers that are not plain SQL names', () => {

@@ -21,20 +21,39 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     await client.quit();
   });
 
-  it('keeps its keys under the prefix, with the lease as TTL, on a client you pass (left open by close())', async () => {
+  it('keeps its keys under the prefix, the lease end in the value (on Redis\'s clock) and a minute beyond it as TTL, on a client you pass (left open by close())', async () => {
     const prefix = `jobhook-own:${run}:`;
     const store = new RedisIdempotencyStore({ client, keyPrefix: prefix });
     const c = await store.claim('j1', { leaseMs: 30_000 });
     if (c.status !== 'acquired') throw new Error(c.status);
-    expect(await client.get(`${prefix}j1`)).toBe(`claim:${c.token}`);
+    const [seconds, micros] = await client.time();
+    const redisNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const [, token, leaseEnd] = /^claim:([\w-]+):(\d+)$/.exec((await client.get(`${prefix}j1`)) ?? '') ?? [];
+    expect(token).toBe(c.token);
+    expect(Number(leaseEnd) - redisNow).toBeGreaterThan(25_000);
+    expect(Number(leaseEnd) - redisNow).toBeLessThanOrEqual(30_000);
     const ttl = await client.pttl(`${prefix}j1`);
-    expect(ttl).toBeGreaterThan(25_000);
-    expect(ttl).toBeLessThanOrEqual(30_000);
+    expect(ttl).toBeGreaterThan(85_000);
+    expect(ttl).toBeLessThanOrEqual(90_000);
     await store.complete('j1', c.token, { retainMs: 90_000 });
     expect(await client.get(`${prefix}j1`)).toBe('done');
     expect(await client.pttl(`${prefix}j1`)).toBeGreaterThan(85_000);
     await store.close();
     expect(client.status).toBe('ready');
+  });
+
+  it('a claim written by an earlier version (claim:<token>, the lease as TTL) holds until its TTL and answers to its token', async () => {
+    const prefix = `jobhook-legacy:${run}:`;
+    const store = new RedisIdempotencyStore({ client, keyPrefix: prefix, log: {} });
+    await client.set(`${prefix}old`, 'claim:legacy-token-1', 'PX', 30_000);
+    const seen = await store.claim('old', { leaseMs: 10_000, takeoverGraceMs: 1_000 });
+    expect(seen.status).toBe('in_progress');
+    if (seen.status === 'in_progress') expect(seen.retryAfterMs).toBeGreaterThan(25_000);
+    expect(await store.renew('old', 'legacy-token-1', { leaseMs: 10_000 })).toBe(true);
+    expect(await store.complete('old', 'legacy-token-1', { retainMs: 60_000 })).toBe(true);
+    expect(await store.claim('old', { leaseMs: 10_000 })).toEqual({ status: 'completed' });
+    await client.set(`${prefix}old2`, 'claim:legacy-token-2', 'PX', 30_000);
+    expect(await store.release('old2', 'legacy-token-2')).toBe(true);
   });
 
   it('survives SCRIPT FLUSH (EVALSHA falls back to EVAL)', async () => {

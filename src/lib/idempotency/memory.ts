@@ -35,6 +35,8 @@ interface Entry {
   token: string | undefined;
   /** Lease end while claimed, retention end once completed. */
   until: number;
+  /** When a claim by another token first found this lease over (takeover grace), epoch ms. */
+  staleAt?: number;
 }
 
 /**
@@ -87,11 +89,18 @@ export class MemoryIdempotencyStore implements PendingStore {
   }
 
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
-    const { leaseMs, token } = claimArgs(jobId, options);
+    const { leaseMs, token, graceMs } = claimArgs(jobId, options);
     const now = this.now();
     const { claim, done } = this.live(jobId, now);
     if (done !== undefined) return { status: 'completed' };
     if (claim !== undefined && claim.token !== token) return { status: 'in_progress', retryAfterMs: claim.until - now };
+    const held = this.claims.get(jobId);
+    if (claim === undefined && held !== undefined && held.token !== token && graceMs > 0) {
+      // Another token's lease ran out: it may be alive and cut off; give it graceMs from now.
+      held.staleAt ??= now;
+      const wait = held.staleAt + graceMs - now;
+      if (wait > 0) return { status: 'in_progress', retryAfterMs: wait, stale: true };
+    }
     this.completed.delete(jobId);
     this.hold(jobId, token, now + leaseMs, now);
     return { status: 'acquired', token };

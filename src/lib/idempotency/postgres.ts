@@ -36,6 +36,9 @@ export interface PostgresStoreOptions {
   operationTimeoutMs?: number;
 }
 
+/** How long a claim's row is kept past its lease (or its grace mark) by `purgeExpired()`. */
+const CLAIM_KEEP_MS = 60_000;
+
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 function ident(value: string, what: string): string {
@@ -115,9 +118,12 @@ export class PostgresIdempotencyStore implements PendingStore {
              job_id text PRIMARY KEY,
              token text,
              state text NOT NULL CHECK (state IN ('claimed', 'completed')),
-             expires_at timestamptz NOT NULL
+             expires_at timestamptz NOT NULL,
+             stale_at timestamptz
            )`,
         );
+        // Tables made by an earlier version: the takeover grace's column.
+        await client.query(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS stale_at timestamptz`);
         await client.query(`CREATE INDEX IF NOT EXISTS ${this.index} ON ${this.table} (expires_at)`);
         await client.query(
           `CREATE TABLE IF NOT EXISTS ${this.pendingTable} (
@@ -138,31 +144,50 @@ export class PostgresIdempotencyStore implements PendingStore {
   }
 
   /**
-   * Takes the job when its row is absent or expired, or already held by `token`:
-   * one statement for claim and renew. Resolves the token when taken.
+   * Takes the job when its row is absent, held by `token`, completed past its retention,
+   * or another token's claim whose lease ran out at least `graceMs` after a claim first
+   * found it so (`stale_at`; a mark made before the lease end, which a renewal by an
+   * earlier version can leave, does not count): one statement for claim and renew.
+   * Resolves the token when taken.
    */
-  private take(pool: Pool, jobId: string, token: string, leaseMs: number) {
+  private take(pool: Pool, jobId: string, token: string, leaseMs: number, graceMs: number) {
     return pool.query(
-      `INSERT INTO ${this.table} AS t (job_id, token, state, expires_at)
-         VALUES ($1, $2, 'claimed', clock_timestamp() + $3 * interval '1 millisecond')
-       ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'claimed', expires_at = EXCLUDED.expires_at
-         WHERE t.expires_at <= clock_timestamp() OR (t.state = 'claimed' AND t.token = EXCLUDED.token)
+      `INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at)
+         VALUES ($1, $2, 'claimed', clock_timestamp() + $3 * interval '1 millisecond', NULL)
+       ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'claimed', expires_at = EXCLUDED.expires_at, stale_at = NULL
+         WHERE (t.state = 'claimed' AND t.token = EXCLUDED.token)
+            OR (t.expires_at <= clock_timestamp()
+                AND (t.state = 'completed' OR $4 = 0
+                     OR (t.stale_at >= t.expires_at AND t.stale_at <= clock_timestamp() - $4 * interval '1 millisecond')))
        RETURNING token`,
-      [jobId, token, leaseMs],
+      [jobId, token, leaseMs, graceMs],
     );
   }
 
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
-    const { leaseMs, token } = claimArgs(jobId, options);
+    const { leaseMs, token, graceMs } = claimArgs(jobId, options);
     return this.run('claim', async (pool) => {
       for (let attempt = 0; attempt < 3; attempt++) {
-        if ((await this.take(pool, jobId, token, leaseMs)).rowCount === 1) return { status: 'acquired', token };
-        const seen = await pool.query<{ state: string; left_ms: string }>(
-          `SELECT state, ceil(extract(epoch FROM (expires_at - clock_timestamp())) * 1000) AS left_ms FROM ${this.table} WHERE job_id = $1`,
-          [jobId],
+        if ((await this.take(pool, jobId, token, leaseMs, graceMs)).rowCount === 1) return { status: 'acquired', token };
+        // Not taken: a live claim, a completion, or another token's lease over but within
+        // the grace (the first claim to find it so starts the grace).
+        const seen = await pool.query<{ state: string; left_ms: string; wait_ms: string | null }>(
+          `WITH marked AS (
+             UPDATE ${this.table} SET stale_at = CASE WHEN stale_at >= expires_at THEN stale_at ELSE clock_timestamp() END
+              WHERE job_id = $1 AND $2 > 0 AND state = 'claimed' AND expires_at <= clock_timestamp()
+              RETURNING job_id, stale_at)
+           SELECT t.state, ceil(extract(epoch FROM (t.expires_at - clock_timestamp())) * 1000) AS left_ms,
+                  ceil($2 - extract(epoch FROM (clock_timestamp() - m.stale_at)) * 1000) AS wait_ms
+             FROM ${this.table} t LEFT JOIN marked m USING (job_id) WHERE t.job_id = $1`,
+          [jobId, graceMs],
         );
         const row = seen.rows[0];
-        if (row === undefined || Number(row.left_ms) <= 0) continue; // expired or removed meanwhile
+        if (row === undefined) continue; // removed meanwhile
+        if (row.wait_ms !== null) {
+          if (Number(row.wait_ms) > 0) return { status: 'in_progress', retryAfterMs: Number(row.wait_ms), stale: true };
+          continue; // the grace is over: take it
+        }
+        if (Number(row.left_ms) <= 0) continue; // expired meanwhile
         if (row.state === 'completed') return { status: 'completed' };
         return { status: 'in_progress', retryAfterMs: Number(row.left_ms) };
       }
@@ -172,7 +197,7 @@ export class PostgresIdempotencyStore implements PendingStore {
 
   async renew(jobId: string, token: string, options: RenewOptions): Promise<boolean> {
     const { leaseMs } = renewArgs(jobId, token, options);
-    return this.run('renew', async (pool) => (await this.take(pool, jobId, token, leaseMs)).rowCount === 1);
+    return this.run('renew', async (pool) => (await this.take(pool, jobId, token, leaseMs, 0)).rowCount === 1);
   }
 
   async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {
@@ -240,9 +265,20 @@ export class PostgresIdempotencyStore implements PendingStore {
     await this.run('deferPending', (pool) => pool.query(`UPDATE ${this.pendingTable} SET since_ms = $2 WHERE job_id = $1`, [jobId, since]));
   }
 
-  /** Deletes expired claims and completed marks; returns how many rows went. Schedule it (e.g. hourly). */
+  /**
+   * Deletes completed marks past their retention, and claims a minute past their lease
+   * (or past the takeover grace's mark), so a purge never cuts a grace short; returns how
+   * many rows went. Schedule it (e.g. hourly).
+   */
   async purgeExpired(): Promise<number> {
-    return this.run('purgeExpired', async (pool) => (await pool.query(`DELETE FROM ${this.table} WHERE expires_at <= clock_timestamp()`)).rowCount ?? 0);
+    return this.run('purgeExpired', async (pool) => {
+      const r = await pool.query(
+        `DELETE FROM ${this.table} WHERE expires_at <= clock_timestamp()
+           AND (state = 'completed' OR greatest(expires_at, stale_at) <= clock_timestamp() - $1 * interval '1 millisecond')`,
+        [CLAIM_KEEP_MS],
+      );
+      return r.rowCount ?? 0;
+    });
   }
 
   /** Ends the pool if the store created it (from `connectionString`); a pool you passed is left to you. */

@@ -6,8 +6,13 @@ import { jobIdProblem } from '../protocol.js';
 export type ClaimResult =
   /** This caller owns the job until the lease ends; pass `token` to renew, complete or release. */
   | { status: 'acquired'; token: string }
-  /** Another caller holds an unexpired lease; `retryAfterMs` is the time left on it when known. */
-  | { status: 'in_progress'; retryAfterMs?: number }
+  /**
+   * Another caller holds the job: `retryAfterMs` is the time left on its lease when
+   * known. `stale`: that lease ran out but the job is not free yet (see
+   * `ClaimOptions.takeoverGraceMs`); a claim `retryAfterMs` from now takes it over,
+   * unless its holder renews, completes or releases it first.
+   */
+  | { status: 'in_progress'; retryAfterMs?: number; stale?: boolean }
   /** The job was completed within the retention window. */
   | { status: 'completed' };
 
@@ -21,6 +26,17 @@ export interface ClaimOptions {
    * again, with a fresh lease.
    */
   token?: string;
+  /**
+   * When another token's lease has run out, how long to wait before taking the job
+   * over, counted from the first claim that finds it so (default 0: at once). Until
+   * then claims get `in_progress` with `stale: true`, and the holder can still renew
+   * or complete it. A live holder cut off from the store for longer than its lease (a
+   * store outage or pause, a network partition) gets this long, once the store answers
+   * again, to record the completion it holds, so its job is not run a second time; a
+   * crashed holder's job is free this much later. Stores that do not know the option
+   * take over at once.
+   */
+  takeoverGraceMs?: number;
 }
 
 export interface RenewOptions {
@@ -39,9 +55,10 @@ export interface CompleteOptions {
  * it could not keep apart from others.
  *
  * A token owns a job from `claim` until `complete` or `release`, or until its lease
- * runs out and another token claims the job. "Nobody else holds it" is enough for
- * the owner's `renew` and `complete` to succeed even after its lease ran out: the
- * work was done or is still going on, and no one else started it.
+ * runs out and another token claims the job (after `takeoverGraceMs`, counted from the
+ * first claim that found the lease over). "Nobody else holds it" is enough for the
+ * owner's `renew` and `complete` to succeed even after its lease ran out: the work was
+ * done or is still going on, and no one else started it.
  */
 export interface IdempotencyStore {
   claim(jobId: string, options: ClaimOptions): Promise<ClaimResult>;
@@ -125,9 +142,13 @@ function checkUserParameters(value: unknown): JsonObjectValue | undefined {
  * (TypeError for a mistake): the stores differ only in how they keep things.
  */
 
-export function claimArgs(jobId: unknown, options: ClaimOptions): { leaseMs: number; token: string } {
+export function claimArgs(jobId: unknown, options: ClaimOptions): { leaseMs: number; token: string; graceMs: number } {
   checkJobId(jobId);
-  return { leaseMs: checkMs(options?.leaseMs, 'leaseMs'), token: options.token === undefined ? newToken() : checkToken(options.token) };
+  return {
+    leaseMs: checkMs(options?.leaseMs, 'leaseMs'),
+    token: options.token === undefined ? newToken() : checkToken(options.token),
+    graceMs: Math.ceil(optionalNumber(options.takeoverGraceMs, 'takeoverGraceMs', 0, { min: 0 })),
+  };
 }
 
 export function renewArgs(jobId: unknown, token: unknown, options: RenewOptions): { leaseMs: number } {
