@@ -25,6 +25,13 @@ export const DEFAULT_CANONICAL_EXPANSION = 4;
  * failed attempt it retries 1, 3 and 7 s later (backoff from 1 s, doubling).
  */
 export const DEFAULT_LEASE_MS = 5_000;
+/**
+ * How long a claim waits, after finding another holder's lease over, before taking the
+ * job over: time for a live holder cut off from the store (an outage longer than the
+ * lease) to record its completion once the store answers (its repair queue retries at
+ * least every second, and at once when the store answers another call).
+ */
+export const DEFAULT_TAKEOVER_GRACE_MS = 2_000;
 /** How long completed job ids are remembered by default: 24 h. */
 export const DEFAULT_RETAIN_MS = 24 * 60 * 60 * 1000;
 /** The gateway gives up on an attempt after 30 s; a body still arriving then is dropped (408). */

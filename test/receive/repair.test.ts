@@ -7,6 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { createReceiver, MemoryIdempotencyStore, type IdempotencyStore, type ReceiverAnswer } from '../../src/index.js';
 import { StoreUnavailableError } from '../../src/lib/errors.js';
+import { RepairQueue } from '../../src/lib/receive/repair.js';
+import { resolveLogger } from '../../src/lib/log.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
 import { recorder } from '../adapters/receiver-table.js';
@@ -23,7 +25,7 @@ const until = async (ok: () => boolean, ms = 3000) => {
 
 /** One instance's link to a shared store: each operation can fail, optionally still landing later. */
 function link(shared: MemoryIdempotencyStore) {
-  const faults = { claimLandsAfterMs: -1, completeDown: false };
+  const faults = { claimLandsAfterMs: -1, completeDown: false, renewDown: false };
   const store: IdempotencyStore = {
     claim: async (id, o) => {
       if (faults.claimLandsAfterMs >= 0) {
@@ -33,7 +35,10 @@ function link(shared: MemoryIdempotencyStore) {
       }
       return shared.claim(id, o);
     },
-    renew: (id, t, o) => shared.renew(id, t, o),
+    renew: async (id, t, o) => {
+      if (faults.renewDown) throw new StoreUnavailableError('renew: no reply');
+      return shared.renew(id, t, o);
+    },
     complete: async (id, t, o) => {
       if (faults.completeDown) throw new StoreUnavailableError('complete: no reply');
       return shared.complete(id, t, o);
@@ -82,6 +87,79 @@ describe('repair queue', () => {
     await until(() => first.pending === 0);
     expect(code(await second({ body: d.body, headers: d.headers }))).toBe('200 duplicate');
     expect(runs).toBe(1);
+  });
+
+  it('an instance cut off from the store for longer than its lease, holding a completion: another instance waits the takeover grace, sees it completed, never runs the job', async () => {
+    const shared = new MemoryIdempotencyStore();
+    const a = link(shared);
+    const b = link(shared);
+    let runs = 0;
+    const onEvent = () => void runs++;
+    const first = createReceiver({ publicKey, store: a.store, leaseMs: 300, takeoverGraceMs: 1500, log: {}, onEvent });
+    const second = createReceiver({ publicKey, store: b.store, leaseMs: 300, takeoverGraceMs: 1500, log: {}, onEvent });
+    const d = signed(jobId('cut-off'));
+    // The handler runs; then the store stops answering this instance (no renewal, no completion).
+    a.faults.renewDown = true;
+    a.faults.completeDown = true;
+    expect(code(await first({ body: d.body, headers: d.headers }))).toBe('200 processed');
+    await sleep(700); // two leases: the claim ran out in the store
+    // The store answers again, and a duplicate reaches the other instance at that moment.
+    a.faults.renewDown = false;
+    a.faults.completeDown = false;
+    expect(code(await second({ body: d.body, headers: d.headers }))).toBe('200 duplicate');
+    expect(runs).toBe(1);
+    expect(first.pending).toBe(0);
+  });
+
+  it('a holder that is gone (a crashed instance) is taken over once the takeover grace has passed, in the same delivery', async () => {
+    const shared = new MemoryIdempotencyStore();
+    let runs = 0;
+    const receive = createReceiver({ publicKey, store: link(shared).store, leaseMs: 300, takeoverGraceMs: 400, log: {}, onEvent: () => void runs++ });
+    const id = jobId('crashed-holder');
+    const d = signed(id);
+    expect((await shared.claim(id, { leaseMs: 200 })).status).toBe('acquired');
+    await sleep(300);
+    const started = Date.now();
+    expect(code(await receive({ body: d.body, headers: d.headers }))).toBe('200 processed');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+    expect(runs).toBe(1);
+  });
+
+  it('a handler still running when the store answers again renews at once (not a third of a lease later), within the other instance\'s grace', async () => {
+    const shared = new MemoryIdempotencyStore();
+    const a = link(shared);
+    const b = link(shared);
+    let runs = 0;
+    let finish!: () => void;
+    const slow = new Promise<void>((r) => (finish = r));
+    // Renewals every 2 s; the store stops answering this instance's renewals from the start.
+    const first = createReceiver({ publicKey, store: a.store, leaseMs: 6000, takeoverGraceMs: 1000, log: {}, onEvent: () => (runs++, slow) });
+    const second = createReceiver({ publicKey, store: b.store, leaseMs: 6000, takeoverGraceMs: 1000, log: {}, onEvent: () => void runs++ });
+    const d = signed(jobId('slow-cut-off'));
+    a.faults.renewDown = true;
+    const answer = first({ body: d.body, headers: d.headers });
+    // The lease ends in the store at 6 s; at 6.6 s the store answers again and a duplicate
+    // comes to the other instance, which waits 1 s. A renewal every 2 s would come at 8 s.
+    await sleep(6600);
+    a.faults.renewDown = false;
+    expect(code(await second({ body: d.body, headers: d.headers }))).toBe('503 IN_PROGRESS');
+    finish();
+    expect(code(await answer)).toBe('200 processed');
+    expect(code(await second({ body: d.body, headers: d.headers }))).toBe('200 duplicate');
+    expect(runs).toBe(1);
+  }, 20_000);
+
+  it('a completion waiting in the repair queue is not dropped for the release of another claim of the same job', () => {
+    const queue = new RepairQueue({ store: new MemoryIdempotencyStore() });
+    const owner = { log: resolveLogger({}), now: Date.now };
+    queue.complete('both', 'token-done-1', 60_000, owner);
+    queue.release('both', 'token-lost-2', Date.now() + 5000, true, owner);
+    expect(queue.completing('both')).toBe(true);
+    // The other way round a completion replaces the release (same claim, later step).
+    queue.release('then', 'token-same-3', Date.now() + 5000, false, owner);
+    queue.complete('then', 'token-same-3', 60_000, owner);
+    expect(queue.completing('then')).toBe(true);
+    expect(queue.size).toBe(2);
   });
 
   it('receivers sharing one store (one queue) each hear their own repairs in their own log', async () => {

@@ -11,7 +11,7 @@ import { errorDetails, resolveLogger, type LoggerInput } from '../log.js';
 import { checkMs, optionalNumber } from '../options.js';
 import { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS } from '../protocol.js';
 import type { PollEventContext } from '../receive/core.js';
-import { createJobRunner, type FailureStage } from '../receive/runner.js';
+import { createJobRunner, takeoverGrace, type FailureStage } from '../receive/runner.js';
 import type { GatewayClient, JobResource } from './client.js';
 
 export interface ReconcilerOptions {
@@ -32,6 +32,8 @@ export interface ReconcilerOptions {
   /** As the receivers' (defaults 5 s and 24 h). */
   leaseMs?: number;
   retainMs?: number;
+  /** As the receivers' (default 2 s): a poll finding another holder's lease over waits this long before taking the job. */
+  takeoverGraceMs?: number;
   /** As the receivers' `log` and `onError`. */
   log?: LoggerInput;
   onError?: (error: unknown, context: { jobId?: string; stage: FailureStage }) => void;
@@ -105,6 +107,7 @@ export function createReconcilerCore(options: ReconcilerOptions): Reconciler {
   const runner = createJobRunner({
     store,
     leaseMs: options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkMs(options.leaseMs, 'leaseMs'),
+    takeoverGraceMs: takeoverGrace(options.takeoverGraceMs),
     retainMs: options.retainMs === undefined ? DEFAULT_RETAIN_MS : checkMs(options.retainMs, 'retainMs'),
     log,
     onError: options.onError,

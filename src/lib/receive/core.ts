@@ -15,7 +15,7 @@ import type { VerifiedDelivery } from '../verify/core.js';
 import type { HeadersInput } from '../verify/headers.js';
 import { checkReplayWindow } from '../verify/options.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
-import { createJobRunner, type FailureStage, type JobRunner } from './runner.js';
+import { createJobRunner, takeoverGrace, type FailureStage, type JobRunner } from './runner.js';
 
 /** What every handler call gets besides the event. */
 export interface EventContextBase {
@@ -62,6 +62,14 @@ export interface ReceiverOptionsBase<Req> {
    * slow handler keeps its job, a crashed process frees its jobs within one lease.
    */
   leaseMs?: number;
+  /**
+   * When a delivery finds another holder's lease over, how long it waits before taking
+   * the job over (default 2 s; 0: at once). A holder cut off from the store for longer
+   * than its lease (a store outage, a partition) may be alive with the job done: this
+   * gives it time to record that once the store answers, so the job does not run twice.
+   * A crashed holder's job is taken over this much later. The delivery waits in place.
+   */
+  takeoverGraceMs?: number;
   /** How long completed job ids are remembered (default 24 h); at least the replay window. */
   retainMs?: number;
   /** `Retry-After` (seconds) on 503 while the same job is in progress (default: time left on the lease, 1–30 s). */
@@ -111,7 +119,7 @@ export function resolveReceiver<Req>(options: ReceiverOptionsBase<Req> & { maxAg
   const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkMs(options.leaseMs, 'leaseMs');
   return {
     onEvent: options.onEvent,
-    runner: createJobRunner({ store, leaseMs, retainMs, log, onError: options.onError }),
+    runner: createJobRunner({ store, leaseMs, takeoverGraceMs: takeoverGrace(options.takeoverGraceMs), retainMs, log, onError: options.onError }),
     log,
     retryAfterSeconds: options.retryAfterSeconds === undefined ? undefined : checkNumber(options.retryAfterSeconds, 'retryAfterSeconds', { integer: true }),
     bodyTimeoutMs: optionalNumber(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS),

@@ -144,8 +144,15 @@ export class RepairQueue {
   }
 
   private add(task: Task): void {
+    const before = this.tasks.get(task.jobId);
+    if (before?.stage === 'complete' && task.stage === 'release') {
+      // This process finished the job and holds its claim (renewed until the completion
+      // is stored): another of its claims, lost on the way, cannot have taken the job,
+      // and the completion must not be dropped for it.
+      return;
+    }
     // A completion supersedes a pending release of the same job (same claim, later step).
-    this.end(this.tasks.get(task.jobId));
+    this.end(before);
     if (this.tasks.size >= this.maxTasks) this.evict();
     this.tasks.set(task.jobId, task);
     this.schedule(this.now());
@@ -162,7 +169,7 @@ export class RepairQueue {
     for (const t of this.tasks.values()) {
       if (t.stage === 'release') {
         this.end(t);
-        t.owner.log.warn(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the release of job ${t.jobId}, which waits for its lease to end instead.`);
+        t.owner.log.warn(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the release of job ${t.jobId}, which waits for its lease (and takeover grace) to end instead.`);
         return;
       }
     }
@@ -208,7 +215,7 @@ export class RepairQueue {
     if (t.owner.now() > t.until) {
       this.end(t);
       if (t.stage === 'complete') log.error(`jobhook: gave up recording the completion of job ${t.jobId}: the store did not answer within the retention.`);
-      else log.debug(`jobhook: the lease of job ${t.jobId} is over; its claim no longer blocks it.`);
+      else log.debug(`jobhook: the lease and takeover grace of job ${t.jobId} are over; its claim no longer blocks it.`);
       return;
     }
     t.sent = true;

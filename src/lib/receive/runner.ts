@@ -4,8 +4,10 @@
  * completion (durably) or release the claim. Knows nothing about HTTP.
  */
 import { StoreUnavailableError } from '../errors.js';
-import { newToken, type IdempotencyStore } from '../idempotency/types.js';
+import { newToken, type ClaimResult, type IdempotencyStore } from '../idempotency/types.js';
 import { errorDetails, type Logger } from '../log.js';
+import { optionalNumber } from '../options.js';
+import { DEFAULT_TAKEOVER_GRACE_MS } from '../protocol.js';
 import { repairQueueFor } from './repair.js';
 
 /** Where a failure happened, for `onError` and the log. */
@@ -24,6 +26,8 @@ export type RunResult =
 export interface RunnerOptions {
   store: IdempotencyStore;
   leaseMs: number;
+  /** See `ClaimOptions.takeoverGraceMs`: waited out here, once, before answering in_progress. */
+  takeoverGraceMs: number;
   retainMs: number;
   log: Logger;
   onError: ((error: unknown, context: { jobId?: string; stage: FailureStage }) => void) | undefined;
@@ -39,6 +43,21 @@ export interface JobRunner {
   close(timeoutMs?: number): Promise<void>;
   /** Store operations waiting to be retried. */
   readonly pending: number;
+}
+
+/** How often a delivery waiting out a takeover grace asks the store again. */
+const STALE_POLL_MS = 250;
+/** How soon a lease renewal that failed is tried again (the store may be back). */
+const RENEW_RETRY_MS = 250;
+
+/** The time left of a takeover grace, when `claim` found another holder's lease over. */
+function graceLeft(claim: ClaimResult | undefined): number | undefined {
+  return claim?.status === 'in_progress' && claim.stale === true ? (claim.retryAfterMs ?? 0) : undefined;
+}
+
+/** The takeover grace option (receivers and the reconciler): whole ms, 0 allowed. */
+export function takeoverGrace(value: unknown): number {
+  return Math.ceil(optionalNumber(value, 'takeoverGraceMs', DEFAULT_TAKEOVER_GRACE_MS, { min: 0 }));
 }
 
 export function createJobRunner(o: RunnerOptions): JobRunner {
@@ -66,40 +85,54 @@ export function createJobRunner(o: RunnerOptions): JobRunner {
     stop(): Promise<void>;
   }
 
-  /** Renews the lease every third of it while the handler runs and its completion is pending. */
+  /**
+   * Renews the lease every third of it while the handler runs and its completion is
+   * pending; after a failed renewal, every RENEW_RETRY_MS, so that once the store answers
+   * again the lease is back well within another delivery's takeover grace.
+   */
   function heartbeat(jobId: string, token: string): Heartbeat {
     const controller = new AbortController();
     if (renew === undefined) return { signal: controller.signal, finishing: () => undefined, stop: async () => undefined };
+    const every = Math.max(1, Math.floor(o.leaseMs / 3));
     let inFlight: Promise<void> | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     let finishing = false;
     let stopped = false;
     let failures = 0;
-    const beat = async (): Promise<void> => {
+    const beat = async (): Promise<boolean> => {
       try {
         const held = await renew(jobId, token, { leaseMs: o.leaseMs });
         failures = 0;
-        if (held || controller.signal.aborted || stopped) return;
+        if (held || controller.signal.aborted || stopped) return true;
         // Once the handler is done a refused renewal may mean the completion landed
         // although its reply was lost; the pending completion finds out and tells.
-        if (finishing) return void clearInterval(timer);
+        if (finishing) return false;
         o.log.error(`jobhook: lost the claim on job ${jobId} while its handler runs (another delivery took it over): it may run twice.`);
         controller.abort(new StoreUnavailableError(`The claim on job ${jobId} was lost.`));
+        return false;
       } catch (err) {
         // The first failure in a row is reported; the rest repeat it while the store is down.
         if (failures++ === 0 && !finishing) report('renew', err, jobId);
+        return true;
       }
     };
-    const timer = setInterval(() => {
-      if (inFlight !== undefined || stopped) return;
-      inFlight = beat().finally(() => (inFlight = undefined));
-    }, Math.max(1, Math.floor(o.leaseMs / 3)));
-    timer.unref?.();
+    const next = (ms: number): void => {
+      if (stopped) return;
+      timer = setTimeout(() => {
+        inFlight = beat().then((again) => {
+          inFlight = undefined;
+          if (again) next(failures > 0 ? Math.min(every, RENEW_RETRY_MS) : every);
+        });
+      }, ms);
+      timer.unref?.();
+    };
+    next(every);
     return {
       signal: controller.signal,
       finishing: () => void (finishing = true),
       stop: async () => {
         stopped = true;
-        clearInterval(timer);
+        clearTimeout(timer);
         await inFlight;
       },
     };
@@ -109,17 +142,30 @@ export function createJobRunner(o: RunnerOptions): JobRunner {
     if (repair.completing(jobId)) return { kind: 'duplicate' };
     // Reusing the token of an unconfirmed claim acquires the job if that claim was written.
     const token = repair.takeUnconfirmed(jobId) ?? newToken();
-    let claim;
-    try {
-      claim = await o.store.claim(jobId, { leaseMs: o.leaseMs, token });
-    } catch (err) {
-      // The claim may have been written although no reply came (or may still land):
-      // undo it by token once the store answers, or the job stays blocked for a lease.
-      repair.release(jobId, token, now() + o.leaseMs, true, owner);
-      report('claim', err, jobId);
-      return { kind: 'store_unavailable' };
+    const claimOnce = async (): Promise<ClaimResult | undefined> => {
+      try {
+        const result = await o.store.claim(jobId, { leaseMs: o.leaseMs, token, takeoverGraceMs: o.takeoverGraceMs });
+        repair.kick();
+        return result;
+      } catch (err) {
+        // The claim may have been written although no reply came (or may still land):
+        // undo it by token once the store answers, or the job stays blocked for a lease.
+        repair.release(jobId, token, now() + o.leaseMs + o.takeoverGraceMs, true, owner);
+        report('claim', err, jobId);
+        return undefined;
+      }
+    };
+    let claim = await claimOnce();
+    // The holder's lease ran out, but it may be alive and only cut off from the store,
+    // with a completion to record now that the store answers: this delivery waits (open)
+    // through the grace, asking again every STALE_POLL_MS, then takes the job over.
+    const end = Date.now() + o.takeoverGraceMs + STALE_POLL_MS;
+    for (let left = graceLeft(claim); left !== undefined && left <= o.takeoverGraceMs && Date.now() < end; left = graceLeft(claim)) {
+      await new Promise((r) => setTimeout(r, Math.min(STALE_POLL_MS, left + 5)));
+      if (repair.completing(jobId)) return { kind: 'duplicate' };
+      claim = await claimOnce();
     }
-    repair.kick();
+    if (claim === undefined) return { kind: 'store_unavailable' };
     if (claim.status === 'completed') return { kind: 'duplicate' };
     if (claim.status === 'in_progress') return { kind: 'in_progress', retryAfterMs: claim.retryAfterMs };
 
@@ -132,7 +178,7 @@ export function createJobRunner(o: RunnerOptions): JobRunner {
       try {
         await o.store.release(jobId, token);
       } catch (releaseError) {
-        repair.release(jobId, token, now() + o.leaseMs, false, owner);
+        repair.release(jobId, token, now() + o.leaseMs + o.takeoverGraceMs, false, owner);
         report('release', releaseError, jobId);
       }
       return { kind: 'handler_failed' };
