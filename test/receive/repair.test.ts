@@ -48,6 +48,20 @@ function link(shared: MemoryIdempotencyStore) {
   return { store, faults };
 }
 
+/** Two receiver instances, each with its own faulty link to one shared store, counting handler runs. */
+function twoInstances(options: { leaseMs: number; takeoverGraceMs?: number; onEvent?: () => void | Promise<void> }) {
+  const shared = new MemoryIdempotencyStore();
+  const a = link(shared);
+  const b = link(shared);
+  const counter = { runs: 0 };
+  const onEvent = (): void | Promise<void> => {
+    counter.runs++;
+    return options.onEvent?.();
+  };
+  const make = (store: IdempotencyStore) => createReceiver({ publicKey, store, leaseMs: options.leaseMs, takeoverGraceMs: options.takeoverGraceMs, log: {}, onEvent });
+  return { a, b, first: make(a.store), second: make(b.store), counter };
+}
+
 describe('repair queue', () => {
   it('a lost claim that lands after its release found nothing is still released: the retry is processed, not blocked for the lease', async () => {
     const shared = new MemoryIdempotencyStore();
@@ -69,13 +83,7 @@ describe('repair queue', () => {
   });
 
   it('while a completion waits for the store, the lease is still renewed: another instance answers 503, never runs the job, then sees it completed', async () => {
-    const shared = new MemoryIdempotencyStore();
-    const a = link(shared);
-    const b = link(shared);
-    let runs = 0;
-    const onEvent = () => void runs++;
-    const first = createReceiver({ publicKey, store: a.store, leaseMs: 300, log: {}, onEvent });
-    const second = createReceiver({ publicKey, store: b.store, leaseMs: 300, log: {}, onEvent });
+    const { a, first, second, counter } = twoInstances({ leaseMs: 300 });
     const d = signed(jobId('pending-complete'));
     a.faults.completeDown = true;
     expect(code(await first({ body: d.body, headers: d.headers }))).toBe('200 processed');
@@ -86,17 +94,11 @@ describe('repair queue', () => {
     a.faults.completeDown = false;
     await until(() => first.pending === 0);
     expect(code(await second({ body: d.body, headers: d.headers }))).toBe('200 duplicate');
-    expect(runs).toBe(1);
+    expect(counter.runs).toBe(1);
   });
 
   it('an instance cut off from the store for longer than its lease, holding a completion: another instance waits the takeover grace, sees it completed, never runs the job', async () => {
-    const shared = new MemoryIdempotencyStore();
-    const a = link(shared);
-    const b = link(shared);
-    let runs = 0;
-    const onEvent = () => void runs++;
-    const first = createReceiver({ publicKey, store: a.store, leaseMs: 300, takeoverGraceMs: 1500, log: {}, onEvent });
-    const second = createReceiver({ publicKey, store: b.store, leaseMs: 300, takeoverGraceMs: 1500, log: {}, onEvent });
+    const { a, first, second, counter } = twoInstances({ leaseMs: 300, takeoverGraceMs: 1500 });
     const d = signed(jobId('cut-off'));
     // The handler runs; then the store stops answering this instance (no renewal, no completion).
     a.faults.renewDown = true;
@@ -107,7 +109,7 @@ describe('repair queue', () => {
     a.faults.renewDown = false;
     a.faults.completeDown = false;
     expect(code(await second({ body: d.body, headers: d.headers }))).toBe('200 duplicate');
-    expect(runs).toBe(1);
+    expect(counter.runs).toBe(1);
     expect(first.pending).toBe(0);
   });
 
@@ -126,15 +128,12 @@ describe('repair queue', () => {
   });
 
   it('a handler still running when the store answers again renews at once (not a third of a lease later), within the other instance\'s grace', async () => {
-    const shared = new MemoryIdempotencyStore();
-    const a = link(shared);
-    const b = link(shared);
-    let runs = 0;
     let finish!: () => void;
     const slow = new Promise<void>((r) => (finish = r));
     // Renewals every 2 s; the store stops answering this instance's renewals from the start.
-    const first = createReceiver({ publicKey, store: a.store, leaseMs: 6000, takeoverGraceMs: 1000, log: {}, onEvent: () => (runs++, slow) });
-    const second = createReceiver({ publicKey, store: b.store, leaseMs: 6000, takeoverGraceMs: 1000, log: {}, onEvent: () => void runs++ });
+    // Only the first instance's handler is slow (the second must never run it).
+    let calls = 0;
+    const { a, first, second, counter } = twoInstances({ leaseMs: 6000, takeoverGraceMs: 1000, onEvent: () => (calls++ === 0 ? slow : undefined) });
     const d = signed(jobId('slow-cut-off'));
     a.faults.renewDown = true;
     const answer = first({ body: d.body, headers: d.headers });
@@ -146,7 +145,7 @@ describe('repair queue', () => {
     finish();
     expect(code(await answer)).toBe('200 processed');
     expect(code(await second({ body: d.body, headers: d.headers }))).toBe('200 duplicate');
-    expect(runs).toBe(1);
+    expect(counter.runs).toBe(1);
   }, 20_000);
 
   it('a completion waiting in the repair queue is not dropped for the release of another claim of the same job', () => {
