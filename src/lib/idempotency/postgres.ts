@@ -66,6 +66,8 @@ export class PostgresIdempotencyStore implements PendingStore {
   private readonly pool: Pool;
   private readonly owned: boolean;
   private readonly table: string;
+  /** Schema and table as written (for the catalog). */
+  private readonly names: [string, string];
   private readonly pendingTable: string;
   private readonly pendingIndex: string;
   private readonly index: string;
@@ -79,6 +81,7 @@ export class PostgresIdempotencyStore implements PendingStore {
     const schema = options.schema ?? 'public';
     const table = options.table ?? 'jobhook_jobs';
     this.table = `${ident(schema, 'schema')}.${ident(table, 'table')}`;
+    this.names = [schema, table];
     this.index = ident(`${table.slice(0, 50)}_expires_at`, 'table');
     this.pendingTable = `${ident(schema, 'schema')}.${ident(`${table.slice(0, 54)}_pending`, 'table')}`;
     this.pendingIndex = ident(`${table.slice(0, 50)}_pending_since`, 'table');
@@ -122,8 +125,13 @@ export class PostgresIdempotencyStore implements PendingStore {
              stale_at timestamptz
            )`,
         );
-        // Tables made by an earlier version: the takeover grace's column.
-        await client.query(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS stale_at timestamptz`);
+        // Tables made by an earlier version: the takeover grace's column (looked up first,
+        // so a table that has it is not locked by ALTER TABLE on every start).
+        const has = await client.query(
+          `SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = 'stale_at'`,
+          this.names,
+        );
+        if (has.rowCount === 0) await client.query(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS stale_at timestamptz`);
         await client.query(`CREATE INDEX IF NOT EXISTS ${this.index} ON ${this.table} (expires_at)`);
         await client.query(
           `CREATE TABLE IF NOT EXISTS ${this.pendingTable} (
