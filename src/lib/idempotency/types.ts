@@ -147,8 +147,13 @@ export function claimArgs(jobId: unknown, options: ClaimOptions): { leaseMs: num
   return {
     leaseMs: checkMs(options?.leaseMs, 'leaseMs'),
     token: options.token === undefined ? newToken() : checkToken(options.token),
-    graceMs: Math.ceil(optionalNumber(options.takeoverGraceMs, 'takeoverGraceMs', 0, { min: 0 })),
+    graceMs: checkGraceMs(options.takeoverGraceMs, 0),
   };
+}
+
+/** A `takeoverGraceMs` option: whole milliseconds (fractions rounded up), 0 allowed; `fallback` when undefined. */
+export function checkGraceMs(value: unknown, fallback: number): number {
+  return Math.ceil(optionalNumber(value, 'takeoverGraceMs', fallback, { min: 0 }));
 }
 
 export function renewArgs(jobId: unknown, token: unknown, options: RenewOptions): { leaseMs: number } {

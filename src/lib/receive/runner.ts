@@ -4,9 +4,8 @@
  * completion (durably) or release the claim. Knows nothing about HTTP.
  */
 import { StoreUnavailableError } from '../errors.js';
-import { newToken, type ClaimResult, type IdempotencyStore } from '../idempotency/types.js';
+import { checkGraceMs, newToken, type ClaimResult, type IdempotencyStore } from '../idempotency/types.js';
 import { errorDetails, type Logger } from '../log.js';
-import { optionalNumber } from '../options.js';
 import { DEFAULT_TAKEOVER_GRACE_MS } from '../protocol.js';
 import { repairQueueFor } from './repair.js';
 
@@ -26,7 +25,7 @@ export type RunResult =
 export interface RunnerOptions {
   store: IdempotencyStore;
   leaseMs: number;
-  /** See `ClaimOptions.takeoverGraceMs`: waited out here, once, before answering in_progress. */
+  /** See `ClaimOptions.takeoverGraceMs`: a delivery that finds a lapsed lease waits it out here, asking again, before answering in_progress. */
   takeoverGraceMs: number;
   retainMs: number;
   log: Logger;
@@ -57,7 +56,7 @@ function graceLeft(claim: ClaimResult | undefined): number | undefined {
 
 /** The takeover grace option (receivers and the reconciler): whole ms, 0 allowed. */
 export function takeoverGrace(value: unknown): number {
-  return Math.ceil(optionalNumber(value, 'takeoverGraceMs', DEFAULT_TAKEOVER_GRACE_MS, { min: 0 }));
+  return checkGraceMs(value, DEFAULT_TAKEOVER_GRACE_MS);
 }
 
 export function createJobRunner(o: RunnerOptions): JobRunner {
