@@ -8,6 +8,7 @@ import {
   claimArgs,
   completeArgs,
   deferArgs,
+  LAPSED_CLAIM_KEEP_MS,
   listArgs,
   releaseArgs,
   renewArgs,
@@ -35,9 +36,6 @@ export interface PostgresStoreOptions {
   /** Deadline of one store operation before it fails with STORE_UNAVAILABLE (default 5,000 ms). */
   operationTimeoutMs?: number;
 }
-
-/** How long a claim's row is kept past its lease (or its grace mark) by `purgeExpired()`. */
-const CLAIM_KEEP_MS = 60_000;
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -283,7 +281,7 @@ export class PostgresIdempotencyStore implements PendingStore {
       const r = await pool.query(
         `DELETE FROM ${this.table} WHERE expires_at <= clock_timestamp()
            AND (state = 'completed' OR greatest(expires_at, stale_at) <= clock_timestamp() - $1 * interval '1 millisecond')`,
-        [CLAIM_KEEP_MS],
+        [LAPSED_CLAIM_KEEP_MS],
       );
       return r.rowCount ?? 0;
     });

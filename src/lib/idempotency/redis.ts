@@ -9,6 +9,7 @@ import {
   claimArgs,
   completeArgs,
   deferArgs,
+  LAPSED_CLAIM_KEEP_MS,
   listArgs,
   releaseArgs,
   renewArgs,
@@ -45,28 +46,31 @@ export interface RedisStoreOptions {
 
 const DONE = 'done';
 // Values: 'claim:<token>:<lease end ms>[:<stale since ms>]' while claimed, 'done' once
-// completed (PX = retention). A claim's key outlives its lease by STALE_KEEP_MS, and a
-// marked one its grace by as much, so the takeover grace is counted from the first claim
-// that finds the lease over (even when Redis was paused past the lease end, up to that
-// long); an older 'claim:<token>' holds until its TTL. Times are Redis's own (TIME, so
-// Redis 5 or later: scripts replicated by effects). One script per operation: atomic,
+// completed (PX = retention). A claim's key outlives its lease by LAPSED_CLAIM_KEEP_MS,
+// and a marked one its grace by as much, so the takeover grace is counted from the first
+// claim that finds the lease over (even when Redis was paused past the lease end, up to
+// that long); an older 'claim:<token>' holds until its TTL. Times are Redis's own (TIME,
+// so Redis 5 or later: scripts replicated by effects). One script per operation: atomic,
 // and one round trip.
-const STALE_KEEP_MS = 60_000;
-const PRELUDE = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function held(v)
+const HELD = `local function held(v)
   if not v then return nil end
   local tok, dl, st = string.match(v, '^claim:([%w_%-]+):?(%d*):?(%d*)$')
   return tok, tonumber(dl), tonumber(st)
 end
-local function hold(key, token, lease, keep)
-  redis.call('SET', key, 'claim:' .. token .. ':' .. string.format('%d', now + lease), 'PX', lease + keep)
+local function put(key, token, leaseEnd, staleAt, px)
+  local v = 'claim:' .. token .. ':' .. string.format('%d', leaseEnd)
+  if staleAt then v = v .. ':' .. string.format('%d', staleAt) end
+  redis.call('SET', key, v, 'PX', px)
 end
 `;
+const CLOCK = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
 // ARGV: token, lease, grace, keep. Replies: {1} acquired, {2} completed, {3, ms left} held, {4, ms} stale.
-const CLAIM = `${PRELUDE}local v = redis.call('GET', KEYS[1])
+const CLAIM = `${HELD}${CLOCK}local v = redis.call('GET', KEYS[1])
 if v == '${DONE}' then return {2} end
 local tok, dl, st = held(v)
+local keep = tonumber(ARGV[4])
 if v and tok ~= ARGV[1] then
   if not dl then return {3, redis.call('PTTL', KEYS[1])} end
   if dl > now then return {3, dl - now} end
@@ -74,22 +78,23 @@ if v and tok ~= ARGV[1] then
   if grace > 0 then
     if not st then
       st = now
-      local keep = math.max(redis.call('PTTL', KEYS[1]), grace + tonumber(ARGV[4]))
-      redis.call('SET', KEYS[1], 'claim:' .. tok .. ':' .. string.format('%d', dl) .. ':' .. string.format('%d', st), 'PX', keep)
+      put(KEYS[1], tok, dl, st, math.max(redis.call('PTTL', KEYS[1]), grace + keep))
     end
     if st + grace > now then return {4, st + grace - now} end
   end
 end
-hold(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])) return {1}`;
+local lease = tonumber(ARGV[2])
+put(KEYS[1], ARGV[1], now + lease, nil, lease + keep) return {1}`;
 // Held by another token whose lease is not over, or completed: refused.
-const RENEW = `${PRELUDE}local v = redis.call('GET', KEYS[1])
+const RENEW = `${HELD}${CLOCK}local v = redis.call('GET', KEYS[1])
 if v then
   local tok, dl = held(v)
   if tok ~= ARGV[1] and not (tok and dl and dl <= now) then return 0 end
 end
-hold(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])) return 1`;
+local lease = tonumber(ARGV[2])
+put(KEYS[1], ARGV[1], now + lease, nil, lease + tonumber(ARGV[3])) return 1`;
 // KEYS: job key, pending set, pending parameters; ARGV: token, retention, job id.
-const COMPLETE = `${PRELUDE}local v = redis.call('GET', KEYS[1])
+const COMPLETE = `${HELD}${CLOCK}local v = redis.call('GET', KEYS[1])
 if v and v ~= '${DONE}' then
   local tok, dl = held(v)
   if tok ~= ARGV[1] and not (dl and dl <= now) then return 0 end
@@ -99,7 +104,7 @@ redis.call('ZREM', KEYS[2], ARGV[3]) redis.call('HDEL', KEYS[3], ARGV[3]) return
 const TRACK = `redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) else redis.call('HDEL', KEYS[2], ARGV[1]) end return 1`;
 const FORGET = `redis.call('ZREM', KEYS[1], ARGV[1]) redis.call('HDEL', KEYS[2], ARGV[1]) return 1`;
-const RELEASE = `${PRELUDE}if held(redis.call('GET', KEYS[1])) == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end return 0`;
+const RELEASE = `${HELD}if held(redis.call('GET', KEYS[1])) == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end return 0`;
 
 interface ScriptedRedis extends Redis {
   jobhookClaim(key: string, token: string, leaseMs: number, graceMs: number, keepMs: number): Promise<[number, number?]>;
@@ -201,7 +206,7 @@ export class RedisIdempotencyStore implements PendingStore {
     const { leaseMs, token, graceMs } = claimArgs(jobId, options);
     const key = this.prefix + jobId;
     return this.run('claim', async (redis) => {
-      const [state, ms] = await redis.jobhookClaim(key, token, leaseMs, graceMs, STALE_KEEP_MS);
+      const [state, ms] = await redis.jobhookClaim(key, token, leaseMs, graceMs, LAPSED_CLAIM_KEEP_MS);
       if (state === 1) return { status: 'acquired', token };
       if (state === 2) return { status: 'completed' };
       if (state === 4) return { status: 'in_progress', retryAfterMs: Math.max(1, Number(ms)), stale: true };
@@ -212,7 +217,7 @@ export class RedisIdempotencyStore implements PendingStore {
   async renew(jobId: string, token: string, options: RenewOptions): Promise<boolean> {
     const { leaseMs } = renewArgs(jobId, token, options);
     const key = this.prefix + jobId;
-    return this.run('renew', async (redis) => (await redis.jobhookRenew(key, token, leaseMs, STALE_KEEP_MS)) === 1);
+    return this.run('renew', async (redis) => (await redis.jobhookRenew(key, token, leaseMs, LAPSED_CLAIM_KEEP_MS)) === 1);
   }
 
   async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {

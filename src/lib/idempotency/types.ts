@@ -151,6 +151,13 @@ export function claimArgs(jobId: unknown, options: ClaimOptions): { leaseMs: num
   };
 }
 
+/**
+ * How long the shared stores keep a claim past its lease (Redis: the key's life; a
+ * marked claim's grace gets as much again; PostgreSQL: what `purgeExpired()` spares),
+ * so a takeover grace can still start after a store outage up to this long.
+ */
+export const LAPSED_CLAIM_KEEP_MS = 60_000;
+
 /** A `takeoverGraceMs` option: whole milliseconds (fractions rounded up), 0 allowed; `fallback` when undefined. */
 export function checkGraceMs(value: unknown, fallback: number): number {
   return Math.ceil(optionalNumber(value, 'takeoverGraceMs', fallback, { min: 0 }));
