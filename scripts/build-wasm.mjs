@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// Builds native/canonical.c into WebAssembly and writes it, base64, into
-// src/lib/canonical/wasm/canonical-wasm.ts (committed, so building the package
-// needs no C toolchain).
+// Builds the WebAssembly modules from native/ and writes each, base64, into a
+// TypeScript file (committed, so building the package needs no C toolchain):
+//   native/canonical.c -> src/lib/canonical/wasm/canonical-wasm.ts  (canonical JSON engine)
+//   native/rsa.c       -> src/lib/crypto/rsa-wasm-module.ts          (RSA public operation)
 //
-//   node scripts/build-wasm.mjs           rebuild the committed artifact
-//   node scripts/build-wasm.mjs --check   fail (exit 1) when the committed artifact
+//   node scripts/build-wasm.mjs           rebuild the committed artifacts
+//   node scripts/build-wasm.mjs --check   fail (exit 1) when a committed artifact
 //                                         differs from a fresh build
 //
 // Needs clang and wasm-ld (Debian: apt-get install clang lld). Without them the
@@ -17,11 +18,9 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const SOURCE = 'native/canonical.c';
-const TARGET = 'src/lib/canonical/wasm/canonical-wasm.ts';
 const CLANG = process.env.CLANG ?? 'clang';
 
-const FLAGS = [
+const COMMON_FLAGS = [
   '--target=wasm32',
   '-O3',
   '-nostdlib',
@@ -34,8 +33,22 @@ const FLAGS = [
   '-Wno-unused-parameter',
   '-Wl,--no-entry',
   '-Wl,--strip-all',
-  '-Wl,-z,stack-size=65536',
-  '-Wl,--initial-memory=1048576',
+];
+
+const MODULES = [
+  {
+    source: 'native/canonical.c',
+    target: 'src/lib/canonical/wasm/canonical-wasm.ts',
+    constant: 'CANONICAL_WASM_BASE64',
+    flags: ['-Wl,-z,stack-size=65536', '-Wl,--initial-memory=1048576'],
+  },
+  {
+    // Static buffers only (about 31 KiB) and a small stack: one 64 KiB page, never grown.
+    source: 'native/rsa.c',
+    target: 'src/lib/crypto/rsa-wasm-module.ts',
+    constant: 'RSA_WASM_BASE64',
+    flags: ['-Wl,-z,stack-size=8192', '-Wl,--initial-memory=65536', '-Wl,--max-memory=65536'],
+  },
 ];
 
 const check = process.argv.includes('--check');
@@ -70,54 +83,60 @@ function stripCustomSections(wasm) {
   return Buffer.concat(parts);
 }
 
-function build(dir) {
-  const out = join(dir, 'canonical.wasm');
+function build(dir, { source, constant, flags }) {
+  const out = join(dir, 'module.wasm');
   // Relative source path and a fixed working directory keep the command (and so the output) stable.
-  const r = spawnSync(CLANG, [...FLAGS, '-o', out, SOURCE], { cwd: ROOT, encoding: 'utf8' });
+  const r = spawnSync(CLANG, [...COMMON_FLAGS, ...flags, '-o', out, source], { cwd: ROOT, encoding: 'utf8' });
   if (r.error || r.status !== 0) {
     process.stderr.write(r.stderr ?? '');
-    throw new Error(`${CLANG} failed to compile ${SOURCE}${r.error ? `: ${r.error.message}` : ''}`);
+    throw new Error(`${CLANG} failed to compile ${source}${r.error ? `: ${r.error.message}` : ''}`);
   }
   const wasm = stripCustomSections(readFileSync(out));
   return (
-    `// Generated from ${SOURCE} by scripts/build-wasm.mjs: do not edit.\n` +
+    `// Generated from ${source} by scripts/build-wasm.mjs: do not edit.\n` +
     `// Rebuild with \`node scripts/build-wasm.mjs\` (needs clang and wasm-ld); ${wasm.length} bytes of WebAssembly.\n` +
-    `export const CANONICAL_WASM_BASE64 =\n  '${wasm.toString('base64')}';\n`
+    `export const ${constant} =\n  '${wasm.toString('base64')}';\n`
   );
 }
 
 const problem = toolchainProblem();
+const targets = MODULES.map((m) => m.target).join(', ');
 if (problem !== undefined) {
   if (check) {
-    console.error(`check:wasm: cannot rebuild ${TARGET}: ${problem} (install clang and lld).`);
+    console.error(`check:wasm: cannot rebuild ${targets}: ${problem} (install clang and lld).`);
     process.exit(1);
   }
-  console.log(`build:wasm: ${problem}; keeping the committed ${TARGET}.`);
+  console.log(`build:wasm: ${problem}; keeping the committed ${targets}.`);
   process.exit(0);
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'jobhook-wasm-'));
 try {
-  const text = build(dir);
-  const target = join(ROOT, TARGET);
-  if (check) {
-    let committed = '';
-    try {
-      committed = readFileSync(target, 'utf8');
-    } catch {
-      // missing: reported below
+  let stale = 0;
+  for (const module of MODULES) {
+    const text = build(dir, module);
+    const target = join(ROOT, module.target);
+    if (check) {
+      let committed = '';
+      try {
+        committed = readFileSync(target, 'utf8');
+      } catch {
+        // missing: reported below
+      }
+      if (committed !== text) {
+        console.error(
+          `check:wasm: ${module.target} does not match a fresh build of ${module.source}; run \`node scripts/build-wasm.mjs\` and commit the result.`,
+        );
+        stale++;
+      } else {
+        console.log(`check:wasm: ${relative(ROOT, target)} matches ${module.source}.`);
+      }
+    } else {
+      writeFileSync(target, text);
+      console.log(`build:wasm: wrote ${module.target}.`);
     }
-    if (committed !== text) {
-      console.error(
-        `check:wasm: ${TARGET} does not match a fresh build of ${SOURCE}; run \`node scripts/build-wasm.mjs\` and commit the result.`,
-      );
-      process.exit(1);
-    }
-    console.log(`check:wasm: ${relative(ROOT, target)} matches ${SOURCE}.`);
-  } else {
-    writeFileSync(target, text);
-    console.log(`build:wasm: wrote ${TARGET}.`);
   }
+  if (stale > 0) process.exitCode = 1;
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

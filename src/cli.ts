@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { runCli } from './lib/cli/main.js';
 import { processIo } from './lib/cli/io.js';
 

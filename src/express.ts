@@ -44,7 +44,7 @@ declare global {
  * app.use(express.json()); // other routes may parse JSON; mount the receiver first
  * ```
  */
-export function createReceiver(options: ExpressReceiverOptions): NodeHandler & ReceiverControls {
+export function createReceiver<Tx = unknown>(options: ExpressReceiverOptions<Tx>): NodeHandler & ReceiverControls {
   return createNodeReceiver(options);
 }
 

@@ -11,7 +11,8 @@ import type { ReceiverAnswer } from './lib/receive/answers.js';
 import { signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/sign.js';
 import type { VerifiedDelivery } from './lib/verify/core.js';
 import type { HeadersInput } from './lib/verify/headers.js';
-import { createNodeVerifier, type Verifier, type VerifierOptions } from './lib/verify/node-verifier.js';
+import { createSyncVerifier, type Verifier, type VerifierOptions } from './lib/verify/node-verifier.js';
+import { checkOptionNames, SIGN_OPTIONS, VERIFIER_OPTIONS } from './lib/option-names.js';
 
 export * from './lib/public-neutral.js';
 
@@ -33,11 +34,12 @@ export * from './lib/public-neutral.js';
  *   else throw err;
  * }
  * ```
- * @throws TypeError for a key that is not RSA, is private, or has a modulus under 2048 bits, and for bad options.
+ * @throws TypeError for a key that is not RSA, is private, or has a modulus under 2048 bits, for an
+ * async key function (`verify` is synchronous: use a receiver or `jobhook/web`), and for bad options.
  */
 export function createVerifier(options: VerifierOptions): Verifier {
-  const { verify } = createNodeVerifier(options);
-  return { verify };
+  checkOptionNames(options, VERIFIER_OPTIONS);
+  return createSyncVerifier(options);
 }
 
 /**
@@ -65,7 +67,7 @@ export function createVerifier(options: VerifierOptions): Verifier {
  * });
  * ```
  */
-export function createReceiver(options: ReceiverOptions): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
+export function createReceiver<Tx = unknown>(options: ReceiverOptions<Tx>): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
   return createAgnosticReceiver(options);
 }
 
@@ -100,6 +102,7 @@ export function verifyWebhook(body: string | Uint8Array, headers: HeadersInput, 
  * ```
  */
 export function signDelivery(body: string | Uint8Array, privateKey: string | KeyObject, options?: SignOptions): SignedDelivery {
+  checkOptionNames(options, SIGN_OPTIONS);
   return signDeliveryCore(body, privateKey, options);
 }
 

@@ -7,6 +7,7 @@
 import { createFetchReceiver, type WebReceiverOptions } from './lib/adapters/web.js';
 import type { ReceiverControls } from './lib/adapters/controls.js';
 import { createWebVerifierCore, type WebVerifier, type WebVerifierOptions } from './lib/verify/web-verifier.js';
+import { checkOptionNames, WEB_VERIFIER_OPTIONS } from './lib/option-names.js';
 
 export type { WebVerifier, WebVerifierOptions } from './lib/verify/web-verifier.js';
 export type { WebReceiverOptions } from './lib/adapters/web.js';
@@ -23,13 +24,16 @@ export type { WebPublicKeyInput } from './lib/crypto/web.js';
  * ```
  */
 export function createVerifier(options: WebVerifierOptions): WebVerifier {
+  checkOptionNames(options, WEB_VERIFIER_OPTIONS);
   const { verify } = createWebVerifierCore(options);
   return { verify };
 }
 
 /**
  * The complete receiver as a Fetch API handler, `(request: Request) => Promise<Response>`,
- * with the same answers as `createReceiver` from `jobhook/express`. WebCrypto only.
+ * with the same answers as `createReceiver` from `jobhook/express`. No `node:` import: the
+ * runtime's node:crypto where a probe shows it works, else WebAssembly or BigInt RSA and
+ * WebCrypto hashes.
  *
  * @example
  * ```ts
@@ -42,7 +46,7 @@ export function createVerifier(options: WebVerifierOptions): WebVerifier {
  * });
  * ```
  */
-export function createReceiver(options: WebReceiverOptions): ((request: Request) => Promise<Response>) & ReceiverControls {
+export function createReceiver<Tx = unknown>(options: WebReceiverOptions<Tx>): ((request: Request) => Promise<Response>) & ReceiverControls {
   return createFetchReceiver(options);
 }
 

@@ -45,6 +45,18 @@ describe('public types', () => {
     expectTypeOf<VerifiedDelivery['dialect']>().toEqualTypeOf<DialectName>();
   });
 
+  it('publicKey may be a function: sync for the synchronous Node verifier, sync or async for the receivers and jobhook/web', () => {
+    createVerifier({ publicKey: () => process.env.KEY! });
+    createVerifier({ publicKey: () => ['a', 'b'] });
+    // @ts-expect-error createVerifier().verify from 'jobhook' is synchronous: no async key function
+    createVerifier({ publicKey: async () => process.env.KEY! });
+    createWebVerifier({ publicKey: async () => process.env.KEY! });
+    createReceiver({ publicKey: async () => [process.env.KEY!], onEvent: () => undefined });
+    createExpressReceiver({ publicKey: async () => process.env.KEY!, onEvent: () => undefined });
+    createMiddleware({ publicKey: () => process.env.KEY! });
+    createWebReceiver({ publicKey: () => Promise.resolve(process.env.KEY!), onEvent: () => undefined });
+  });
+
   it('the same verbs from every entry, each of its runtime', () => {
     const agnostic = createReceiver({ publicKey: '', onEvent: () => undefined });
     expectTypeOf(agnostic).parameter(0).toEqualTypeOf<{ body: string | Uint8Array; headers: import('../src/index.js').HeadersInput }>();
@@ -106,10 +118,14 @@ describe('public types', () => {
         case 'ALGORITHM_UNSUPPORTED':
         case 'SIGNATURE_INVALID':
         case 'EVENT_TOO_OLD':
+        case 'EVENT_FROM_FUTURE':
           return 401;
         case 'STORE_UNAVAILABLE':
         case 'RECEIVER_BUSY':
+        case 'CLAIM_LOST':
           return 503;
+        case 'JOB_SUPERSEDED':
+          return 500;
         default: {
           const never: never = code;
           return never;

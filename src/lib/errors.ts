@@ -2,6 +2,8 @@
  * Every failure jobhook reports is a `WebhookError` with a stable `code`.
  * One subclass per code, so callers can `switch (err.code)` or use `instanceof`.
  */
+// protocol.ts imports only a type from here: no cycle at run time.
+import { STATUS_BY_CODE } from './protocol.js';
 
 /** The stable codes, one per subclass below. */
 export type WebhookErrorCode =
@@ -18,12 +20,20 @@ export type WebhookErrorCode =
   | 'SIGNATURE_INVALID'
   | 'PAYLOAD_INVALID'
   | 'EVENT_TOO_OLD'
+  | 'EVENT_FROM_FUTURE'
   | 'STORE_UNAVAILABLE'
-  | 'RECEIVER_BUSY';
+  | 'RECEIVER_BUSY'
+  | 'CLAIM_LOST'
+  | 'JOB_SUPERSEDED';
 
 const BRAND = Symbol.for('jobhook.WebhookError');
 
-/** Base class of every error jobhook throws on purpose (bad arguments throw `TypeError`). */
+/**
+ * Base class of every error jobhook throws on purpose (bad arguments throw `TypeError`).
+ * `status`, `statusCode` and `expose` follow the convention of http-errors, so the
+ * default error handlers of Express, Koa and Fastify answer what jobhook's receivers
+ * answer (401 for a forged signature, not 500).
+ */
 export abstract class WebhookError extends Error {
   abstract readonly code: WebhookErrorCode;
   /** @internal Recognises jobhook errors across copies of the package (ESM and CJS). */
@@ -32,6 +42,37 @@ export abstract class WebhookError extends Error {
     super(message, options);
     this.name = new.target.name;
   }
+
+  /** The HTTP status jobhook answers for this error: 4xx when a retry cannot help, 5xx when it can (the gateway retries only those). */
+  get status(): number {
+    return STATUS_BY_CODE[this.code];
+  }
+  set status(value: number) {
+    own(this, 'status', value);
+  }
+  /** The same as `status` (Fastify and Node read this name). */
+  get statusCode(): number {
+    return STATUS_BY_CODE[this.code];
+  }
+  set statusCode(value: number) {
+    own(this, 'statusCode', value);
+  }
+  /** True for a 4xx: the message may be shown to the sender (it holds no key material or backend detail); false for a 5xx. */
+  get expose(): boolean {
+    return STATUS_BY_CODE[this.code] < 500;
+  }
+  set expose(value: boolean) {
+    own(this, 'expose', value);
+  }
+}
+
+/**
+ * Error handlers write these too (Koa sets `err.status` to what it answered): a write
+ * gives the error its own value, as on an http-errors error. (The getters cannot be
+ * fields: a subclass's `code` is set only after this constructor has run.)
+ */
+function own(err: WebhookError, key: 'status' | 'statusCode' | 'expose', value: unknown): void {
+  Object.defineProperty(err, key, { value, writable: true, enumerable: true, configurable: true });
 }
 
 /** The body is larger than `maxBodyBytes`. */
@@ -118,6 +159,15 @@ export class EventTooOldError extends WebhookError {
   readonly code = 'EVENT_TOO_OLD' as const;
 }
 
+/**
+ * The signature is valid but `finished_at` lies further in the future than
+ * `maxFutureSkewSeconds`: such an event would outlive its own completion mark and run
+ * again when replayed (or the sender's clock is far off).
+ */
+export class EventFromFutureError extends WebhookError {
+  readonly code = 'EVENT_FROM_FUTURE' as const;
+}
+
 /** The idempotency store could not be reached or answered with an error. */
 export class StoreUnavailableError extends WebhookError {
   readonly code = 'STORE_UNAVAILABLE' as const;
@@ -126,6 +176,31 @@ export class StoreUnavailableError extends WebhookError {
 /** Too many large deliveries wait for the verification workers: retry later (503). */
 export class ReceiverBusyError extends WebhookError {
   readonly code = 'RECEIVER_BUSY' as const;
+}
+
+/**
+ * This process lost its claim on a job: another delivery took it over, or its lease
+ * could not be confirmed in time (the reason of an aborted `context.signal`; with a
+ * transactional store the handler's transaction was rolled back, answered 503).
+ */
+export class ClaimLostError extends WebhookError {
+  readonly code = 'CLAIM_LOST' as const;
+}
+
+/**
+ * A job may have run twice: it was taken over from a holder whose lease lapsed, or a
+ * holder finished its handler after another took the job over. Reported to `onError`
+ * (stage `superseded`) and the log; never an answer to the sender.
+ */
+export class JobSupersededError extends WebhookError {
+  readonly code = 'JOB_SUPERSEDED' as const;
+  constructor(
+    /** The job that may have run twice. */
+    readonly jobId: string,
+    detail: string,
+  ) {
+    super(`Job ${jobId} may have run twice: ${detail}.`);
+  }
 }
 
 /** Union of every concrete error class, for exhaustive `switch` on `code`. */
@@ -143,8 +218,11 @@ export type AnyWebhookError =
   | SignatureInvalidError
   | PayloadInvalidError
   | EventTooOldError
+  | EventFromFutureError
   | StoreUnavailableError
-  | ReceiverBusyError;
+  | ReceiverBusyError
+  | ClaimLostError
+  | JobSupersededError;
 
 /**
  * True when `value` is a jobhook error, also one from another copy of the package

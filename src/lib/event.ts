@@ -21,9 +21,9 @@ export interface JobEventBase {
   subfeature?: string;
   provider?: string;
   model?: string | null;
-  /** ISO 8601. */
+  /** RFC 3339 (e.g. `2026-11-21T10:00:05Z`). */
   created_at?: string;
-  /** ISO 8601; checked against the replay window (`maxAgeSeconds`). */
+  /** RFC 3339; checked against the replay window (`maxAgeSeconds`, `maxFutureSkewSeconds`). */
   finished_at?: string;
   /** The provider's raw answer, only when the caller asked for it. */
   original_response?: JsonValue;
@@ -73,4 +73,37 @@ export function validateEvent(value: JsonValue): JobCompletedEvent {
   if (value.model !== undefined && value.model !== null && typeof value.model !== 'string') invalid('model is not a string or null');
   if (value.user_parameters !== undefined && !isObject(value.user_parameters)) invalid('user_parameters is not an object');
   return value as unknown as JobCompletedEvent;
+}
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+/**
+ * An RFC 3339 date-time (`2026-11-21T10:00:05Z`, `…05.123456+02:00`; `t`, `z` and a space
+ * for `T` accepted, as RFC 3339 allows) as epoch ms; undefined for anything else,
+ * including the looser forms `Date.parse` takes (a date alone, no offset, other layouts),
+ * whose meaning depends on the machine reading them. A leap second (`:60`) reads as the
+ * end of the minute before it.
+ */
+export function parseRfc3339(text: unknown): number | undefined {
+  if (typeof text !== 'string') return undefined;
+  const m = RFC3339.exec(text);
+  if (m === null) return undefined;
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((k) => Number(m[k]));
+  const days = new Date(Date.UTC(2000, month!, 0)).getUTCDate() - (month === 2 && !leap(year!) ? 1 : 0);
+  if (month! < 1 || month! > 12 || day! < 1 || day! > days || hour! > 23 || minute! > 59 || second! > 60) return undefined;
+  let offset = 0;
+  if (m[8] === undefined) {
+    const [oh, om] = [Number(m[10]), Number(m[11])];
+    if (oh > 23 || om > 59) return undefined;
+    offset = (m[9] === '-' ? -1 : 1) * (oh * 60 + om) * 60_000;
+  }
+  const date = new Date(0);
+  date.setUTCFullYear(year!, month! - 1, day!);
+  date.setUTCHours(hour!, minute!, Math.min(second!, 59), 0);
+  const fraction = m[7] === undefined ? 0 : Number(`0${m[7]}`) * 1000;
+  return date.getTime() + (second === 60 ? 999.999 : fraction) - offset;
+}
+
+function leap(year: number): boolean {
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
 }

@@ -39,3 +39,55 @@ export function headerName(value: unknown, what: string, fallback: string): stri
   if (typeof value !== 'string' || !HEADER_NAME.test(value)) throw new TypeError(`${what} must be an HTTP header name; got ${JSON.stringify(value)}`);
   return value;
 }
+
+/** The option names a constructor takes (see option-names.ts, the one place they are listed). */
+export type OptionNames = Readonly<Record<string, true>>;
+
+/**
+ * TypeError for the first option name that `known` lacks, naming the nearest known one:
+ * a misspelt option (`maxBodyByte`) would otherwise be ignored without a word. Anything
+ * that is not an object is left to the constructor's own check.
+ */
+export function checkOptionNames(options: unknown, known: OptionNames): void {
+  if (typeof options !== 'object' || options === null) return;
+  for (const name of Object.keys(options)) {
+    if (Object.hasOwn(known, name)) continue;
+    const names = Object.keys(known);
+    const near = nearestName(name, names);
+    throw new TypeError(`unknown option ${name}; ${near === undefined ? `the options are ${names.join(', ')}` : `did you mean ${near}?`}`);
+  }
+}
+
+/** The known name closest to `name`: a few edits away (any case), or the one name it is a part of (`lease` → `leaseMs`). */
+export function nearestName(name: string, known: readonly string[]): string | undefined {
+  const lower = name.toLowerCase();
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const k of known) {
+    const d = editDistance(lower, k.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [k, d];
+  }
+  if (bestDistance <= Math.ceil(name.length / 3)) return best;
+  const containing = lower.length >= 3 ? known.filter((k) => k.toLowerCase().includes(lower)) : [];
+  return containing.length === 1 ? containing[0] : undefined;
+}
+
+/** Edits (insert, delete, replace, swap two neighbours) from `a` to `b`: optimal string alignment. */
+function editDistance(a: string, b: string): number {
+  const rows: number[][] = [];
+  for (let i = 0; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      if (i === 0) {
+        row.push(j);
+        continue;
+      }
+      const up = rows[i - 1]!;
+      let d = Math.min(up[j]! + 1, row[j - 1]! + 1, up[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      row.push(d);
+    }
+    rows.push(row);
+  }
+  return rows[a.length]![b.length]!;
+}

@@ -34,6 +34,12 @@ export const DEFAULT_LEASE_MS = 5_000;
 export const DEFAULT_TAKEOVER_GRACE_MS = 2_000;
 /** How long completed job ids are remembered by default: 24 h. */
 export const DEFAULT_RETAIN_MS = 24 * 60 * 60 * 1000;
+/**
+ * How far the signed `finished_at` may lie ahead of the receiver's clock by default (5
+ * min of clock skew). Further ahead, the event is refused (EVENT_FROM_FUTURE): its
+ * completion mark could expire before the replay window closes on it.
+ */
+export const DEFAULT_MAX_FUTURE_SKEW_SECONDS = 300;
 /** The gateway gives up on an attempt after 30 s; a body still arriving then is dropped (408). */
 export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
 /** The gateway's job collection: `POST` creates a job, `GET …/{id}` reads one. */
@@ -77,6 +83,9 @@ export const STATUS_BY_CODE: Readonly<Record<WebhookErrorCode, number>> = {
   SIGNATURE_INVALID: 401,
   PAYLOAD_INVALID: 400,
   EVENT_TOO_OLD: 401,
+  EVENT_FROM_FUTURE: 401,
   STORE_UNAVAILABLE: 503,
   RECEIVER_BUSY: 503,
+  CLAIM_LOST: 503,
+  JOB_SUPERSEDED: 500,
 };

@@ -8,6 +8,7 @@ import { canonicalizeBytes, canonicalizeText, parseJsonValue, type CanonicalizeO
 import type { JsonValue } from './canonical/to-value.js';
 import { createGatewayClientCore, type GatewayClient, type GatewayClientOptions } from './gateway/client.js';
 import { createReconcilerCore, type Reconciler, type ReconcilerOptions } from './gateway/reconciler.js';
+import { createJobRunner as createJobRunnerCore, type JobRunner, type JobRunnerOptions } from './jobs/runner.js';
 
 export { DIALECTS, type DialectName } from './canonical/dialects.js';
 export type { IntegerMode, JsonValue } from './canonical/to-value.js';
@@ -34,12 +35,29 @@ export type { NodePublicKeyInput } from './crypto/node.js';
 export type { RsaPublicJwk } from './crypto/keys.js';
 export type { JobCompletedEvent, JobEventBase, JobFailedEvent, JobSucceededEvent, JsonObjectValue } from './event.js';
 export type { ReceiverOptions, ReceiverRequest } from './adapters/agnostic.js';
-export type { ReceiverControls } from './adapters/controls.js';
+export type { ReceiverControls, ReceiverHealth } from './adapters/controls.js';
 export type { ReceiverAnswer, ReceiverErrorCode } from './receive/answers.js';
-export type { EventContext, EventContextBase, FailureStage, PollEventContext, ReceiverOptionsBase, WebhookEventContext } from './receive/core.js';
+export type { AdapterName, DeliveryOutcome, DeliveryOutcomeKind, EventContext, EventContextBase, FailureStage, PollEventContext, ReceiverOptionsBase, WebhookEventContext } from './receive/core.js';
+export type { Attributes, MeterLike, MeterProviderLike, SpanLike, TelemetryOptions, TracerLike, TracerProviderLike } from './telemetry/otel.js';
 export type { Logger, LoggerInput } from './log.js';
 export { MemoryIdempotencyStore, type MemoryStoreOptions } from './idempotency/memory.js';
-export type { ClaimOptions, ClaimResult, CompleteOptions, DeferPendingOptions, IdempotencyStore, ListPendingOptions, PendingJob, RenewOptions, TrackPendingOptions } from './idempotency/types.js';
+export type {
+  ClaimOptions,
+  ClaimResult,
+  CompleteOptions,
+  CompleteReply,
+  DeferPendingOptions,
+  IdempotencyStore,
+  ListPendingOptions,
+  PendingJob,
+  RenewOptions,
+  RenewReply,
+  StoreTransaction,
+  TrackPendingOptions,
+  TransactionalStore,
+  TransactionOf,
+} from './idempotency/types.js';
+export type { ClaimContext, ErrorListener, JobRunner, JobRunnerOptions, ResolvedRunnerOptions, RunnerHealth, RunOptions, RunResult } from './jobs/runner.js';
 export type { CreateJobRequest, GatewayClient, GatewayClientOptions, JobResource } from './gateway/client.js';
 export type { ReconcileReport, Reconciler, ReconcilerOptions } from './gateway/reconciler.js';
 export type { SignOptions, SignedDelivery } from './sign.js';
@@ -128,6 +146,32 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
  * process.on('SIGTERM', () => void reconciler.stop());
  * ```
  */
-export function createReconciler(options: ReconcilerOptions): Reconciler {
+export function createReconciler<Tx = unknown>(options: ReconcilerOptions<Tx>): Reconciler {
   return createReconcilerCore(options);
+}
+
+/**
+ * The job runner that receivers and the reconciler share: the idempotency store, the
+ * lease policy (lease, takeover grace, retention), the clock and the queue of store
+ * repairs, resolved once. Each job's handler runs at most once at a time; a job that may
+ * have run twice (a takeover of a lapsed lease, a completion that found the job taken
+ * over) is reported to the log and `onError` (stage `superseded`). Receivers and the
+ * reconciler make their own from their options when not given one.
+ *
+ * @example
+ * ```ts
+ * import { createJobRunner, createReconciler } from 'jobhook';
+ * import { createReceiver } from 'jobhook/express';
+ * import { PostgresIdempotencyStore } from 'jobhook/postgres';
+ *
+ * const store = new PostgresIdempotencyStore({ connectionString: process.env.DATABASE_URL!, transactional: true });
+ * await store.migrate();
+ * const runner = createJobRunner({ store, onError: (err, { stage }) => metrics.count(stage) });
+ * app.post('/webhooks/gateway', createReceiver({ publicKey, runner, onEvent: handle }));
+ * createReconciler({ client: gateway, runner, onEvent: handle }).start();
+ * process.on('SIGTERM', () => void runner.close());
+ * ```
+ */
+export function createJobRunner(options?: JobRunnerOptions): JobRunner {
+  return createJobRunnerCore(options);
 }

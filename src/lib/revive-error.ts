@@ -8,7 +8,10 @@ import {
   CanonicalTooLargeError,
   CanonicalUnrepresentableError,
   EncodingUnsupportedError,
+  ClaimLostError,
+  EventFromFutureError,
   EventTooOldError,
+  JobSupersededError,
   PayloadInvalidError,
   ReceiverBusyError,
   SignatureInvalidError,
@@ -26,6 +29,7 @@ export interface ErrorData {
   message: string;
   offset?: number;
   limit?: number;
+  jobId?: string;
 }
 
 const REVIVE: Record<WebhookErrorCode, (d: ErrorData) => AnyWebhookError> = {
@@ -42,6 +46,9 @@ const REVIVE: Record<WebhookErrorCode, (d: ErrorData) => AnyWebhookError> = {
   SIGNATURE_INVALID: (d) => new SignatureInvalidError(d.message),
   PAYLOAD_INVALID: (d) => new PayloadInvalidError(d.message),
   EVENT_TOO_OLD: (d) => new EventTooOldError(d.message),
+  EVENT_FROM_FUTURE: (d) => new EventFromFutureError(d.message),
+  CLAIM_LOST: (d) => new ClaimLostError(d.message),
+  JOB_SUPERSEDED: (d) => new JobSupersededError(d.jobId ?? '', d.message),
   STORE_UNAVAILABLE: (d) => new StoreUnavailableError(d.message),
   RECEIVER_BUSY: (d) => new ReceiverBusyError(d.message),
 };

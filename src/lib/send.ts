@@ -7,6 +7,13 @@ export interface AttemptReport {
   status?: number;
   /** Network error or timeout, when no answer came. */
   error?: string;
+  /** No answer came within the attempt's timeout (`error` says how long that was). */
+  timedOut?: boolean;
+  /**
+   * What a jobhook receiver's answer said: `processed` or `duplicate` for a 2xx, its error
+   * code (`SIGNATURE_INVALID`, `IN_PROGRESS`…) otherwise. Absent when the body says neither.
+   */
+  answer?: string;
   outcome: 'delivered' | 'rejected' | 'retry' | 'gave-up';
   /** Wait before the next attempt (outcome `retry`). */
   delayMs?: number;
@@ -37,6 +44,40 @@ export interface SendOptions {
 export interface SendResult {
   delivered: boolean;
   attempts: AttemptReport[];
+}
+
+/** Answer bodies are read this far, no further (a receiver's answer is a small JSON object). */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/** The `status` or error `code` of a jobhook receiver's JSON answer, if that is what came. */
+async function readAnswer(res: Response): Promise<string | undefined> {
+  if (res.body === null) return undefined;
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_ANSWER_BYTES) {
+        await reader.cancel();
+        return undefined;
+      }
+      chunks.push(value);
+    }
+  } catch {
+    return undefined; // the status came; the body did not (a timeout, a reset)
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder().decode(Buffer.concat(chunks)));
+  } catch {
+    return undefined;
+  }
+  const { status, error } = (typeof value === 'object' && value !== null ? value : {}) as { status?: unknown; error?: { code?: unknown } };
+  if (status === 'processed' || status === 'duplicate') return status;
+  return typeof error?.code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(error.code) ? error.code : undefined;
 }
 
 function isLoopback(hostname: string): boolean {
@@ -112,26 +153,29 @@ export async function sendDelivery(options: SendOptions): Promise<SendResult> {
     const t0 = performance.now();
     let status: number | undefined;
     let error: string | undefined;
+    let timedOut = false;
+    let answer: string | undefined;
     const timer = attemptSignal(timeoutMs, cancel);
     try {
       const res = await fetch(url, { method: 'POST', headers: options.headers, body: options.body as BodyInit, redirect: 'manual', signal: timer.signal });
       status = res.status;
-      await res.arrayBuffer().catch(() => undefined);
+      answer = await readAnswer(res);
     } catch (err) {
       if (cancel?.aborted) throw cancel.reason;
       const e = err as Error & { cause?: { code?: string } };
-      error = e.name === 'TimeoutError' ? `timed out after ${timeoutMs} ms` : (e.cause?.code ?? e.message);
+      timedOut = e.name === 'TimeoutError';
+      error = timedOut ? `timed out after ${timeoutMs} ms` : (e.cause?.code ?? e.message);
     } finally {
       timer.done();
     }
     const elapsedMs = Math.round(performance.now() - t0);
     const retryable = status === undefined || status >= 500;
-    const answer = status !== undefined ? { status } : { error };
+    const got = status !== undefined ? { status, ...(answer !== undefined ? { answer } : {}) } : { error, ...(timedOut ? { timedOut } : {}) };
     let report: AttemptReport;
-    if (status !== undefined && status >= 200 && status < 300) report = { attempt, status, outcome: 'delivered', startedAt, elapsedMs };
-    else if (!retryable) report = { attempt, status, outcome: 'rejected', startedAt, elapsedMs };
-    else if (attempt > retries) report = { attempt, ...answer, outcome: 'gave-up', startedAt, elapsedMs };
-    else report = { attempt, ...answer, outcome: 'retry', delayMs: Math.min(backoffMs * 2 ** (attempt - 1), maxBackoffMs), startedAt, elapsedMs };
+    if (status !== undefined && status >= 200 && status < 300) report = { attempt, ...got, outcome: 'delivered', startedAt, elapsedMs };
+    else if (!retryable) report = { attempt, ...got, outcome: 'rejected', startedAt, elapsedMs };
+    else if (attempt > retries) report = { attempt, ...got, outcome: 'gave-up', startedAt, elapsedMs };
+    else report = { attempt, ...got, outcome: 'retry', delayMs: Math.min(backoffMs * 2 ** (attempt - 1), maxBackoffMs), startedAt, elapsedMs };
     attempts.push(report);
     options.onAttempt?.(report);
     if (report.outcome !== 'retry') return { delivered: report.outcome === 'delivered', attempts };

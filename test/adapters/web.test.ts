@@ -15,14 +15,16 @@ receiverBehaviour('Fetch createReceiver', (options) => {
   };
 }, { brotli: brotliStreams() });
 
-/** Whether this runtime's DecompressionStream decodes brotli (Node 20's does not). */
+/** Whether this runtime's DecompressionStream decodes brotli, by either name (Node 20's does not). */
 function brotliStreams(): boolean {
-  try {
-    new DecompressionStream('br' as CompressionFormat);
-    return true;
-  } catch {
-    return false;
-  }
+  return ['brotli', 'br'].some((format) => {
+    try {
+      new DecompressionStream(format as CompressionFormat);
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }
 
 describe('Fetch handler: streamed bodies', () => {

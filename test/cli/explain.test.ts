@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -100,5 +100,68 @@ describe('jobhook explain names the cause', () => {
     const r = await cli(['explain', '--key', K2048, file('two.jsonl', `${JSON.stringify(d)}\n${JSON.stringify(d)}\n`)]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/one delivery/);
+  });
+});
+
+/** A payload whose output holds `count` arrays nested `depth` deep: its canonical form is ~`depth` × larger. */
+const nestedBody = (depth: number, count: number) =>
+  payloadText('nested-job').replace('"output":{', `"output":{"nest":[${Array.from({ length: count }, () => '['.repeat(depth) + '1' + ']'.repeat(depth)).join(',')}],`);
+type Json = { valid: boolean; skipped?: { reason: string; limit?: number }; dialects: unknown[]; body?: unknown; causes: Array<{ kind: string; text: string }> };
+
+describe("jobhook explain is bounded by the verifier's limits", () => {
+  it('no key opens the signature: the body is not analysed (no canonical form), header diagnostics stay', async () => {
+    const forged = 'ab'.repeat(256);
+    const f = capture('forged.json', nestedBody(900, 30), forged);
+    const r = await cli(['explain', '--key', K2048, f]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('length matches, does not open the signature (wrong key?)');
+    expect(r.stdout).toContain('body: not analysed: no key opens the signature, so no body can match it');
+    expect(r.stdout).not.toMatch(/^dialect /m);
+    expect(causes(r.stdout)).toEqual([expect.stringMatching(/^CAUSE: No key opens the signature .* made with another key/)]);
+    const json = JSON.parse((await cli(['explain', '--key', K2048, '--json', f])).stdout) as Json;
+    expect(json).toMatchObject({ valid: false, skipped: { reason: 'no-key-opens' }, dialects: [] });
+    expect(json.body).toBeUndefined();
+    // A truncated signature opens nothing either: the body is not analysed, the length is the cause.
+    const trunc = await cli(['explain', '--key', K2048, capture('forged-short.json', nestedBody(900, 30), forged.slice(0, 500))]);
+    expect(trunc.stdout).toContain('body: not analysed');
+    expect(causes(trunc.stdout)[0]).toMatch(/500 hex digits/);
+  });
+
+  it('a replayed genuine signature on a body whose canonical form exceeds maxCanonicalBytes: not built', async () => {
+    const r = await cli(['explain', '--key', K2048, '--json', capture('replayed.json', nestedBody(900, 120))]);
+    expect(r.code).toBe(1);
+    const json = JSON.parse(r.stdout) as Json;
+    expect(json).toMatchObject({ valid: false, skipped: { reason: 'canonical-too-large', limit: 4 * 25 * 1024 * 1024 }, dialects: [] });
+    expect(json.causes.map((c) => c.kind)).toEqual(['canonical-too-large']);
+    expect(json.causes[0]!.text).toMatch(/would exceed maxCanonicalBytes \(104857600 bytes\): the verifier refuses it \(CANONICAL_TOO_LARGE\)/);
+  });
+
+  it('a body over maxBodyBytes is not analysed (--max-body-bytes); nesting deeper than maxDepth is malformed', async () => {
+    const big = await cli(['explain', '--key', K2048, '--max-body-bytes', '100', capture('big.json', d.body)]);
+    expect(big.code).toBe(1);
+    expect(big.stdout).toContain('body: not analysed: larger than maxBodyBytes');
+    expect(causes(big.stdout)[0]).toMatch(new RegExp(`The body has ${Buffer.byteLength(d.body)} bytes, more than maxBodyBytes \\(100\\)`));
+    const deep = await cli(['explain', '--key', K2048, capture('deep.json', nestedBody(1001, 1))]);
+    expect(deep.stdout).toMatch(/body: NOT STRICT JSON: .*1000/);
+  });
+
+  it('a replayed genuine signature on a body of 200,000 escaped quotes: the float repair scans it once', async () => {
+    const body = payloadText('quotes-job').replace('"text":"Grüße"', `"text":"${'\\"'.repeat(200_000)}","confidence2":1`);
+    const r = await cli(['explain', '--key', K2048, capture('quotes.json', body)]);
+    expect(r.code).toBe(1);
+    expect(causes(r.stdout)[0]).toMatch(/Key 0 opens the signature \(the key is right\), but the signed digest matches no dialect/);
+  });
+
+  it('input echoed in the report (key file names, canonical context) has its control characters escaped', async () => {
+    const key = join(dir, 'gateway\u202egpj.pem');
+    copyFileSync(K2048, key);
+    const body = d.body.replace('Grüße', 'Gr\u202e\u009bße');
+    const r = await cli(['explain', '--key', key, '--expected-canonical', file('exp.txt', canonicalize(d.body)), capture('bidi.json', body)]);
+    expect(r.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+    expect(r.stdout).toContain('key 0 (' + join(dir, 'gateway\\u202egpj.pem') + ')');
+    expect(r.stdout).toMatch(/ours: +".*Gr\\u202e\\u009b/);
+    const json = await cli(['explain', '--key', key, '--json', '--expected-canonical', file('exp2.txt', canonicalize(d.body)), capture('bidi2.json', body)]);
+    expect(json.stdout).not.toMatch(/[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+    expect((JSON.parse(json.stdout) as { expected: { got: string } }).expected.got).toContain('Gr\u202e\u009b');
   });
 });

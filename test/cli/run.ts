@@ -7,14 +7,26 @@ export interface CliResult {
   stderr: string;
 }
 
+export interface CliOptions {
+  /** Standard input: whole, or chunks handed over only when the CLI asks for them. */
+  stdin?: string | Uint8Array | AsyncIterable<Uint8Array>;
+  tty?: boolean;
+  /** Called with each block the CLI writes to stdout, as it writes it. */
+  onStdout?: (text: string) => void;
+}
+
 /** Runs the CLI in-process with an argv array, capturing its output. */
-export async function cli(argv: string[], options: { stdin?: string | Uint8Array; tty?: boolean } = {}): Promise<CliResult> {
+export async function cli(argv: string[], options: CliOptions = {}): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
+  const { stdin } = options;
   const io: CliIo = {
-    stdout: (t) => void (stdout += t),
+    stdout: (t) => {
+      stdout += t;
+      options.onStdout?.(t);
+    },
     stderr: (t) => void (stderr += t),
-    readStdin: async () => (typeof options.stdin === 'string' ? new TextEncoder().encode(options.stdin) : (options.stdin ?? new Uint8Array())),
+    readStdin: () => (typeof stdin === 'string' ? Promise.resolve(new TextEncoder().encode(stdin)) : stdin instanceof Uint8Array || stdin === undefined ? Promise.resolve(stdin ?? new Uint8Array()) : stdin),
     isTTY: options.tty ?? false,
   };
   const code = await runCli(argv, io);

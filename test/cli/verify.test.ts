@@ -126,3 +126,43 @@ describe('jobhook verify: results and exit codes', () => {
     expect(tty.stderr).toContain('verified 10000/10000, 0 invalid');
   });
 });
+
+describe('jobhook verify: input echoed to the terminal has its control characters escaped', () => {
+  /** C0 (but the line feeds that end lines), DEL, C1, bidi embeddings/overrides/isolates. */
+  const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+  it('a job id with bidi overrides (valid: not control characters) is shown escaped; --json keeps it losslessly', async () => {
+    const jobId = 'invoice-\u202egpj.exe\u2066x\u2069';
+    const f = file('bidi.json', JSON.stringify(signDelivery(payloadText(jobId), privatePem(2048))));
+    const text = await cli(['verify', '--key', K2048, f]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toBe(`VALID invoice-\\u202egpj.exe\\u2066x\\u2069 orjson ${K2048}\n`);
+    const json = await cli(['verify', '--key', K2048, '--json', f]);
+    expect(json.stdout).not.toMatch(UNSAFE);
+    expect(json.stdout).toContain('invoice-\\u202egpj.exe');
+    expect((JSON.parse(json.stdout) as { jobId: string }).jobId).toBe(jobId);
+  });
+
+  it('header values quoted in a message: ESC, BEL, C1 CSI, RLO', async () => {
+    const hostile = 'SHA1\u001b]0;pwned\u0007\u009b31m\u202e\u007f';
+    const f = file('ctl.json', JSON.stringify({ headers: { 'X-Service-Signature': 'ab', 'X-Service-Hash-Algorithm': hostile }, body: '{}' }));
+    const r = await cli(['verify', '--key', K2048, f]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).not.toMatch(UNSAFE);
+    expect(r.stdout).toBe('INVALID ALGORITHM_UNSUPPORTED The hash algorithm header says "SHA1\\u001b]0;pwned\\u0007\\u009b31m\\u202e\\x7f"; only SHA256 is supported.\n');
+  });
+
+  it('file names and input quoted in errors on stderr', async () => {
+    const missing = await cli(['verify', '--key', K2048, join(dir, 'no\u001b[2Jsuch\u202e.json')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).not.toMatch(UNSAFE);
+    expect(missing.stderr).toContain('no\\x1b[2Jsuch\\u202e.json');
+    const header = file('hdr\u009b.http', 'POST / HTTP/1.1\r\nX-Evil : \u001b[31mred\u0085\r\n\r\n{}');
+    const dump = await cli(['verify', '--key', K2048, header]);
+    expect(dump.code).toBe(2);
+    expect(dump.stderr).not.toMatch(UNSAFE);
+    expect(dump.stderr).toContain('hdr\\u009b.http: malformed header line "X-Evil : \\u001b[31mred\\u0085"');
+    const unknown = await cli(['\u001b[2Jverify']);
+    expect(unknown.stderr).toBe("jobhook: unknown command '\\x1b[2Jverify' (try 'jobhook --help')\n");
+  });
+});

@@ -1,7 +1,9 @@
-import { createHash, createPublicKey, verify } from 'node:crypto';
+import crypto, { createHash, createPublicKey, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { importNodeKey } from '../../src/lib/crypto/node.js';
-import { prepareWebKey } from '../../src/lib/crypto/web.js';
+import { importNodeKey, importNodeKeyWith } from '../../src/lib/crypto/node.js';
+import { MOD_POW } from '../../src/lib/crypto/rsa-probe.js';
+import { createRsaPublicOperation } from '../../src/lib/crypto/rsa-public.js';
+import { prepareWebKey, type WebKeyOptions, type WebRsaBackend } from '../../src/lib/crypto/web.js';
 import { decodeSignature } from '../../src/lib/verify/signature.js';
 import { readFixture } from '../helpers/paths.js';
 
@@ -70,7 +72,7 @@ function nodeLayer(key: ReturnType<typeof importNodeKey>, msg: Uint8Array, sigHe
   return sig !== undefined && same(key.open(sig), sha256(msg));
 }
 
-/** The same through the WebCrypto backend's opener (BigInt modular exponentiation). */
+/** The same through the WebCrypto verifier's opener (node:crypto, WebAssembly or BigInt: see the backends below). */
 async function webLayer(key: ReturnType<typeof prepareWebKey>, msg: Uint8Array, sigHex: string): Promise<boolean> {
   const sig = decoded(sigHex, key.modulusBytes);
   return sig !== undefined && same(await key.open(sig), sha256(msg));
@@ -115,17 +117,70 @@ for (const bits of [2048, 3072, 4096, 8192]) {
       expect(disagree).toEqual([]);
     });
 
-    it('WebCrypto opener: 0 wrong answers with every key form', async () => {
+    it('node:crypto opener on the fallback operation (modPow on the JWK-exported n and e, as on Deno): 0 wrong answers with every key form', () => {
       const wrong: string[] = [];
+      let checked = 0;
       for (const g of file.testGroups) {
-        for (const [form, input] of Object.entries(keyFormsOf(g))) {
-          const key = prepareWebKey(input as Parameters<typeof prepareWebKey>[0]);
+        const forms: Array<[string, Parameters<typeof importNodeKey>[0]]> = [...Object.entries(keyFormsOf(g)), ['KeyObject', createPublicKey(g.publicKeyPem)]];
+        for (const [form, input] of forms) {
+          const key = importNodeKeyWith(input, MOD_POW);
           for (const t of g.tests) {
-            if ((await webLayer(key, hex(t.msg), t.sig)) !== expectation(t)) wrong.push(`${form} tc${t.tcId} ${t.comment}`);
+            checked++;
+            if (nodeLayer(key, hex(t.msg), t.sig) !== expectation(t)) wrong.push(`${form} tc${t.tcId} ${t.comment}`);
           }
         }
       }
+      expect(checked).toBe(total * 6);
       expect(wrong).toEqual([]);
+    });
+
+    // Every backend jobhook/web can open with: the runtime's node:crypto (found through
+    // process.getBuiltinModule, as on Node and Bun), WebAssembly (Deno, browsers), BigInt (Workers).
+    const webBackends: Array<[WebRsaBackend, WebKeyOptions]> = [
+      ['node-crypto', {}],
+      ['wasm', { backend: 'wasm' }],
+      ['bigint', { backend: 'bigint' }],
+    ];
+    for (const [backend, options] of webBackends) {
+      it(`WebCrypto verifier's opener, ${backend}: 0 wrong answers with every key form`, async () => {
+        const wrong: string[] = [];
+        let checked = 0;
+        for (const g of file.testGroups) {
+          for (const [form, input] of Object.entries(keyFormsOf(g))) {
+            const key = prepareWebKey(input as Parameters<typeof prepareWebKey>[0], options);
+            for (const t of g.tests) {
+              checked++;
+              if ((await webLayer(key, hex(t.msg), t.sig)) !== expectation(t)) wrong.push(`${form} tc${t.tcId} ${t.comment}`);
+            }
+            expect(key.backend()).toBe(backend);
+          }
+        }
+        expect(checked).toBe(total * 5);
+        expect(wrong).toEqual([]);
+      });
+    }
+
+    it('the raw operation (createRsaPublicOperation, WebAssembly and BigInt) gives OpenSSL\'s s^e mod n for every signature below n', () => {
+      const differ: string[] = [];
+      let compared = 0;
+      for (const g of file.testGroups) {
+        const n = Buffer.from(g.keyJwk.n, 'base64url');
+        const e = Buffer.from(g.keyJwk.e, 'base64url');
+        const ops = [createRsaPublicOperation(n, e), createRsaPublicOperation(n, e, { engine: 'bigint' })];
+        const keyObject = createPublicKey(g.publicKeyPem);
+        for (const t of g.tests) {
+          const sig = Buffer.from(t.sig, 'hex');
+          if (sig.length !== g.keySize / 8 || Buffer.compare(sig, n.subarray(n.length - sig.length)) >= 0 || n.length - sig.length > 1) continue;
+          const want = crypto.publicDecrypt({ key: keyObject, padding: crypto.constants.RSA_NO_PADDING }, sig);
+          for (const op of ops) {
+            compared++;
+            if (!Buffer.from(op.apply(sig)).equals(want)) differ.push(`${op.engine} tc${t.tcId} ${t.comment}`);
+          }
+        }
+        expect(ops.map((op) => op.engine)).toEqual(['wasm', 'bigint']);
+      }
+      expect(compared).toBeGreaterThan(file.testGroups.length * 100);
+      expect(differ).toEqual([]);
     });
   });
 }

@@ -28,7 +28,7 @@ export function storeContract(name: string, pair: () => StorePair): void {
         expect(second.retryAfterMs).toBeGreaterThan(0);
         expect(second.retryAfterMs).toBeLessThanOrEqual(10_000);
       }
-      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(true);
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe('completed');
       expect(await a.claim(job, { leaseMs: 10_000 })).toEqual({ status: 'completed' });
     });
 
@@ -52,11 +52,11 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const taker = b;
       const second = await taker.claim(job, { leaseMs: 10_000 });
       if (second.status !== 'acquired') throw new Error(`expected acquired, got ${second.status}`);
-      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(false);
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe('superseded');
       expect(await a.release(job, first.token)).toBe(false);
       // The new owner's claim is intact.
       expect((await taker.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
-      expect(await taker.complete(job, second.token, { retainMs: 60_000 })).toBe(true);
+      expect(await taker.complete(job, second.token, { retainMs: 60_000 })).toBe('completed');
       expect((await taker.claim(job, { leaseMs: 10_000 })).status).toBe('completed');
     });
 
@@ -66,7 +66,7 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const first = await a.claim(job, { leaseMs: 150 });
       if (first.status !== 'acquired') throw new Error(first.status);
       await sleep(300);
-      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(true);
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe('completed');
       expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('completed');
     });
 
@@ -93,7 +93,7 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect(waiting.retryAfterMs).toBeGreaterThan(4_000);
       expect(waiting.retryAfterMs).toBeLessThanOrEqual(5_000);
       // The holder, cut off until now, records its completion: the job is done, not taken.
-      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(true);
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe('completed');
       expect(await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 5_000 })).toEqual({ status: 'completed' });
     });
 
@@ -115,10 +115,10 @@ export function storeContract(name: string, pair: () => StorePair): void {
       await sleep(300);
       const taken = await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 400 });
       if (taken.status !== 'acquired') throw new Error(`expected acquired, got ${JSON.stringify(taken)}`);
-      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(false);
-      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe(false);
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe('superseded');
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe('superseded');
       expect((await a.claim(job, { leaseMs: 10_000, takeoverGraceMs: 400 })).status).toBe('in_progress');
-      expect(await b.complete(job, taken.token, { retainMs: 60_000 })).toBe(true);
+      expect(await b.complete(job, taken.token, { retainMs: 60_000 })).toBe('completed');
     });
 
     it('takeover grace: a holder that renews within it keeps the job; its own claim is never made to wait', async () => {
@@ -128,7 +128,7 @@ export function storeContract(name: string, pair: () => StorePair): void {
       if (first.status !== 'acquired') throw new Error(first.status);
       await sleep(250);
       expect(await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 300 })).toMatchObject({ status: 'in_progress', stale: true });
-      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe(true);
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe('renewed');
       await sleep(400);
       const after = await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 300 });
       expect(after.status).toBe('in_progress');
@@ -136,9 +136,11 @@ export function storeContract(name: string, pair: () => StorePair): void {
       // The holder claiming again with its token, lease over or not, acquires at once.
       const mine = id('grace-own');
       const token = `own-${seq++}-${process.pid}`;
-      expect((await a.claim(mine, { leaseMs: 100, token })).status).toBe('acquired');
+      const own = await a.claim(mine, { leaseMs: 100, token });
+      expect(own).toMatchObject({ status: 'acquired', token });
       await sleep(250);
-      expect(await b.claim(mine, { leaseMs: 100, token, takeoverGraceMs: 5_000 })).toEqual({ status: 'acquired', token });
+      // Claiming again with its own token keeps its fencing number.
+      expect(await b.claim(mine, { leaseMs: 100, token, takeoverGraceMs: 5_000 })).toEqual({ status: 'acquired', token, fence: (own as { fence: number }).fence });
       await expect(a.claim(id('args'), { leaseMs: 1000, takeoverGraceMs: -1 })).rejects.toThrow(TypeError);
     });
 
@@ -147,7 +149,7 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const job = id('retain');
       const first = await a.claim(job, { leaseMs: 10_000 });
       if (first.status !== 'acquired') throw new Error(first.status);
-      expect(await a.complete(job, first.token, { retainMs: 150 })).toBe(true);
+      expect(await a.complete(job, first.token, { retainMs: 150 })).toBe('completed');
       expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('completed');
       await sleep(300);
       expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('acquired');
@@ -158,9 +160,9 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const job = id('token');
       const first = await a.claim(job, { leaseMs: 10_000 });
       if (first.status !== 'acquired') throw new Error(first.status);
-      expect(await a.complete(job, 'not-the-token', { retainMs: 60_000 })).toBe(false);
+      expect(await a.complete(job, 'not-the-token', { retainMs: 60_000 })).toBe('superseded');
       expect(await a.release(job, 'not-the-token')).toBe(false);
-      expect(await a.renew!(job, 'not-the-token', { leaseMs: 10_000 })).toBe(false);
+      expect(await a.renew!(job, 'not-the-token', { leaseMs: 10_000 })).toBe('superseded');
       expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
       expect(await a.release(id('never-claimed'), first.token)).toBe(false);
     });
@@ -168,8 +170,8 @@ export function storeContract(name: string, pair: () => StorePair): void {
     it('completing a job nobody holds records it (a completion retried after the store lost the claim); completing twice is a success', async () => {
       const { a } = pair();
       const job = id('unheld');
-      expect(await a.complete(job, 'some-token-1', { retainMs: 60_000 })).toBe(true);
-      expect(await a.complete(job, 'some-token-1', { retainMs: 60_000 })).toBe(true);
+      expect(await a.complete(job, 'some-token-1', { retainMs: 60_000 })).toBe('completed');
+      expect(await a.complete(job, 'some-token-1', { retainMs: 60_000 })).toBe('completed');
       expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('completed');
     });
 
@@ -177,8 +179,9 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const { a, b } = pair();
       const job = id('chosen');
       const token = `tok-${seq++}-${process.pid}`;
-      expect(await a.claim(job, { leaseMs: 10_000, token })).toEqual({ status: 'acquired', token });
-      expect(await b.claim(job, { leaseMs: 10_000, token })).toEqual({ status: 'acquired', token });
+      const first = await a.claim(job, { leaseMs: 10_000, token });
+      expect(first).toEqual({ status: 'acquired', token, fence: expect.any(Number) });
+      expect(await b.claim(job, { leaseMs: 10_000, token })).toEqual({ status: 'acquired', token, fence: (first as { fence: number }).fence });
       expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
       expect(await a.release(job, token)).toBe(true);
       expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('acquired');
@@ -190,12 +193,12 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const first = await a.claim(job, { leaseMs: 300 });
       if (first.status !== 'acquired') throw new Error(first.status);
       await sleep(150);
-      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe(true);
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe('renewed');
       await sleep(300);
       // Past the first lease, still held.
       expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
-      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe(true);
-      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe(false);
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe('completed');
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe('completed');
 
       const other = id('renew-lost');
       const mine = await a.claim(other, { leaseMs: 150 });
@@ -203,8 +206,8 @@ export function storeContract(name: string, pair: () => StorePair): void {
       await sleep(300);
       const theirs = await b.claim(other, { leaseMs: 10_000 });
       expect(theirs.status).toBe('acquired');
-      expect(await a.renew!(other, mine.token, { leaseMs: 10_000 })).toBe(false);
-      expect(await a.complete(other, mine.token, { retainMs: 60_000 })).toBe(false);
+      expect(await a.renew!(other, mine.token, { leaseMs: 10_000 })).toBe('superseded');
+      expect(await a.complete(other, mine.token, { retainMs: 60_000 })).toBe('superseded');
     });
 
     it('renew after the lease ran out, when nobody took the job over, holds it again', async () => {
@@ -213,8 +216,70 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const first = await a.claim(job, { leaseMs: 150 });
       if (first.status !== 'acquired') throw new Error(first.status);
       await sleep(300);
-      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe(true);
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe('renewed');
       expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
+    });
+
+    it('fencing: every new holder of a job gets a larger number, a takeover says so, and its own token keeps its number', async () => {
+      const { a, b } = pair();
+      const job = id('fence');
+      const first = await a.claim(job, { leaseMs: 100 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      expect(first.tookOver).toBeUndefined();
+      expect(Number.isSafeInteger(first.fence)).toBe(true);
+      await sleep(250);
+      const second = await b.claim(job, { leaseMs: 100 });
+      if (second.status !== 'acquired') throw new Error(second.status);
+      expect(second.fence).toBeGreaterThan(first.fence);
+      expect(second.tookOver).toBe(true);
+      const again = await b.claim(job, { leaseMs: 10_000, token: second.token });
+      expect(again).toEqual({ status: 'acquired', token: second.token, fence: second.fence });
+      expect(await b.release(job, second.token)).toBe(true);
+      // Released, then claimed afresh: a new holder, a larger number, no takeover.
+      const third = await a.claim(job, { leaseMs: 10_000 });
+      if (third.status !== 'acquired') throw new Error(third.status);
+      expect(third.fence).toBeGreaterThan(second.fence);
+      expect(third.tookOver).toBeUndefined();
+      // Another job's numbers come from the same counter: never equal to this one's.
+      const other = await a.claim(id('fence-other'), { leaseMs: 10_000 });
+      if (other.status !== 'acquired') throw new Error(other.status);
+      expect(other.fence).toBeGreaterThan(third.fence);
+    });
+
+    it('a holder whose job was taken over and completed by another: its completion and renewal are superseded, never a success', async () => {
+      const { a, b } = pair();
+      const job = id('superseded');
+      const first = await a.claim(job, { leaseMs: 100 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      await sleep(250);
+      const taker = await b.claim(job, { leaseMs: 10_000 });
+      if (taker.status !== 'acquired') throw new Error(taker.status);
+      expect(await b.complete(job, taker.token, { retainMs: 60_000, fence: taker.fence })).toBe('completed');
+      // The first holder comes back (it was cut off, or paused) and reports its work.
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000, fence: first.fence })).toBe('superseded');
+      expect(await a.complete(job, first.token, { retainMs: 60_000, fence: first.fence })).toBe('superseded');
+      // The taker's own retried completion and renewal still say completed.
+      expect(await b.complete(job, taker.token, { retainMs: 60_000, fence: taker.fence })).toBe('completed');
+      expect(await b.renew!(job, taker.token, { leaseMs: 10_000 })).toBe('completed');
+      expect(await a.claim(job, { leaseMs: 10_000 })).toEqual({ status: 'completed' });
+    });
+
+    it('a superseded completion still records the job when the holder that took it over has lapsed too (no third run)', async () => {
+      const { a, b } = pair();
+      const job = id('superseded-lapsed');
+      const first = await a.claim(job, { leaseMs: 100 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      await sleep(250);
+      const taker = await b.claim(job, { leaseMs: 100 });
+      if (taker.status !== 'acquired') throw new Error(taker.status);
+      // While the taker's lease is live nothing changes.
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe('superseded');
+      expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
+      await sleep(250);
+      // The taker lapsed (it may have crashed): the first holder's completion is recorded, and reported as superseded.
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe('superseded');
+      expect(await b.claim(job, { leaseMs: 10_000 })).toEqual({ status: 'completed' });
+      expect(await b.complete(job, taker.token, { retainMs: 60_000 })).toBe('superseded');
     });
 
     it('unicode and 200-character job ids are distinct keys', async () => {
@@ -246,13 +311,13 @@ export function storeContract(name: string, pair: () => StorePair): void {
       // Completing a job removes it (in the same operation); forgetting removes it too.
       const c = await a.claim(ids[1]!, { leaseMs: 10_000 });
       if (c.status !== 'acquired') throw new Error(c.status);
-      expect(await a.complete(ids[1]!, c.token, { retainMs: 60_000 })).toBe(true);
+      expect(await a.complete(ids[1]!, c.token, { retainMs: 60_000 })).toBe('completed');
       await b.forgetPending!(ids[2]!);
       expect((await mine(base + 100)).map((p) => p.jobId)).toEqual([ids[0], ids[3]]);
       // A completion refused (another token holds the job) leaves it pending.
       const held = await b.claim(ids[0]!, { leaseMs: 10_000 });
       expect(held.status).toBe('acquired');
-      expect(await a.complete(ids[0]!, 'another-token', { retainMs: 60_000 })).toBe(false);
+      expect(await a.complete(ids[0]!, 'another-token', { retainMs: 60_000 })).toBe('superseded');
       expect((await mine(base + 100)).map((p) => p.jobId)).toEqual([ids[0], ids[3]]);
       for (const j of ids) await a.forgetPending!(j);
       expect(await mine(base + 100)).toEqual([]);

@@ -21,22 +21,25 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     await client.quit();
   });
 
-  it('keeps its keys under the prefix, the lease end in the value (on Redis\'s clock) and a minute beyond it as TTL, on a client you pass (left open by close())', async () => {
+  it('keeps its keys under the prefix, the token, fence and lease end in the value (on Redis\'s clock) and a minute beyond it as TTL, on a client you pass (left open by close())', async () => {
     const prefix = `jobhook-own:${run}:`;
     const store = new RedisIdempotencyStore({ client, keyPrefix: prefix });
     const c = await store.claim('j1', { leaseMs: 30_000 });
     if (c.status !== 'acquired') throw new Error(c.status);
     const [seconds, micros] = await client.time();
     const redisNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    const [, token, leaseEnd] = /^claim:([\w-]+):(\d+)$/.exec((await client.get(`${prefix}j1`)) ?? '') ?? [];
+    const [, token, fence, leaseEnd] = /^held:([\w-]+):(\d+):(\d+):$/.exec((await client.get(`${prefix}j1`)) ?? '') ?? [];
     expect(token).toBe(c.token);
+    expect(Number(fence)).toBe(c.fence);
     expect(Number(leaseEnd) - redisNow).toBeGreaterThan(25_000);
     expect(Number(leaseEnd) - redisNow).toBeLessThanOrEqual(30_000);
     const ttl = await client.pttl(`${prefix}j1`);
     expect(ttl).toBeGreaterThan(85_000);
     expect(ttl).toBeLessThanOrEqual(90_000);
-    await store.complete('j1', c.token, { retainMs: 90_000 });
-    expect(await client.get(`${prefix}j1`)).toBe('done');
+    await store.complete('j1', c.token, { retainMs: 90_000, fence: c.fence });
+    const [, doneBy, doneFence, until] = /^done:([\w-]+):(\d+):(\d+)$/.exec((await client.get(`${prefix}j1`)) ?? '') ?? [];
+    expect([doneBy, Number(doneFence)]).toEqual([c.token, c.fence]);
+    expect(Number(until) - redisNow).toBeGreaterThan(85_000);
     expect(await client.pttl(`${prefix}j1`)).toBeGreaterThan(85_000);
     await store.close();
     expect(client.status).toBe('ready');
@@ -49,11 +52,15 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     const seen = await store.claim('old', { leaseMs: 10_000, takeoverGraceMs: 1_000 });
     expect(seen.status).toBe('in_progress');
     if (seen.status === 'in_progress') expect(seen.retryAfterMs).toBeGreaterThan(25_000);
-    expect(await store.renew('old', 'legacy-token-1', { leaseMs: 10_000 })).toBe(true);
-    expect(await store.complete('old', 'legacy-token-1', { retainMs: 60_000 })).toBe(true);
+    expect(await store.renew('old', 'legacy-token-1', { leaseMs: 10_000 })).toBe('renewed');
+    expect(await store.complete('old', 'legacy-token-1', { retainMs: 60_000 })).toBe('completed');
     expect(await store.claim('old', { leaseMs: 10_000 })).toEqual({ status: 'completed' });
     await client.set(`${prefix}old2`, 'claim:legacy-token-2', 'PX', 30_000);
     expect(await store.release('old2', 'legacy-token-2')).toBe(true);
+    // A completion written by an earlier version ('done', no token): completed for everyone.
+    await client.set(`${prefix}old3`, 'done', 'PX', 30_000);
+    expect(await store.claim('old3', { leaseMs: 10_000 })).toEqual({ status: 'completed' });
+    expect(await store.complete('old3', 'any-token-3', { retainMs: 60_000 })).toBe('completed');
   });
 
   it('survives SCRIPT FLUSH (EVALSHA falls back to EVAL)', async () => {
@@ -69,10 +76,11 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     expect(() => new RedisIdempotencyStore({ client, url: 'redis://127.0.0.1' })).toThrow(/exactly one/);
   });
 
-  it('refuses a pendingKey that a job id could name: the key itself or its ":params" hash under keyPrefix', () => {
+  it('refuses a pendingKey that a job id could name: the key itself or its ":params" hash or ":fence" counter under keyPrefix', () => {
     expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:', pendingKey: 'app:pending' })).toThrow(/keyPrefix/);
     // "app:pending:params" is the key of job id "params" under prefix "app:pending:".
     expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:pending:', pendingKey: 'app:pending' })).toThrow(/:params/);
+    expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:pending:f', pendingKey: 'app:pending' })).toThrow(/:fence/);
     expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:job:', pendingKey: 'app:pending' })).not.toThrow();
   });
 });

@@ -12,6 +12,8 @@ const entries = {
   'jobhook/redis': () => import('../../src/redis.js'),
   'jobhook/postgres': () => import('../../src/postgres.js'),
   'jobhook/testing': () => import('../../src/testing.js'),
+  'jobhook/bullmq': () => import('../../src/bullmq.js'),
+  'jobhook/nats': () => import('../../src/nats.js'),
 };
 
 describe('public exports', () => {

@@ -85,7 +85,7 @@ describe('jobhook simulate', () => {
       await expect.poll(() => events.length, { timeout: 5000 }).toBe(1);
       expect(events[0]).toMatchObject({ job_id: job.public_id, status: 'success', user_parameters: { order_id: '42' } });
       // The attempt is logged once the receiver has answered, which is after onEvent ran.
-      await expect.poll(run.output).toMatch(new RegExp(`job ${job.public_id} attempt 1 → ${receiver.url}/webhooks/gateway: HTTP 200 after \\d+ ms → delivered`));
+      await expect.poll(run.output).toMatch(new RegExp(`job ${job.public_id} attempt 1 → ${receiver.url}/webhooks/gateway: HTTP 200 after \\d+ ms → processed`));
 
       // The poll example works with the printed token.
       const polled = await fetch(`${banner.url}/v3/universal-ai/async/${job.public_id}`, { headers: { authorization: `Bearer ${banner.token}` } });

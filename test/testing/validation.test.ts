@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blockedCategory, receiverProblem } from '../../src/lib/testing/receiver-guard.js';
 import { startGatewaySimulator, type GatewaySimulator } from '../../src/testing.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
-import { createJob, getJob } from './helpers.js';
+import { createJob, getJob, pollUntilDone, scripted } from './helpers.js';
 
 // Jobs here never complete (delayMs 60 s; close() cancels them), so nothing is sent anywhere.
 let sim: GatewaySimulator;
@@ -67,12 +67,12 @@ describe('request validation (422 naming the field)', () => {
     await refused('fallbacks', { ...valid, fallbacks: [1] });
   });
 
-  it('show_original_response must be a boolean', async () => {
-    for (const v of ['true', 1, null]) await refused('show_original_response', { ...valid, show_original_response: v });
+  it('show_original_response must be a boolean or null', async () => {
+    for (const v of ['true', 1, [], {}]) await refused('show_original_response', { ...valid, show_original_response: v });
   });
 
-  it('user_webhook_parameters must be an object', async () => {
-    for (const v of ['order-1', [1], 3, null]) await refused('user_webhook_parameters', { ...valid, user_webhook_parameters: v });
+  it('user_webhook_parameters must be an object or null', async () => {
+    for (const v of ['order-1', [1], 3, true]) await refused('user_webhook_parameters', { ...valid, user_webhook_parameters: v });
   });
 
   it('webhook_receiver: 1 to 2,083 characters', async () => {
@@ -142,6 +142,139 @@ describe('request validation (422 naming the field)', () => {
     const wrongMethod = await fetch(sim.jobsUrl, { headers: { authorization: `Bearer ${sim.token}` } });
     expect([wrongMethod.status, wrongMethod.headers.get('allow')]).toEqual([405, 'POST']);
     expect((await fetch(`${sim.url}/v2/other`, { headers: { authorization: `Bearer ${sim.token}` } })).status).toBe(404);
+  });
+});
+
+/** 202 for each request. */
+async function accepted(requests: object[], on: GatewaySimulator = sim): Promise<void> {
+  for (const request of requests) {
+    const r = await createJob(on, request);
+    expect(r.status, JSON.stringify(request).slice(0, 200)).toBe(202);
+  }
+}
+
+describe('DESIGN §7, row by row: every allowed value is accepted, the rest refused with 422 naming the field', () => {
+  it('model: string, required, feature/subfeature/provider[/model]', async () => {
+    await accepted([{ ...valid, model: 'ocr/ocr_async/amazon' }, { ...valid, model: 'text/chat/openai/gpt-4o' }]);
+    for (const model of ['ocr/ocr_async', 'a/b/c/d/e', '/ocr/ocr_async/amazon', null, 3, ['ocr', 'ocr_async', 'amazon'], { feature: 'ocr' }]) await refused('model', { ...valid, model });
+    await refused('model', { input: {} });
+  });
+
+  it('input: object, required, feature-specific (any object)', async () => {
+    await accepted([
+      { ...valid, input: {} },
+      { ...valid, input: { text: 'Hello' } },
+      { ...valid, input: { texts: ['a', 'b'], target_language: 'fr' } },
+      { ...valid, input: { file_id: 'f-1', language: 'de' } },
+      { ...valid, input: { file: 'https://example.com/a.png', resolution: '512x512', dimensions: 256 } },
+    ]);
+    for (const input of [null, 'x', 1, true, [{}]]) await refused('input', { ...valid, input });
+    await refused('input', { model: valid.model });
+  });
+
+  it('provider_params: object or null, optional', async () => {
+    await accepted([{ ...valid, provider_params: {} }, { ...valid, provider_params: { temperature: 0.2, nested: { a: [1] } } }, { ...valid, provider_params: null }, valid]);
+    for (const v of ['x', 1, true, [], [{}]]) expect(await refused('provider_params', { ...valid, provider_params: v })).toMatch(/object or null/);
+  });
+
+  it('fallbacks: array of at most 3 strings, each provider, provider/model or a full model id', async () => {
+    await accepted([
+      { ...valid, fallbacks: [] },
+      { ...valid, fallbacks: ['google'] },
+      { ...valid, fallbacks: ['google/gemini-1.5-pro'] },
+      { ...valid, fallbacks: ['ocr/ocr_async/google'] },
+      { ...valid, fallbacks: ['text/chat/openai/gpt-4o'] },
+      { ...valid, fallbacks: ['google', 'microsoft/read-v3', 'ocr/ocr_async/mistral'] },
+    ]);
+    expect(await refused('fallbacks', { ...valid, fallbacks: ['a', 'b', 'c', 'd'] })).toMatch(/at most 3, got 4|at most 3 entries, got 4/);
+    for (const v of [null, 'google', {}, [1], [null], ['google', 2]]) await refused('fallbacks', { ...valid, fallbacks: v });
+    for (const [list, at] of [[[''], 0], [['google', 'a//b'], 1], [['/google'], 0], [['google/'], 0], [['a/b/c/d/e'], 0]] as const) {
+      expect(await refused(`fallbacks[${at}]`, { ...valid, fallbacks: list })).toMatch(/"provider", "provider\/model" or a model id/);
+    }
+  });
+
+  it('show_original_response: boolean or null, optional', async () => {
+    await accepted([true, false, null].map((v) => ({ ...valid, show_original_response: v })));
+    for (const v of ['true', 'false', 0, 1, [], {}]) expect(await refused('show_original_response', { ...valid, show_original_response: v })).toMatch(/boolean or null/);
+  });
+
+  it('webhook_receiver: URI string of 1 to 2,083 characters or null, optional', async () => {
+    await accepted([{ ...valid, webhook_receiver: null }, { ...valid, webhook_receiver: 'https://203.0.113.10/hook' }]);
+    for (const v of [42, true, {}, ['https://203.0.113.10/hook']]) expect(await refused('webhook_receiver', { ...valid, webhook_receiver: v })).toMatch(/string \(a URI\) or null/);
+    await refused('webhook_receiver', { ...valid, webhook_receiver: '' });
+    await refused('webhook_receiver', { ...valid, webhook_receiver: `https://203.0.113.10/${'x'.repeat(2083)}` });
+  });
+
+  it('user_webhook_parameters: object or null, optional', async () => {
+    await accepted([{}, { order: 'A-17', n: 1.5, tags: ['ü'] }, null].map((v) => ({ ...valid, user_webhook_parameters: v })));
+    for (const v of ['order-1', 1, false, [], [{}]]) expect(await refused('user_webhook_parameters', { ...valid, user_webhook_parameters: v })).toMatch(/object or null/);
+  });
+
+  it('null means "not given": no webhook, no original_response, no user_parameters', async () => {
+    const quick = await startGatewaySimulator({ delayMs: 0, privateKey: privatePem(2048) });
+    const target = await scripted([200]);
+    try {
+      const noHook = await createJob(quick, { ...valid, webhook_receiver: null, show_original_response: null, provider_params: null });
+      expect(noHook.status).toBe(202);
+      const id = noHook.json.public_id as string;
+      await expect(quick.waitForDelivery(id)).rejects.toThrow(/has no webhook_receiver/);
+      const done = await pollUntilDone(quick, id);
+      expect(done.json).toMatchObject({ status: 'success' });
+      expect(done.json).not.toHaveProperty('original_response');
+
+      const hooked = await createJob(quick, { ...valid, webhook_receiver: `${target.url}/hook`, show_original_response: null, user_webhook_parameters: null });
+      const delivery = await quick.waitForDelivery(hooked.json.public_id as string);
+      expect(delivery.outcome).toBe('delivered');
+      const payload = JSON.parse(target.hits[0]!.body) as Record<string, unknown>;
+      expect(payload).toMatchObject({ event: 'async_job_completed', job_id: hooked.json.public_id });
+      expect(payload).not.toHaveProperty('user_parameters');
+      expect(payload).not.toHaveProperty('original_response');
+    } finally {
+      await quick.close();
+      await target.close();
+    }
+  });
+});
+
+/** The job resource's `cost` pattern, from DESIGN §7. */
+const COST = /^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+describe('the job resource (DESIGN §7)', () => {
+  it.each([
+    ['ocr/ocr_async/amazon', {}],
+    ['audio/speech_to_text_async/deepgram', {}],
+    ['image/object_detection/google', {}],
+    ['video/label_detection_async/google', {}],
+    ['translation/document_translation/deepl', { text: 'Welcome' }],
+    ['ocr/ocr_async/amazon', { simulate: 'fail' }],
+  ])('%s %j: status, cost as a decimal string, provider, feature, subfeature, public_id, created_at; output or error', async (model, input) => {
+    const quick = await startGatewaySimulator({ delayMs: 0, privateKey: privatePem(2048) });
+    try {
+      const created = await createJob(quick, { model, input, show_original_response: true });
+      const [feature, subfeature, provider] = model.split('/');
+      for (const r of [created, await pollUntilDone(quick, created.json.public_id as string)]) {
+        const job = r.json;
+        expect(job).toMatchObject({ feature, subfeature, provider, status: expect.stringMatching(/^(processing|success|fail)$/) });
+        expect(job.public_id).toMatch(UUID);
+        expect(typeof job.cost).toBe('string');
+        expect(job.cost).toMatch(COST);
+        expect(new Date(job.created_at as string).toISOString()).toBe(job.created_at);
+      }
+      const done = (await pollUntilDone(quick, created.json.public_id as string)).json;
+      if (done.status === 'success') {
+        expect(done.output).toEqual(expect.any(Object));
+        expect(done).not.toHaveProperty('error');
+        expect(Number(done.cost)).toBeGreaterThan(0);
+      } else {
+        expect(done.error).toMatchObject({ message: expect.any(String) });
+        expect(done).not.toHaveProperty('output');
+        expect(done.cost).toBe('0');
+      }
+      expect(done).toHaveProperty('original_response');
+    } finally {
+      await quick.close();
+    }
   });
 });
 

@@ -3,17 +3,19 @@
  * Koa, AWS Lambda, plain node:http), so this one only opens the signature, then
  * decodes Content-Encoding.
  */
-import zlib from 'node:zlib';
+import type { ServerResponse } from 'node:http';
 import { BodyMalformedError, BodyTooLargeError } from '../errors.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
 import { receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import type { HeadersInput } from '../verify/headers.js';
 import type { OpenedSignature } from '../verify/core.js';
-import { createNodeVerifier, type VerifierOptions } from '../verify/node-verifier.js';
+import { createNodeVerifier, type NodeVerifierOptions } from '../verify/node-verifier.js';
 import { checkBodySize } from '../verify/signature.js';
 import { offloading, ownedBodies, type WorkerOptions } from '../verify/worker-pool.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding } from './encoding.js';
+import { checkOptionNames, NODE_RECEIVER_OPTIONS } from '../option-names.js';
+import { loadZlib } from './node-http.js';
 
 /** A request as the agnostic receiver takes it: the raw body and the headers. */
 export interface ReceiverRequest {
@@ -24,14 +26,15 @@ export interface ReceiverRequest {
 }
 
 /** Options of `createReceiver` from `jobhook`. */
-export interface ReceiverOptions extends VerifierOptions, ReceiverOptionsBase<ReceiverRequest>, WorkerOptions {}
+export interface ReceiverOptions<Tx = unknown> extends NodeVerifierOptions, ReceiverOptionsBase<ReceiverRequest, Tx>, WorkerOptions {}
 
-/** The body decoded per Content-Encoding, bounded by `limit` after decoding. */
-function decodeBody(body: string | Uint8Array, headers: HeadersInput, limit: number): string | Uint8Array {
+/** The body decoded per Content-Encoding, bounded by `limit` after decoding (node:zlib is loaded by the first compressed body). */
+async function decodeBody(body: string | Uint8Array, headers: HeadersInput, limit: number): Promise<string | Uint8Array> {
   const coding = contentCoding(headers);
   if (coding === 'identity') return body;
   if (typeof body === 'string') throw new BodyMalformedError(`a ${coding}-encoded body must be passed as bytes, not text`, 0);
   const options = { maxOutputLength: limit };
+  const zlib = await loadZlib();
   try {
     const decoded = coding === 'gzip' ? zlib.gunzipSync(body, options) : coding === 'deflate' ? zlib.inflateSync(body, options) : zlib.brotliDecompressSync(body, options);
     ownedBodies.add(decoded);
@@ -42,23 +45,48 @@ function decodeBody(body: string | Uint8Array, headers: HeadersInput, limit: num
   }
 }
 
-export function createAgnosticReceiver(options: ReceiverOptions): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
+const MOUNTED_AS_MIDDLEWARE =
+  "createReceiver from 'jobhook' was given a Node request (mounted in Express, Connect or node:http?): it takes { body, headers } and returns the answer for you to send. " +
+  "Use createReceiver from 'jobhook/express', which reads the body and answers the response itself.";
+
+/** A Node `IncomingMessage` (Express's `req`, Koa's `ctx.req`, Fastify's `request.raw`): a stream with Node's raw header list. */
+function isNodeRequest(request: object): boolean {
+  return typeof (request as { pipe?: unknown }).pipe === 'function' && Array.isArray((request as { rawHeaders?: unknown }).rawHeaders);
+}
+
+/** A Node `ServerResponse` that can still be answered. */
+function openResponse(value: unknown): value is ServerResponse {
+  return typeof value === 'object' && value !== null && typeof (value as ServerResponse).writeHead === 'function' && (value as ServerResponse).headersSent === false;
+}
+
+export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
+  checkOptionNames(options, NODE_RECEIVER_OPTIONS);
   const verifier = createNodeVerifier(options);
-  const r = resolveReceiver(options);
+  const r = resolveReceiver(options, 'agnostic');
   const offload = offloading(verifier, options, r.log);
-  const handler = async (request: ReceiverRequest): Promise<ReceiverAnswer> => {
+  const handler = async (request: ReceiverRequest, response?: unknown): Promise<ReceiverAnswer> => {
     if (typeof request !== 'object' || request === null) throw new TypeError('createReceiver handles { body, headers }');
+    if (isNodeRequest(request)) {
+      r.log.error(`jobhook: ${MOUNTED_AS_MIDDLEWARE}`);
+      // Mounted as a handler: answer 500 (the gateway retries, so nothing is lost once it
+      // is mounted right) rather than leave the request hanging. Called directly: throw.
+      if (!openResponse(response)) throw new TypeError(MOUNTED_AS_MIDDLEWARE);
+      const answer = { status: 500, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify({ error: { code: 'INTERNAL_ERROR', message: MOUNTED_AS_MIDDLEWARE } }) };
+      response.writeHead(answer.status, answer.headers).end(answer.body);
+      return answer;
+    }
+    const started = performance.now();
     let body: string | Uint8Array;
     let signature: OpenedSignature;
     try {
       // The size as received, then the signature (401 before anything is decoded or parsed), then the body.
       checkBodySize(request.body, verifier.options);
-      signature = offload.open(request.headers);
-      body = decodeBody(request.body, request.headers, verifier.options.maxBodyBytes);
+      signature = await offload.open(request.headers);
+      body = await decodeBody(request.body, request.headers, verifier.options.maxBodyBytes);
     } catch (err) {
-      return refuse(r, err);
+      return refuse(r, err, started);
     }
-    return receive(r, (b) => offload.verifyOpened(b, signature), body, request.headers, request);
+    return receive(r, (b) => offload.verifyOpened(b, signature), body, request.headers, request, started);
   };
   return withControls(handler, r.runner, offload);
 }

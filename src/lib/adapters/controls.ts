@@ -1,3 +1,11 @@
+import type { JobRunner, RunnerHealth } from '../jobs/runner.js';
+
+/** What `receiver.health()` finds, for a readiness probe. */
+export interface ReceiverHealth extends RunnerHealth {
+  /** Large verifications on worker threads now, and waiting for one (Node receivers; 0 elsewhere). */
+  workers: { busy: number; queued: number };
+}
+
 /** What every receiver offers besides handling requests. */
 export interface ReceiverControls {
   /**
@@ -9,20 +17,35 @@ export interface ReceiverControls {
   close(timeoutMs?: number): Promise<void>;
   /** Store operations waiting to be retried in the background. */
   readonly pending: number;
+  /**
+   * For a readiness probe: whether the store answers (its `ping()`, within `timeoutMs`,
+   * default 1 s), the repair queue, the verification workers. `ok` is the store's answer.
+   *
+   * @example
+   * ```ts
+   * app.get('/readyz', async (_req, res) => {
+   *   const health = await receiver.health();
+   *   res.status(health.ok ? 200 : 503).json(health);
+   * });
+   * ```
+   */
+  health(timeoutMs?: number): Promise<ReceiverHealth>;
 }
 
-/** `fn` with the controls of the receiver's job runner attached. */
+/** `fn` with the controls of the receiver's job runner (and its verification workers) attached. */
 export function withControls<F extends object>(
   fn: F,
-  runner: { close(timeoutMs?: number): Promise<void>; readonly pending: number },
-  also?: { close(): Promise<void> },
+  runner: Pick<JobRunner, 'close' | 'pending' | 'health'>,
+  also?: { close(): Promise<void>; workers?(): { busy: number; queued: number } },
 ): F & ReceiverControls {
   const close = async (timeoutMs?: number) => {
     await runner.close(timeoutMs);
     await also?.close();
   };
+  const health = async (timeoutMs?: number): Promise<ReceiverHealth> => ({ ...(await runner.health(timeoutMs)), workers: also?.workers?.() ?? { busy: 0, queued: 0 } });
   return Object.defineProperties(fn, {
     close: { value: close, enumerable: true },
     pending: { get: () => runner.pending, enumerable: true },
+    health: { value: health, enumerable: true },
   }) as F & ReceiverControls;
 }

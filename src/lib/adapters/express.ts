@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { answerForError } from '../receive/answers.js';
 import { logRefusal, receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
-import { createNodeVerifier, type VerifierOptions } from '../verify/node-verifier.js';
+import { createNodeVerifier, type NodeVerifierOptions } from '../verify/node-verifier.js';
 import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
 import { boundUnreadBody, closeWhenAnswered, sendAnswer, signedNodeBody, type NodeWebhookRequest } from './node-http.js';
 import type { BodyLimits } from './body-limits.js';
@@ -9,16 +9,17 @@ import { withControls, type ReceiverControls } from './controls.js';
 import { resolveLogger } from '../log.js';
 import { DEFAULT_BODY_TIMEOUT_MS } from '../protocol.js';
 import { optionalNumber } from '../options.js';
+import { checkOptionNames, MIDDLEWARE_OPTIONS, NODE_RECEIVER_OPTIONS } from '../option-names.js';
 
 export type NextFunction = (err?: unknown) => void;
 /** A handler for Express 4 and 5, Connect and node:http (`next` is optional). */
 export type NodeHandler = (req: NodeWebhookRequest, res: ServerResponse, next?: NextFunction) => void;
 
 /** Options of `createReceiver` from `jobhook/express`. */
-export interface ExpressReceiverOptions extends VerifierOptions, ReceiverOptionsBase<NodeWebhookRequest>, WorkerOptions {}
+export interface ExpressReceiverOptions<Tx = unknown> extends NodeVerifierOptions, ReceiverOptionsBase<NodeWebhookRequest, Tx>, WorkerOptions {}
 
 /** Options of `createMiddleware`. */
-export interface MiddlewareOptions extends VerifierOptions {
+export interface MiddlewareOptions extends NodeVerifierOptions {
   /** `respond` (default): answer failures with the receiver's status codes. `next`: pass the WebhookError to `next(err)`. */
   errors?: 'respond' | 'next';
   /** A body still arriving after this long is answered 408 (default 30 s). */
@@ -41,16 +42,18 @@ function passOn(err: unknown, req: NodeWebhookRequest, res: ServerResponse, next
   next(err);
 }
 
-export function createNodeReceiver(options: ExpressReceiverOptions): NodeHandler & ReceiverControls {
+export function createNodeReceiver<Tx>(options: ExpressReceiverOptions<Tx>): NodeHandler & ReceiverControls {
+  checkOptionNames(options, NODE_RECEIVER_OPTIONS);
   const verifier = createNodeVerifier(options);
-  const r = resolveReceiver(options);
+  const r = resolveReceiver(options, 'express');
   const offload = offloading(verifier, options, r.log);
   const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };
   const handler: NodeHandler = (req, res, next) => {
+    const started = performance.now();
     signedNodeBody(req, limits, offload.open)
       .then(
-        ({ signature, bytes }) => receive(r, (body) => offload.verifyOpened(body, signature), bytes, req.headers, req),
-        (err: unknown) => refuse(r, err),
+        ({ signature, bytes }) => receive(r, (body) => offload.verifyOpened(body, signature), bytes, req.headers, req, started),
+        (err: unknown) => refuse(r, err, started),
       )
       .then(
         (answer) => sendAnswer(res, answer, req),
@@ -61,6 +64,7 @@ export function createNodeReceiver(options: ExpressReceiverOptions): NodeHandler
 }
 
 export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
+  checkOptionNames(options, MIDDLEWARE_OPTIONS);
   const verifier = createNodeVerifier(options);
   const mode = options.errors ?? 'respond';
   if (mode !== 'respond' && mode !== 'next') throw new TypeError("errors must be 'respond' or 'next'");

@@ -3,7 +3,7 @@
  * exact body bytes within the limits, and write an answer.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import zlib from 'node:zlib';
+import type * as Zlib from 'node:zlib';
 import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, BodyUnavailableError } from '../errors.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
 import type { VerifiedDelivery } from '../verify/core.js';
@@ -47,7 +47,22 @@ function keptBytes(req: NodeWebhookRequest): Uint8Array | undefined {
   throw new BodyUnavailableError(HOW_TO_MOUNT);
 }
 
-function decoder(coding: 'gzip' | 'deflate' | 'br'): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress {
+let zlibModule: Promise<typeof Zlib> | undefined;
+
+/**
+ * node:zlib, loaded by the first compressed delivery rather than by `import('jobhook')`
+ * (it costs a cold import several milliseconds: bench/import.mjs).
+ */
+export function loadZlib(): Promise<typeof Zlib> {
+  zlibModule ??= import('node:zlib');
+  return zlibModule;
+}
+
+type Decoder = Zlib.Gunzip | Zlib.Inflate | Zlib.BrotliDecompress;
+
+async function decoder(coding: ContentCoding): Promise<Decoder | undefined> {
+  if (coding === 'identity') return undefined;
+  const zlib = await loadZlib();
   return coding === 'gzip' ? zlib.createGunzip() : coding === 'deflate' ? zlib.createInflate() : zlib.createBrotliDecompress();
 }
 
@@ -64,7 +79,7 @@ export async function signedNodeBody<S>(req: NodeWebhookRequest, limits: BodyLim
   const coding = kept === undefined ? contentCoding(req.headers) : 'identity';
   if (kept === undefined && Number(req.headers['content-length']) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
   const signature = await open(req.headers);
-  return { signature, bytes: kept ?? (await readStream(req, coding, limits)) };
+  return { signature, bytes: kept ?? (await readStream(req, coding, await decoder(coding), limits)) };
 }
 
 /**
@@ -72,9 +87,8 @@ export async function signedNodeBody<S>(req: NodeWebhookRequest, limits: BodyLim
  * as the body, raw or decoded, passes `maxBodyBytes`; 408 when it is not complete
  * within `timeoutMs`; gzip, deflate and br decoded).
  */
-function readStream(req: NodeWebhookRequest, coding: ContentCoding, limits: BodyLimits): Promise<Uint8Array> {
+function readStream(req: NodeWebhookRequest, coding: ContentCoding, unzip: Decoder | undefined, limits: BodyLimits): Promise<Uint8Array> {
   const limit = limits.maxBodyBytes;
-  const unzip = coding === 'identity' ? undefined : decoder(coding);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

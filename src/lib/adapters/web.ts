@@ -10,6 +10,7 @@ import { createWebVerifierCore, type WebVerifierOptions } from '../verify/web-ve
 import type { BodyLimits } from './body-limits.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding, type ContentCoding } from './encoding.js';
+import { checkOptionNames, WEB_RECEIVER_OPTIONS } from '../option-names.js';
 
 /** Counts the bytes that pass and errors the stream past `limit`. */
 function limited(limit: number): TransformStream<Uint8Array, Uint8Array> {
@@ -23,11 +24,24 @@ function limited(limit: number): TransformStream<Uint8Array, Uint8Array> {
   });
 }
 
+/**
+ * The names runtimes give each coding's DecompressionStream: Bun and Deno call brotli
+ * 'brotli' (and refuse 'br'); 'br' is tried too, for a runtime that takes the header's name.
+ * Node 20 and workerd know neither: br is 415 there.
+ */
+const FORMATS: Record<'gzip' | 'deflate' | 'br', readonly string[]> = { gzip: ['gzip'], deflate: ['deflate'], br: ['brotli', 'br'] };
+
 function decompressed(stream: ReadableStream<Uint8Array>, coding: 'gzip' | 'deflate' | 'br'): ReadableStream<Uint8Array> {
-  let decoder: DecompressionStream;
-  try {
-    decoder = new DecompressionStream(coding as CompressionFormat);
-  } catch {
+  let decoder: DecompressionStream | undefined;
+  for (const format of FORMATS[coding]) {
+    try {
+      decoder = new DecompressionStream(format as CompressionFormat);
+      break;
+    } catch {
+      // Not a name this runtime knows: try the next.
+    }
+  }
+  if (decoder === undefined) {
     throw new EncodingUnsupportedError(`Content-Encoding ${coding} cannot be decoded in this runtime; send the body as is, or gzip or deflate.`);
   }
   return stream.pipeThrough(decoder as unknown as TransformStream<Uint8Array, Uint8Array>);
@@ -88,24 +102,26 @@ export function toResponse(answer: ReceiverAnswer): Response {
 }
 
 /** Options of `createReceiver` from `jobhook/web`. */
-export interface WebReceiverOptions extends WebVerifierOptions, ReceiverOptionsBase<Request> {}
+export interface WebReceiverOptions<Tx = unknown> extends WebVerifierOptions, ReceiverOptionsBase<Request, Tx> {}
 
-export function createFetchReceiver(options: WebReceiverOptions): ((request: Request) => Promise<Response>) & ReceiverControls {
+export function createFetchReceiver<Tx>(options: WebReceiverOptions<Tx>): ((request: Request) => Promise<Response>) & ReceiverControls {
+  checkOptionNames(options, WEB_RECEIVER_OPTIONS);
   const verifier = createWebVerifierCore(options);
-  const r = resolveReceiver(options);
+  const r = resolveReceiver(options, 'fetch');
   const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };
   const handler = async (request: Request): Promise<Response> => {
+    const started = performance.now();
     let signed;
     try {
       signed = await signedRequestBody(request, limits, verifier.open);
     } catch (err) {
-      const answer = refuse(r, err);
+      const answer = refuse(r, err, started);
       // Refused with its body unread: the connection ends with the answer (servers that honour the header).
       if (request.body !== null && !request.bodyUsed) answer.headers.connection = 'close';
       return toResponse(answer);
     }
     const { signature, bytes } = signed;
-    return toResponse(await receive(r, (b) => verifier.verifyOpened(b, signature), bytes, request.headers, request));
+    return toResponse(await receive(r, (b) => verifier.verifyOpened(b, signature), bytes, request.headers, request, started));
   };
   return withControls(handler, r.runner);
 }

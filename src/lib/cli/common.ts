@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import type { NodePublicKeyInput } from '../crypto/node.js';
-import { parseCaptures, type Capture, type CaptureOptions } from './captures.js';
-import { readInput, UsageError, type CliIo } from './io.js';
+import { checkNumber, type NumberRule } from '../options.js';
+import { readCaptures, type Capture, type CaptureOptions } from './captures.js';
+import { inputChunks, UsageError, type CliIo } from './io.js';
 
 /** A key file as the verifier takes it: PEM text, a JWK, or DER bytes. */
 export async function loadKeyFile(path: string): Promise<NodePublicKeyInput> {
@@ -23,16 +24,25 @@ export async function loadKeys(paths: string[] | undefined): Promise<NodePublicK
   return Promise.all(paths.map(loadKeyFile));
 }
 
-/** Deliveries from the inputs (standard input when none or `-`). */
-export async function loadCaptures(inputs: string[], io: CliIo, options: CaptureOptions): Promise<Capture[]> {
-  const sources = inputs.length === 0 ? ['-'] : inputs;
-  const out: Capture[] = [];
-  for (const source of sources) {
-    const bytes = await readInput(source, io);
-    out.push(...parseCaptures(bytes, source === '-' ? '<stdin>' : source, options));
+/**
+ * Deliveries from the inputs (standard input when none or `-`), one at a time: JSON
+ * lines are verified while the rest is still being read. UsageError when there is none.
+ */
+export async function* captureStream(inputs: string[], io: CliIo, options: CaptureOptions): AsyncGenerator<Capture> {
+  let found = false;
+  for (const path of inputs.length === 0 ? ['-'] : inputs) {
+    for await (const capture of readCaptures(inputChunks(path, io), path, options)) {
+      found = true;
+      yield capture;
+    }
   }
-  if (out.length === 0) throw new UsageError('no delivery found in the input');
-  return out;
+  if (!found) throw new UsageError('no delivery found in the input');
+}
+
+/** The number a flag gives (`what` names it in the error). */
+export function numberFlag(value: string | undefined, what: string, rule?: NumberRule): number | undefined {
+  if (value === undefined) return undefined;
+  return checkNumber(value.trim() === '' || Number.isNaN(Number(value)) ? value : Number(value), what, rule);
 }
 
 export function dialectOption(value: string | undefined): readonly import('../canonical/dialects.js').DialectName[] | undefined {
@@ -46,6 +56,7 @@ export const DELIVERY_OPTIONS = {
   signature: { type: 'string' },
   'signature-header': { type: 'string' },
   dialect: { type: 'string' },
+  'max-body-bytes': { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;

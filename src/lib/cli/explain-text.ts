@@ -1,5 +1,6 @@
 /** The words of `jobhook explain`: a report of the findings, and one line per cause. */
-import type { Cause, Explanation, ReserializedHow } from '../explain.js';
+import type { Cause, Explanation, ReserializedHow, Skipped } from '../explain.js';
+import { escapeControls } from './io.js';
 
 const HOW: Record<ReserializedHow, string> = {
   'pretty-printed': 'pretty-printed by JSON.stringify(…, null, 2) (a logger or proxy?)',
@@ -13,6 +14,10 @@ function sender(dialect: string): string {
 /** One cause in words. */
 export function describeCause(c: Cause): string {
   switch (c.kind) {
+    case 'body-too-large':
+      return `The body has ${c.bytes} bytes, more than maxBodyBytes (${c.limit}): the verifier refuses it (BODY_TOO_LARGE) without reading it, so it was not analysed (--max-body-bytes raises the limit).`;
+    case 'canonical-too-large':
+      return `The canonical form of this body would exceed maxCanonicalBytes (${c.limit} bytes): the verifier refuses it (CANONICAL_TOO_LARGE) without building it, so no dialect was examined.`;
     case 'malformed':
       return `The body is not strict JSON: ${c.message} It cannot be what the gateway signed (truncated or altered on the way?).`;
     case 'valid':
@@ -48,7 +53,14 @@ export function describeCause(c: Cause): string {
   }
 }
 
-/** Human-readable report of an explanation. */
+const SKIPPED: Record<Skipped['reason'], string> = {
+  'no-key-opens': 'not analysed: no key opens the signature, so no body can match it (the verifier stops here too); canonical forms skipped',
+  'body-too-large': 'not analysed: larger than maxBodyBytes',
+  malformed: 'not analysed further: not strict JSON',
+  'canonical-too-large': 'not analysed further: its canonical form would exceed maxCanonicalBytes',
+};
+
+/** Human-readable report of an explanation; anything quoted from the input is shown with its control characters escaped. */
 export function formatExplanation(e: Explanation, keyNames: readonly string[]): string {
   const lines: string[] = [];
   lines.push(e.valid ? 'VALID' : 'INVALID');
@@ -59,16 +71,22 @@ export function formatExplanation(e: Explanation, keyNames: readonly string[]): 
     lines.push(`key ${k.index} (${keyNames[k.index] ?? 'key'}): RSA ${k.modulusBits}-bit, needs ${k.expectedHexDigits} hex digits: length ${k.lengthMatches ? 'matches' : 'DOES NOT MATCH'}${opens}`);
   }
   if (e.malformed !== undefined) lines.push(`body: NOT STRICT JSON: ${e.malformed}`);
+  else if (e.skipped !== undefined) lines.push(`body: ${SKIPPED[e.skipped.reason]}`);
   for (const d of e.dialects) {
     const name = d.dialect.padEnd(13);
     if (d.unrepresentable !== undefined) lines.push(`dialect ${name} cannot represent this body (${d.unrepresentable})`);
     else lines.push(`dialect ${name} sha256 ${d.canonicalSha256}${d.sameAs ? ` (same bytes as ${d.sameAs})` : ''}  ${d.verifiesWith.length ? `VERIFIES with key ${d.verifiesWith.join(', ')}` : 'does not verify'}`);
   }
   const b = e.body;
-  lines.push(`body: ${b.prettyPrinted ? 'pretty-printed' : 'compact'}, non-ASCII escaped: ${b.escapedNonAscii ? 'yes' : 'no'}, floats like 1.0: ${b.zeroFractionFloats}, integers beyond 2^53: ${b.integersBeyond2p53}`);
-  if (e.expected !== undefined) {
-    lines.push(e.expected.identical ? `expected canonical (${e.expected.dialect}): identical` : `expected canonical (${e.expected.dialect}): first difference at byte ${e.expected.offset}\n  ours:     ${e.expected.got}\n  expected: ${e.expected.want}`);
+  if (b !== undefined) {
+    lines.push(`body: ${b.prettyPrinted ? 'pretty-printed' : 'compact'}, non-ASCII escaped: ${b.escapedNonAscii ? 'yes' : 'no'}, floats like 1.0: ${b.zeroFractionFloats}, integers beyond 2^53: ${b.integersBeyond2p53}`);
+  }
+  const x = e.expected;
+  if (x !== undefined) {
+    if (x.identical) lines.push(`expected canonical (${x.dialect}): identical`);
+    else if (x.unrepresentable !== undefined) lines.push(`expected canonical (${x.dialect}): this dialect cannot write this body (${x.unrepresentable})`);
+    else lines.push(`expected canonical (${x.dialect}): first difference at byte ${x.offset}`, `  ours:     ${x.got}`, `  expected: ${x.want}`);
   }
   for (const c of e.causes) lines.push(`CAUSE: ${describeCause(c)}`);
-  return lines.join('\n') + '\n';
+  return lines.map(escapeControls).join('\n') + '\n';
 }

@@ -3,17 +3,21 @@ import { parseArgs } from 'node:util';
 import { assertDialect, DIALECTS } from '../canonical/dialects.js';
 import { explainDelivery } from '../explain.js';
 import { describeCause, formatExplanation } from './explain-text.js';
-import { DELIVERY_OPTIONS, loadCaptures, loadKeys } from './common.js';
-import { UsageError, type CliIo } from './io.js';
-import { DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
+import type { Capture } from './captures.js';
+import { captureStream, DELIVERY_OPTIONS, loadKeys, numberFlag } from './common.js';
+import { jsonText, UsageError, type CliIo } from './io.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
 
 export const EXPLAIN_HELP = `Usage: jobhook explain --key FILE [--key FILE ...] [options] [FILE | -]
 
-Explains why one delivery does (or does not) verify: per dialect, the canonical
-SHA-256 and whether a key verifies; the signature length against each key's
-modulus and whether the key opens the signature at all; whether the header looks
-altered; whether the body looks re-serialized (pretty-printed by a logger,
-non-ASCII escaped, 1.0 turned into 1, integers beyond 2^53). Same inputs as verify.
+Explains why one delivery does (or does not) verify: the signature length against
+each key's modulus and whether the key opens the signature at all; whether the
+header looks altered; then, only when a key opens it (else no body can match, and
+the body is not analysed), per dialect the canonical SHA-256 and whether a key
+verifies, and whether the body looks re-serialized (pretty-printed by a logger,
+non-ASCII escaped, 1.0 turned into 1, integers beyond 2^53). Bounded by the
+verifier's limits (body size, canonical size 4 × that, nesting 1,000). Same inputs
+as verify.
 
 Options:
   --key FILE                  public key (PEM, DER or JWK); repeat for a rotation
@@ -21,6 +25,7 @@ Options:
   --signature-header NAME     default ${DEFAULT_SIGNATURE_HEADER}
   --expected-canonical FILE   the canonical text the sender signed: show the first differing byte
   --dialect NAME              dialect for that comparison (${DIALECTS.join(', ')}; default: the one that verifies, else orjson)
+  --max-body-bytes N          largest body analysed (default ${DEFAULT_MAX_BODY_BYTES}, as the verifier's)
   --json                      print the findings as JSON
   -h, --help                  show this help
 
@@ -44,16 +49,21 @@ export async function explainCommand(argv: string[], io: CliIo): Promise<number>
   const keys = await loadKeys(keyPaths);
   if (positionals.length > 1) throw new UsageError('explain takes one delivery (one FILE, or - for standard input)');
   const signatureHeader = values['signature-header'];
-  const captures = await loadCaptures(positionals, io, { signature: values.signature, signatureHeader });
-  if (captures.length !== 1) throw new UsageError(`explain takes one delivery; the input holds ${captures.length}`);
-  const c = captures[0]!;
+  const maxBodyBytes = numberFlag(values['max-body-bytes'], '--max-body-bytes', { integer: true }) ?? DEFAULT_MAX_BODY_BYTES;
+  let capture: Capture | undefined;
+  for await (const c of captureStream(positionals, io, { signature: values.signature, signatureHeader, maxBodyBytes })) {
+    if (capture !== undefined) throw new UsageError('explain takes one delivery; the input holds more than one (verify takes many)');
+    capture = c;
+  }
+  const c = capture!;
   const expected = values['expected-canonical'] === undefined ? undefined : new Uint8Array(await readFile(values['expected-canonical']));
   const explanation = explainDelivery(c.body, c.headers, keys, {
+    maxBodyBytes,
     ...(signatureHeader ? { signatureHeader } : {}),
     ...(expected ? { expectedCanonical: expected } : {}),
     ...(values.dialect ? { dialect: assertDialect(values.dialect, '--dialect') } : {}),
   });
   const json = { ...explanation, causes: explanation.causes.map((c) => ({ ...c, text: describeCause(c) })) };
-  io.stdout(values.json ? JSON.stringify(json, null, 2) + '\n' : formatExplanation(explanation, keyPaths));
+  io.stdout(values.json ? jsonText(json, 2) + '\n' : formatExplanation(explanation, keyPaths));
   return explanation.valid ? 0 : 1;
 }

@@ -3,7 +3,7 @@ import { canonicalizeCommand } from './canonicalize.js';
 import { explainCommand } from './explain.js';
 import { keygenCommand, sendCommand, signCommand } from './tools.js';
 import { verifyCommand } from './verify.js';
-import { UsageError, type CliIo } from './io.js';
+import { escapeControls, UsageError, type CliIo } from './io.js';
 import { VERSION } from '../version.js';
 
 type Command = (argv: string[], io: CliIo) => Promise<number>;
@@ -49,13 +49,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
   const command = COMMANDS[name];
   if (command === undefined) {
-    io.stderr(`jobhook: unknown command '${name}' (try 'jobhook --help')\n`);
+    io.stderr(`jobhook: unknown command '${escapeControls(name)}' (try 'jobhook --help')\n`);
     return 2;
   }
   try {
     return await command.run(rest, io);
   } catch (err) {
-    io.stderr(`jobhook ${name}: ${describeError(err)}\n`);
+    // Messages quote file names and input: shown with their control characters escaped.
+    io.stderr(`jobhook ${name}: ${escapeControls(describeError(err))}\n`);
     return 2;
   }
 }

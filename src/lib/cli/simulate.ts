@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { assertDialect, DIALECTS } from '../canonical/dialects.js';
 import { startGatewaySimulator, type DeliveryAttempt } from '../testing/simulator.js';
 import { UsageError, type CliIo } from './io.js';
+import { describeAttempt } from './attempt.js';
 import { withFlags } from './tools.js';
 
 /**
@@ -73,10 +74,8 @@ function stopRequested(signal: AbortSignal | undefined): Promise<string> {
   });
 }
 
-function describeAttempt(a: DeliveryAttempt): string {
-  const what = a.status !== undefined ? `HTTP ${a.status}` : a.error;
-  const next = a.outcome === 'retry' ? `retry in ${a.delayMs} ms` : a.outcome === 'rejected' ? 'rejected (not retried)' : a.outcome;
-  return `job ${a.jobId} attempt ${a.attempt} → ${a.url}: ${what} after ${a.elapsedMs} ms → ${next}\n`;
+function attemptLine(a: DeliveryAttempt): string {
+  return `job ${a.jobId} attempt ${a.attempt} → ${a.url}: ${describeAttempt(a)}\n`;
 }
 
 export async function simulateCommand(argv: string[], io: LongRunningIo): Promise<number> {
@@ -106,7 +105,7 @@ export async function simulateCommand(argv: string[], io: LongRunningIo): Promis
   const out = values.out ?? mkdtempSync(join(tmpdir(), 'jobhook-simulate-'));
 
   const gateway = await withFlags({ privateKey: '--key' }, () =>
-    startGatewaySimulator({ port, delayMs, dialect, privateKey, token: values.token, onAttempt: (a) => io.stdout(describeAttempt(a)) }),
+    startGatewaySimulator({ port, delayMs, dialect, privateKey, token: values.token, onAttempt: (a) => io.stdout(attemptLine(a)) }),
   );
   try {
     mkdirSync(out, { recursive: true });

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { assertDialect, DIALECTS } from '../canonical/dialects.js';
 import { sendDelivery } from '../send.js';
+import { describeAttempt } from './attempt.js';
 import { signDelivery } from '../sign.js';
 import { writeTestKeyPair } from '../testing/keys.js';
 import { OptionError, type OptionMention } from '../testing/option-error.js';
@@ -174,12 +175,7 @@ export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
     backoffMs: count(values['backoff-ms'], '--backoff-ms', 1000),
     maxBackoffMs: count(values['max-backoff-ms'], '--max-backoff-ms', 30_000),
     allowInsecure: values['allow-insecure'],
-    onAttempt: (a) => {
-      const what = a.status !== undefined ? `HTTP ${a.status}` : a.error;
-      const rejected = a.status !== undefined && a.status < 400 ? 'rejected (redirects are not followed)' : 'rejected (4xx: not retried)';
-      const next = a.outcome === 'retry' ? `retry in ${a.delayMs} ms` : a.outcome === 'rejected' ? rejected : a.outcome;
-      io.stdout(`attempt ${a.attempt}: ${what} after ${a.elapsedMs} ms → ${next}\n`);
-    },
+    onAttempt: (a) => io.stdout(`attempt ${a.attempt}: ${describeAttempt(a)}\n`),
   }));
   return result.delivered ? 0 : 1;
 }

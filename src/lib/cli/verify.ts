@@ -1,11 +1,10 @@
 import { parseArgs } from 'node:util';
 import { assertDialect, DIALECTS } from '../canonical/dialects.js';
 import { isWebhookError } from '../errors.js';
-import { checkNumber } from '../options.js';
 import { createNodeVerifier } from '../verify/node-verifier.js';
-import { DELIVERY_OPTIONS, dialectOption, loadCaptures, loadKeys } from './common.js';
-import type { CliIo } from './io.js';
-import { DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
+import { captureStream, DELIVERY_OPTIONS, dialectOption, loadKeys, numberFlag } from './common.js';
+import { escapeControls, jsonText, type CliIo } from './io.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
 
 export const VERIFY_HELP = `Usage: jobhook verify --key FILE [--key FILE ...] [options] [FILE ... | -]
 
@@ -21,11 +20,15 @@ Options:
   --dialect NAME|auto   ${DIALECTS.join(' | ')} | auto (default: try all)
   --max-age SECONDS     refuse events whose finished_at is older (default: no window,
                         captured deliveries are old by nature)
+  --max-body-bytes N    largest body verified (default ${DEFAULT_MAX_BODY_BYTES}, as the verifier's);
+                        an input longer than 6 × N + 1 MiB is not read
   --jsonl               read every input as JSON lines of capture objects
   --json                one JSON object per delivery instead of text
   -h, --help            show this help
 
-Output: one line per delivery, "VALID job_id dialect key" or "INVALID code message".
+Output: one line per delivery, "VALID job_id dialect key" or "INVALID code message",
+written as the deliveries are read (a JSONL file of any length is streamed).
+Control characters and bidirectional overrides from the input are shown escaped (\\x1b).
 Exit: 0 all valid, 1 at least one invalid, 2 usage or I/O error.
 
 Example:
@@ -47,40 +50,46 @@ export async function verifyCommand(argv: string[], io: CliIo): Promise<number> 
   const keyPaths = values.key ?? [];
   const keys = await loadKeys(keyPaths);
   const signatureHeader = values['signature-header'];
-  const maxAge = values['max-age'];
+  const maxBodyBytes = numberFlag(values['max-body-bytes'], '--max-body-bytes', { integer: true });
   const verifier = createNodeVerifier({
     publicKey: keys,
     dialects: dialectOption(values.dialect),
-    maxAgeSeconds: maxAge === undefined ? false : checkNumber(Number.isNaN(Number(maxAge)) ? maxAge : Number(maxAge), '--max-age'),
+    maxAgeSeconds: numberFlag(values['max-age'], '--max-age') ?? false,
+    ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }),
     ...(signatureHeader ? { signatureHeader } : {}),
   });
-  const captures = await loadCaptures(positionals, io, { jsonl: values.jsonl, signature: values.signature, signatureHeader });
-  const progress = captures.length > 1000 && io.isTTY;
+  const captures = captureStream(positionals, io, { jsonl: values.jsonl, signature: values.signature, signatureHeader, maxBodyBytes: verifier.options.maxBodyBytes });
+  // One result per delivery as it is read (JSONL is streamed), written in blocks of 64 KiB.
+  let count = 0;
   let invalid = 0;
   let out = '';
-  for (let k = 0; k < captures.length; k++) {
-    const c = captures[k]!;
-    let line: string;
-    try {
-      const r = verifier.verify(c.body, c.headers);
-      line = values.json
-        ? JSON.stringify({ source: c.source, index: c.index, valid: true, code: null, dialect: r.dialect, keyIndex: r.keyIndex, jobId: r.jobId })
-        : `VALID ${r.jobId} ${r.dialect} ${keyPaths[r.keyIndex]}`;
-    } catch (err) {
-      if (!isWebhookError(err)) throw err;
-      invalid++;
-      line = values.json
-        ? JSON.stringify({ source: c.source, index: c.index, valid: false, code: err.code, dialect: null, keyIndex: null, jobId: null })
-        : `INVALID ${err.code} ${err.message}`;
+  try {
+    for await (const c of captures) {
+      let line: string;
+      try {
+        const r = verifier.verify(c.body, c.headers);
+        line = values.json
+          ? jsonText({ source: c.source, index: c.index, valid: true, code: null, dialect: r.dialect, keyIndex: r.keyIndex, jobId: r.jobId })
+          : escapeControls(`VALID ${r.jobId} ${r.dialect} ${keyPaths[r.keyIndex]}`);
+      } catch (err) {
+        if (!isWebhookError(err)) throw err;
+        invalid++;
+        line = values.json
+          ? jsonText({ source: c.source, index: c.index, valid: false, code: err.code, dialect: null, keyIndex: null, jobId: null })
+          : escapeControls(`INVALID ${err.code} ${err.message}`);
+      }
+      out += line + '\n';
+      if (out.length > 64 * 1024) {
+        io.stdout(out);
+        out = '';
+      }
+      count++;
+      if (io.isTTY && count % 1000 === 0) io.stderr(`\rverified ${count}`);
     }
-    out += line + '\n';
-    if (out.length > 64 * 1024) {
-      io.stdout(out);
-      out = '';
-    }
-    if (progress && (k + 1) % 1000 === 0) io.stderr(`\rverified ${k + 1}/${captures.length}`);
+  } finally {
+    // What was verified is written, also when a later input is unreadable.
+    io.stdout(out);
   }
-  io.stdout(out);
-  if (progress) io.stderr(`\rverified ${captures.length}/${captures.length}, ${invalid} invalid\n`);
+  if (io.isTTY && count >= 1000) io.stderr(`\rverified ${count}/${count}, ${invalid} invalid\n`);
   return invalid > 0 ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 import crypto, { KeyObject } from 'node:crypto';
 import { checkModulusBits, normalizeKey, type RsaPublicJwk } from './keys.js';
 import { expectedPrefix, hashFromBlock } from './pkcs1.js';
+import { rsaOperation, type RsaOperation } from './rsa-probe.js';
 
 /** Public key forms the Node verifier imports. */
 export type NodePublicKeyInput = string | Uint8Array | ArrayBuffer | RsaPublicJwk | KeyObject;
@@ -29,9 +30,10 @@ function modulusOf(key: KeyObject, length: number): Uint8Array {
   return out;
 }
 
-function opener(key: KeyObject, modulusBytes: number): ImportedNodeKey {
+function opener(key: KeyObject, modulusBytes: number, operation: RsaOperation): ImportedNodeKey {
   const prefix = expectedPrefix(modulusBytes);
   const modulus = modulusOf(key, modulusBytes);
+  const raw = operation.prepare(key, modulusBytes);
   return {
     key,
     modulusBytes,
@@ -40,8 +42,7 @@ function opener(key: KeyObject, modulusBytes: number): ImportedNodeKey {
       if (Buffer.compare(signature, modulus) >= 0) return undefined;
       let block: Uint8Array;
       try {
-        // Called through the module object (not a bound import) so tests can count RSA operations.
-        block = crypto.publicDecrypt({ key, padding: crypto.constants.RSA_NO_PADDING }, signature);
+        block = raw(signature);
       } catch {
         return undefined;
       }
@@ -50,8 +51,17 @@ function opener(key: KeyObject, modulusBytes: number): ImportedNodeKey {
   };
 }
 
-/** Imports a key once into a KeyObject; TypeError for non-RSA keys, private keys and moduli under 2048 bits. */
+/**
+ * Imports a key once into a KeyObject; TypeError for non-RSA keys, private keys and moduli
+ * under 2048 bits, and (naming `jobhook/web`) where this runtime has no RSA public operation
+ * that works: the first import probes for one (rsa-probe.ts).
+ */
 export function importNodeKey(input: NodePublicKeyInput): ImportedNodeKey {
+  return importNodeKeyWith(input, rsaOperation());
+}
+
+/** importNodeKey with a given RSA operation (tests: the fallback on Node). */
+export function importNodeKeyWith(input: NodePublicKeyInput, operation: RsaOperation): ImportedNodeKey {
   if (input instanceof KeyObject) {
     if (input.type !== 'public') throw new TypeError(`publicKey is a ${input.type} KeyObject; expected the gateway's public key`);
     if (input.asymmetricKeyType !== 'rsa') {
@@ -59,14 +69,14 @@ export function importNodeKey(input: NodePublicKeyInput): ImportedNodeKey {
     }
     const bits = input.asymmetricKeyDetails?.modulusLength ?? 0;
     checkModulusBits(bits);
-    return opener(input, Math.ceil(bits / 8));
+    return opener(input, Math.ceil(bits / 8), operation);
   }
   const normalized = normalizeKey(input);
   const key =
     normalized.kind === 'spki'
       ? crypto.createPublicKey({ key: Buffer.from(normalized.spki), format: 'der', type: 'spki' })
       : crypto.createPublicKey({ key: normalized.jwk as unknown as crypto.JsonWebKey, format: 'jwk' });
-  return opener(key, Math.ceil(normalized.modulusBits / 8));
+  return opener(key, Math.ceil(normalized.modulusBits / 8), operation);
 }
 
 const oneShot = (crypto as { hash?: (algorithm: string, data: string | Uint8Array, encoding: 'hex' | 'buffer') => string | Buffer }).hash;

@@ -9,6 +9,7 @@ import type { JsonObjectValue } from '../event.js';
 import type { IdempotencyStore } from '../idempotency/types.js';
 import { errorDetails, resolveLogger, type LoggerInput } from '../log.js';
 import { optionalNumber } from '../options.js';
+import { checkOptionNames, GATEWAY_CLIENT_OPTIONS } from '../option-names.js';
 import { JOBS_PATH } from '../protocol.js';
 
 
@@ -39,7 +40,8 @@ export interface JobResource {
   subfeature?: string;
   provider?: string;
   model?: string | null;
-  cost?: number;
+  /** The price, a decimal string (`"0.0015"`). */
+  cost?: string;
   /** The result, once `success`. */
   output?: JsonObjectValue;
   /** Why, once `fail`. */
@@ -79,6 +81,7 @@ function errorFrom(status: number, body: unknown, what: string): Error {
 }
 
 export function createGatewayClientCore(options: GatewayClientOptions): GatewayClient {
+  checkOptionNames(options, GATEWAY_CLIENT_OPTIONS);
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with baseUrl and token');
   let base: URL;
   try {

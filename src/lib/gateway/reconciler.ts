@@ -8,19 +8,26 @@ import { isGatewayError, PayloadInvalidError } from '../errors.js';
 import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../event.js';
 import type { IdempotencyStore, PendingJob, PendingStore } from '../idempotency/types.js';
 import { errorDetails, resolveLogger, type LoggerInput } from '../log.js';
-import { checkMs, optionalNumber } from '../options.js';
-import { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS } from '../protocol.js';
+import { optionalNumber } from '../options.js';
+import { checkOptionNames, RECONCILER_OPTIONS } from '../option-names.js';
 import type { PollEventContext } from '../receive/core.js';
-import { createJobRunner, takeoverGrace, type FailureStage } from '../receive/runner.js';
+import { fail, type TelemetryOptions } from '../telemetry/otel.js';
+import { runnerFor, type FailureStage, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
 import type { GatewayClient, JobResource } from './client.js';
 
-export interface ReconcilerOptions {
+export interface ReconcilerOptions<Tx = unknown> extends TelemetryOptions {
   /** Reads job resources (`createGatewayClient(...)`, or anything with `getJob`). */
   client: Pick<GatewayClient, 'getJob'>;
+  /**
+   * The receivers' job runner (`createJobRunner`), shared: the same claim, store, clock and
+   * repair queue, so a job runs once whichever path wins. Or give `store` (and the lease
+   * options) and the reconciler makes its own runner on it.
+   */
+  runner?: JobRunner;
   /** The receivers' store: the claim is shared, so a job runs once whichever path wins. */
-  store: IdempotencyStore;
+  store?: IdempotencyStore;
   /** The handler for completions found by polling (`context.source === 'poll'`). */
-  onEvent: (event: JobCompletedEvent, context: PollEventContext) => void | Promise<void>;
+  onEvent: (event: JobCompletedEvent, context: PollEventContext<Tx>) => void | Promise<void>;
   /** Only jobs pending for longer than this are polled (default 5 min: the webhook had its chance, retries included). */
   graceMs?: number;
   /** Between rounds of `start()` (default 60 s). */
@@ -37,7 +44,7 @@ export interface ReconcilerOptions {
   /** As the receivers' `log` and `onError`. */
   log?: LoggerInput;
   onError?: (error: unknown, context: { jobId?: string; stage: FailureStage }) => void;
-  /** Clock, epoch ms (default `Date.now`). */
+  /** Clock of the pending records, epoch ms (default: the runner's). */
   now?: () => number;
 }
 
@@ -93,26 +100,20 @@ function pendingStore(store: IdempotencyStore): TrackingStore {
   return store as TrackingStore;
 }
 
-export function createReconcilerCore(options: ReconcilerOptions): Reconciler {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with client, store and onEvent');
+export function createReconcilerCore<Tx>(options: ReconcilerOptions<Tx>): Reconciler {
+  checkOptionNames(options, RECONCILER_OPTIONS);
+  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with client, store (or runner) and onEvent');
   if (typeof options.client?.getJob !== 'function') throw new TypeError('client must have getJob(id) (createGatewayClient)');
   if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
-  const store = pendingStore(options.store);
-  const now = options.now ?? Date.now;
-  const log = resolveLogger(options.log);
+  if (options.runner === undefined && options.store === undefined) throw new TypeError("store (or runner) is required: the receivers' store, so a job runs once whichever path delivers it");
+  const runner = runnerFor(options as JobRunnerOptions & { runner?: JobRunner });
+  const store = pendingStore(runner.options.store);
+  const now = options.now ?? runner.options.clock.now;
+  const log = options.runner !== undefined && options.log !== undefined ? resolveLogger(options.log) : runner.options.log;
   const graceMs = optionalNumber(options.graceMs, 'graceMs', 5 * 60_000, { min: 0 });
   const intervalMs = optionalNumber(options.intervalMs, 'intervalMs', 60_000);
   const batchSize = optionalNumber(options.batchSize, 'batchSize', 100, { integer: true });
   const concurrency = optionalNumber(options.concurrency, 'concurrency', 4, { integer: true });
-  const runner = createJobRunner({
-    store,
-    leaseMs: options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkMs(options.leaseMs, 'leaseMs'),
-    takeoverGraceMs: takeoverGrace(options.takeoverGraceMs),
-    retainMs: options.retainMs === undefined ? DEFAULT_RETAIN_MS : checkMs(options.retainMs, 'retainMs'),
-    log,
-    onError: options.onError,
-    now,
-  });
   if (typeof store.deferPending !== 'function') {
     log.warn('jobhook: the store has no deferPending(): jobs that stay unfinished are polled first every round, and more of them than batchSize keep the others from being polled.');
   }
@@ -167,7 +168,24 @@ export function createReconcilerCore(options: ReconcilerOptions): Reconciler {
       return true;
     }
     const payload = event as unknown as JsonObjectValue;
-    const result = await runner.run(p.jobId, (signal) => options.onEvent(event, { source: 'poll', jobId: p.jobId, payload, signal }));
+    const { telemetry } = runner.options;
+    const result = await telemetry.within('jobhook.reconcile', 'consumer', async (span) => {
+      span?.setAttribute('jobhook.job_id', p.jobId);
+      const r = await runner.run(p.jobId, (claim) =>
+        options.onEvent(event, {
+          source: 'poll',
+          jobId: p.jobId,
+          payload,
+          signal: claim.signal,
+          fencingToken: claim.fencingToken,
+          holdsClaim: claim.holdsClaim,
+          transaction: claim.transaction as Tx | undefined,
+        }),
+      );
+      if (r.kind !== 'processed' && r.kind !== 'duplicate') fail(span, undefined, r.kind);
+      return r;
+    });
+    if (result.kind === 'processed') telemetry.recovered?.add(1);
     switch (result.kind) {
       case 'processed':
         report.processed++;
@@ -178,6 +196,7 @@ export function createReconcilerCore(options: ReconcilerOptions): Reconciler {
         await store.forgetPending(p.jobId);
         return false;
       case 'in_progress':
+      case 'claim_lost':
         report.pending++;
         return true;
       default:
@@ -228,7 +247,8 @@ export function createReconcilerCore(options: ReconcilerOptions): Reconciler {
       clearInterval(timer);
       timer = undefined;
       await round?.catch(() => undefined);
-      await runner.close();
+      // A shared runner belongs to its maker (they close it); one made here is closed here.
+      if (options.runner === undefined) await runner.close();
     },
   };
 }

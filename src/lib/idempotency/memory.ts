@@ -1,6 +1,8 @@
 import { StoreUnavailableError } from '../errors.js';
 import { resolveLogger, type Logger, type LoggerInput } from '../log.js';
 import { optionalNumber } from '../options.js';
+import { transition, type CompletedRecord, type CompleteReply, type HeldRecord, type JobRecord, type JobReply, type JobRequest, type RenewReply } from '../jobs/model.js';
+import { checkOptionNames, MEMORY_STORE_OPTIONS } from '../option-names.js';
 import {
   checkJobId,
   claimArgs,
@@ -30,21 +32,13 @@ export interface MemoryStoreOptions {
   log?: LoggerInput;
 }
 
-interface Entry {
-  /** The owner while claimed; undefined once completed. */
-  token: string | undefined;
-  /** Lease end while claimed, retention end once completed. */
-  until: number;
-  /** When a claim by another token first found this lease over (takeover grace), epoch ms. */
-  staleAt?: number;
-}
-
 /**
  * In-process idempotency store, the receivers' default: right for a single
  * instance (use the Redis or PostgreSQL store when several instances share the
- * work, or when a restart must not forget completed jobs). Bounded; no timers, so
- * it never keeps the process alive: expired entries are dropped when met or when
- * room is needed.
+ * work, or when a restart must not forget completed jobs). It runs the claim
+ * protocol's own transition function (`src/lib/jobs/model.ts`) on its records.
+ * Bounded; no timers, so it never keeps the process alive: expired entries are
+ * dropped when met or when room is needed.
  *
  * @example
  * ```ts
@@ -58,17 +52,21 @@ interface Entry {
  * ```
  */
 export class MemoryIdempotencyStore implements PendingStore {
-  // Insertion order is kept by Map: completed marks are re-inserted on completion, so
-  // iterating from the start meets the oldest completions first.
-  private readonly claims = new Map<string, Entry>();
-  private readonly completed = new Map<string, Entry>();
+  // Held and completed records in two maps, each in time order (Map keeps insertion
+  // order; records are re-inserted when their time moves), so the oldest completions and
+  // the earliest lease ends are met first when room is needed.
+  private readonly claims = new Map<string, HeldRecord>();
+  private readonly completed = new Map<string, CompletedRecord>();
   private readonly pending = new Map<string, PendingJob>();
   private readonly maxEntries: number;
   private readonly now: () => number;
   private readonly log: Logger;
+  private lastFence = 0;
+  private readonly fences = () => ++this.lastFence;
   private warnedEviction = false;
 
   constructor(options: MemoryStoreOptions = {}) {
+    checkOptionNames(options, MEMORY_STORE_OPTIONS);
     this.maxEntries = optionalNumber(options.maxEntries, 'maxEntries', 100_000, { integer: true });
     this.now = options.now ?? Date.now;
     this.log = resolveLogger(options.log);
@@ -79,66 +77,51 @@ export class MemoryIdempotencyStore implements PendingStore {
     return this.claims.size + this.completed.size;
   }
 
-  /** The live entry of a job: its claim or completed mark, if unexpired. */
-  private live(jobId: string, now: number): { claim?: Entry; done?: Entry } {
-    const done = this.completed.get(jobId);
-    if (done !== undefined && done.until > now) return { done };
-    const claim = this.claims.get(jobId);
-    if (claim !== undefined && claim.until > now) return { claim };
-    return {};
+  /** Applies `request` to the job's record, keeps the new record, and gives the reply. */
+  private apply<R extends JobRequest>(jobId: string, request: R): JobReply<R> {
+    const now = this.now();
+    const before = this.completed.get(jobId) ?? this.claims.get(jobId);
+    const { record, reply } = transition(before, request, now, this.fences);
+    if (record !== before) this.keep(jobId, record, now);
+    return reply;
+  }
+
+  /** Stores a job's new record (undefined: free), re-inserted at the end of its map. */
+  private keep(jobId: string, record: JobRecord | undefined, now: number): void {
+    const known = this.claims.delete(jobId) || this.completed.delete(jobId);
+    if (record === undefined) return;
+    if (!known) this.makeRoom(now);
+    if (record.state === 'held') this.claims.set(jobId, record);
+    else {
+      this.completed.set(jobId, record);
+      this.pending.delete(jobId);
+    }
   }
 
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
     const { leaseMs, token, graceMs } = claimArgs(jobId, options);
-    const now = this.now();
-    const { claim, done } = this.live(jobId, now);
-    if (done !== undefined) return { status: 'completed' };
-    if (claim !== undefined && claim.token !== token) return { status: 'in_progress', retryAfterMs: claim.until - now };
-    const held = this.claims.get(jobId);
-    if (claim === undefined && held !== undefined && held.token !== token && graceMs > 0) {
-      // Another token's lease ran out: it may be alive and cut off; give it graceMs from now.
-      held.staleAt ??= now;
-      const wait = held.staleAt + graceMs - now;
-      if (wait > 0) return { status: 'in_progress', retryAfterMs: wait, stale: true };
-    }
-    this.completed.delete(jobId);
-    this.hold(jobId, token, now + leaseMs, now);
-    return { status: 'acquired', token };
+    const reply = this.apply(jobId, { op: 'claim', token, leaseMs, graceMs });
+    if (reply.status === 'acquired') return { status: 'acquired', token, fence: reply.fence, ...(reply.tookOver ? { tookOver: true } : {}) };
+    if (reply.status === 'completed') return { status: 'completed' };
+    return { status: 'in_progress', retryAfterMs: reply.retryAfterMs, ...(reply.stale ? { stale: true } : {}) };
   }
 
-  async renew(jobId: string, token: string, options: RenewOptions): Promise<boolean> {
-    const { leaseMs } = renewArgs(jobId, token, options);
-    const now = this.now();
-    const { claim, done } = this.live(jobId, now);
-    if (done !== undefined || (claim !== undefined && claim.token !== token)) return false;
-    this.hold(jobId, token, now + leaseMs, now);
-    return true;
+  async renew(jobId: string, token: string, options: RenewOptions): Promise<RenewReply> {
+    const { leaseMs, fence } = renewArgs(jobId, token, options);
+    return this.apply(jobId, { op: 'renew', token, leaseMs, ...(fence === undefined ? {} : { fence }) });
   }
 
-  async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {
-    const { retainMs } = completeArgs(jobId, token, options);
-    const now = this.now();
-    const { claim } = this.live(jobId, now);
-    if (claim !== undefined && claim.token !== token) return false;
-    this.claims.delete(jobId);
-    this.completed.delete(jobId);
-    this.completed.set(jobId, { token: undefined, until: now + retainMs });
-    this.pending.delete(jobId);
-    return true;
+  async complete(jobId: string, token: string, options: CompleteOptions): Promise<CompleteReply> {
+    const { retainMs, fence } = completeArgs(jobId, token, options);
+    return this.apply(jobId, { op: 'complete', token, retainMs, ...(fence === undefined ? {} : { fence }) });
   }
+
+  /** Always answers (it lives in this process). */
+  async ping(): Promise<void> {}
 
   async release(jobId: string, token: string): Promise<boolean> {
     releaseArgs(jobId, token);
-    const held = this.claims.get(jobId);
-    if (held === undefined || held.token !== token) return false;
-    this.claims.delete(jobId);
-    return true;
-  }
-
-  /** (Re)inserts a claim at the end, keeping the maps in time order for the sweep. */
-  private hold(jobId: string, token: string, until: number, now: number): void {
-    if (!this.claims.delete(jobId)) this.makeRoom(now);
-    this.claims.set(jobId, { token, until });
+    return this.apply(jobId, { op: 'release', token }) === 'released';
   }
 
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
@@ -184,16 +167,22 @@ export class MemoryIdempotencyStore implements PendingStore {
       }
     }
     // Leases of different lengths can leave an expired claim behind a live one: look at all.
-    if (this.size >= this.maxEntries) for (const [id, e] of this.claims) if (e.until <= now) this.claims.delete(id);
+    if (this.size >= this.maxEntries) for (const [id, e] of this.claims) if (e.leaseEnd <= now) this.claims.delete(id);
     if (this.size >= this.maxEntries) {
       throw new StoreUnavailableError(`The memory idempotency store holds ${this.maxEntries} jobs in progress and cannot take another; raise maxEntries or use a shared store.`);
     }
   }
 }
 
-function sweep(map: Map<string, Entry>, now: number): void {
-  for (const [id, e] of map) {
-    if (e.until > now) break;
+/** Drops the records at the front of `map` whose time is over (completed marks past retention, lapsed claims). */
+function sweep(map: Map<string, JobRecord>, now: number): void {
+  for (const [id, r] of map) {
+    if (end(r) > now) break;
     map.delete(id);
   }
+}
+
+/** A record's time: a claim's lease end, a completion's retention end. */
+function end(r: JobRecord): number {
+  return r.state === 'held' ? r.leaseEnd : r.until;
 }

@@ -1,10 +1,13 @@
-import type { Pool, PoolConfig } from 'pg';
-import { optionalNumber } from '../options.js';
+import type { Pool, PoolClient, PoolConfig } from 'pg';
+import { checkMs, optionalNumber } from '../options.js';
+import { checkOptionNames, POSTGRES_STORE_OPTIONS } from '../option-names.js';
 import { requirePeer } from './peer.js';
 import { guarded } from './timeout.js';
+import { StoreUnavailableError } from '../errors.js';
 import type { JsonObjectValue } from '../event.js';
 import {
   checkJobId,
+  checkToken,
   claimArgs,
   completeArgs,
   deferArgs,
@@ -20,6 +23,10 @@ import {
   type ListPendingOptions,
   type PendingJob,
   type PendingStore,
+  type CompleteReply,
+  type RenewReply,
+  type StoreTransaction,
+  type TransactionalStore,
   type RenewOptions,
   type TrackPendingOptions,
 } from './types.js';
@@ -35,6 +42,21 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Deadline of one store operation before it fails with STORE_UNAVAILABLE (default 5,000 ms). */
   operationTimeoutMs?: number;
+  /**
+   * Exactly-once effects (the inbox pattern): the handler gets `context.transaction`, a
+   * `pg` client inside an open transaction on this database, and the job's completion is
+   * written in that same transaction, conditioned on the claim's token and fencing
+   * number. jobhook commits once the handler resolved and answers 200 only then; it rolls
+   * back when the handler throws, the claim was taken over, or its lease could not be
+   * held. Each running handler holds one connection of the pool besides the store's own
+   * operations: size the pool above the deliveries you process at once.
+   */
+  transactional?: boolean;
+  /**
+   * A clock in epoch ms to use instead of the server's own (tests of the protocol's
+   * timing). Leave it out in production: every instance then shares the server's clock.
+   */
+  now?: () => number;
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -60,7 +82,7 @@ function ident(value: string, what: string): string {
  * app.post('/webhooks/gateway', webhookReceiver({ publicKey, store, onEvent }));
  * ```
  */
-export class PostgresIdempotencyStore implements PendingStore {
+export class PostgresIdempotencyStore implements PendingStore, TransactionalStore<PoolClient> {
   private readonly pool: Pool;
   private readonly owned: boolean;
   private readonly table: string;
@@ -70,9 +92,16 @@ export class PostgresIdempotencyStore implements PendingStore {
   private readonly pendingIndex: string;
   private readonly index: string;
   private readonly lockKey: string;
+  private readonly fenceSeq: string;
   private readonly timeoutMs: number;
+  private readonly now: (() => number) | undefined;
+  /** Whether handlers get a transaction in which their job's completion is written (see the option). */
+  readonly transactional: boolean;
+  private openTransactions = 0;
+  private readonly slotWaiters: Array<() => void> = [];
 
   constructor(options: PostgresStoreOptions) {
+    checkOptionNames(options, POSTGRES_STORE_OPTIONS);
     if ((options?.pool === undefined) === (options?.connectionString === undefined)) {
       throw new TypeError('PostgresIdempotencyStore needs exactly one of pool or connectionString');
     }
@@ -84,6 +113,11 @@ export class PostgresIdempotencyStore implements PendingStore {
     this.pendingTable = `${ident(schema, 'schema')}.${ident(`${table.slice(0, 54)}_pending`, 'table')}`;
     this.pendingIndex = ident(`${table.slice(0, 50)}_pending_since`, 'table');
     this.lockKey = `jobhook:${schema}.${table}`;
+    this.fenceSeq = `${ident(schema, 'schema')}.${ident(`${table.slice(0, 50)}_fence_seq`, 'table')}`;
+    if (options.transactional !== undefined && typeof options.transactional !== 'boolean') throw new TypeError('transactional must be true or false');
+    this.transactional = options.transactional === true;
+    if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError('now must be a function returning epoch milliseconds');
+    this.now = options.now;
     this.timeoutMs = optionalNumber(options.operationTimeoutMs, 'operationTimeoutMs', 5000);
     this.owned = options.pool === undefined;
     this.pool = options.pool ?? this.connect(options.connectionString!);
@@ -104,7 +138,18 @@ export class PostgresIdempotencyStore implements PendingStore {
   }
 
   private run<T>(operation: string, fn: (pool: Pool) => Promise<T>): Promise<T> {
-    return guarded('PostgreSQL', operation, this.timeoutMs, () => fn(this.pool));
+    return guarded('PostgreSQL', operation, this.timeoutMs, async () => {
+      try {
+        return await fn(this.pool);
+      } catch (err) {
+        // 22P05, 22021: a job id this database's encoding cannot hold. Not an outage: say so.
+        const code = (err as { code?: unknown }).code;
+        if (code === '22P05' || code === '22021') {
+          throw new TypeError(`jobId cannot be stored in this database (its encoding is not UTF8; migrate() refuses such databases): ${(err as Error).message}`, { cause: err });
+        }
+        throw err;
+      }
+    });
   }
 
   /** Creates the table and its index if missing. Concurrent calls are serialised by an advisory lock. */
@@ -112,6 +157,15 @@ export class PostgresIdempotencyStore implements PendingStore {
     await this.run('migrate', async (pool) => {
       const client = await pool.connect();
       try {
+        // Job ids are any well-formed Unicode: a database in another encoding (LATIN1, …)
+        // cannot store some of them, and each such delivery would fail for good.
+        const { rows } = await client.query<{ encoding: string }>('SELECT pg_encoding_to_char(encoding) AS encoding FROM pg_database WHERE datname = current_database()');
+        const encoding = rows[0]?.encoding ?? 'unknown';
+        if (encoding !== 'UTF8') {
+          throw new TypeError(
+            `PostgresIdempotencyStore needs a UTF8 database: this one is ${encoding}, which cannot store every job id (any Unicode text). Use a database created WITH ENCODING 'UTF8' (CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0).`,
+          );
+        }
         await client.query('BEGIN');
         await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [this.lockKey]);
         await client.query(
@@ -120,16 +174,24 @@ export class PostgresIdempotencyStore implements PendingStore {
              token text,
              state text NOT NULL CHECK (state IN ('claimed', 'completed')),
              expires_at timestamptz NOT NULL,
-             stale_at timestamptz
+             stale_at timestamptz,
+             fence bigint NOT NULL DEFAULT 0,
+             took_over boolean NOT NULL DEFAULT false
            )`,
         );
-        // Tables made by an earlier version: the takeover grace's column (looked up first,
-        // so a table that has it is not locked by ALTER TABLE on every start).
-        const has = await client.query(
-          `SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = 'stale_at'`,
+        // Tables made by an earlier version: the columns added since (looked up first, so
+        // a table that has them all is not locked by ALTER TABLE on every start).
+        const has = await client.query<{ column_name: string }>(
+          `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
           this.names,
         );
-        if (has.rowCount === 0) await client.query(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS stale_at timestamptz`);
+        const columns = new Set(has.rows.map((r) => r.column_name));
+        const added: Record<string, string> = { stale_at: 'timestamptz', fence: 'bigint NOT NULL DEFAULT 0', took_over: 'boolean NOT NULL DEFAULT false' };
+        for (const [column, type] of Object.entries(added)) {
+          if (!columns.has(column)) await client.query(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS ${column} ${type}`);
+        }
+        // Fencing numbers: one sequence per table, so a takeover always gets a larger one.
+        await client.query(`CREATE SEQUENCE IF NOT EXISTS ${this.fenceSeq}`);
         await client.query(`CREATE INDEX IF NOT EXISTS ${this.index} ON ${this.table} (expires_at)`);
         await client.query(
           `CREATE TABLE IF NOT EXISTS ${this.pendingTable} (
@@ -149,86 +211,149 @@ export class PostgresIdempotencyStore implements PendingStore {
     });
   }
 
-  /**
-   * Takes the job when its row is absent, held by `token`, completed past its retention,
-   * or another token's claim whose lease ran out at least `graceMs` after a claim first
-   * found it so (`stale_at`; a mark made before the lease end, which a renewal by an
-   * earlier version can leave, does not count): one statement for claim and renew.
-   * Resolves the token when taken.
-   */
-  private take(pool: Pool, jobId: string, token: string, leaseMs: number, graceMs: number) {
-    return pool.query(
-      `INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at)
-         VALUES ($1, $2, 'claimed', clock_timestamp() + $3 * interval '1 millisecond', NULL)
-       ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'claimed', expires_at = EXCLUDED.expires_at, stale_at = NULL
-         WHERE (t.state = 'claimed' AND t.token = EXCLUDED.token)
-            OR (t.expires_at <= clock_timestamp()
-                AND (t.state = 'completed' OR $4 = 0
-                     OR (t.stale_at >= t.expires_at AND t.stale_at <= clock_timestamp() - $4 * interval '1 millisecond')))
-       RETURNING token`,
-      [jobId, token, leaseMs, graceMs],
-    );
+  /** The statement parameter that stands for "now": the store's clock when given (tests), else NULL (the server's). */
+  private clock(): Date | null {
+    return this.now === undefined ? null : new Date(this.now());
   }
 
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
     const { leaseMs, token, graceMs } = claimArgs(jobId, options);
     return this.run('claim', async (pool) => {
       for (let attempt = 0; attempt < 3; attempt++) {
-        if ((await this.take(pool, jobId, token, leaseMs, graceMs)).rowCount === 1) return { status: 'acquired', token };
+        // Taken when the row is absent, held by this token (same fencing number), completed
+        // past its retention, or another token's claim whose lease ran out at least graceMs
+        // after a claim first found it so (stale_at; a mark made before the lease end, which
+        // a renewal by an earlier version can leave, does not count).
+        const taken = await pool.query<{ fence: string; took_over: boolean }>(
+          `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now)
+           INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at, fence, took_over)
+             SELECT $1, $2, 'claimed', c.now + $3 * interval '1 millisecond', NULL, nextval('${this.fenceSeq}'), false FROM c
+           ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'claimed', expires_at = EXCLUDED.expires_at, stale_at = NULL,
+               fence = CASE WHEN t.state = 'claimed' AND t.token = EXCLUDED.token THEN t.fence ELSE EXCLUDED.fence END,
+               took_over = (t.state = 'claimed' AND t.token <> EXCLUDED.token)
+             WHERE (t.state = 'claimed' AND t.token = EXCLUDED.token)
+                OR (t.expires_at <= (SELECT now FROM c)
+                    AND (t.state = 'completed' OR $4 = 0
+                         OR (t.stale_at >= t.expires_at AND t.stale_at <= (SELECT now FROM c) - $4 * interval '1 millisecond')))
+           RETURNING fence, took_over`,
+          [jobId, token, leaseMs, graceMs, this.clock()],
+        );
+        const row = taken.rows[0];
+        if (row !== undefined) return { status: 'acquired', token, fence: Number(row.fence), ...(row.took_over ? { tookOver: true } : {}) };
         // Not taken: a live claim, a completion, or another token's lease over but within
         // the grace (the first claim to find it so starts the grace).
         const seen = await pool.query<{ state: string; left_ms: string; wait_ms: string | null }>(
-          `WITH marked AS (
-             UPDATE ${this.table} SET stale_at = CASE WHEN stale_at >= expires_at THEN stale_at ELSE clock_timestamp() END
-              WHERE job_id = $1 AND $2 > 0 AND state = 'claimed' AND expires_at <= clock_timestamp()
+          `WITH c AS (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now),
+           marked AS (
+             UPDATE ${this.table} SET stale_at = CASE WHEN stale_at >= expires_at THEN stale_at ELSE (SELECT now FROM c) END
+              WHERE job_id = $1 AND $2 > 0 AND state = 'claimed' AND expires_at <= (SELECT now FROM c)
               RETURNING job_id, stale_at)
-           SELECT t.state, ceil(extract(epoch FROM (t.expires_at - clock_timestamp())) * 1000) AS left_ms,
-                  ceil($2 - extract(epoch FROM (clock_timestamp() - m.stale_at)) * 1000) AS wait_ms
-             FROM ${this.table} t LEFT JOIN marked m USING (job_id) WHERE t.job_id = $1`,
-          [jobId, graceMs],
+           SELECT t.state, ceil(extract(epoch FROM (t.expires_at - c.now)) * 1000) AS left_ms,
+                  ceil($2 - extract(epoch FROM (c.now - m.stale_at)) * 1000) AS wait_ms
+             FROM c, ${this.table} t LEFT JOIN marked m USING (job_id) WHERE t.job_id = $1`,
+          [jobId, graceMs, this.clock()],
         );
-        const row = seen.rows[0];
-        if (row === undefined) continue; // removed meanwhile
-        if (row.wait_ms !== null) {
-          if (Number(row.wait_ms) > 0) return { status: 'in_progress', retryAfterMs: Number(row.wait_ms), stale: true };
+        const found = seen.rows[0];
+        if (found === undefined) continue; // removed meanwhile
+        if (found.wait_ms !== null) {
+          if (Number(found.wait_ms) > 0) return { status: 'in_progress', retryAfterMs: Number(found.wait_ms), stale: true };
           continue; // the grace is over: take it
         }
-        if (Number(row.left_ms) <= 0) continue; // expired meanwhile
-        if (row.state === 'completed') return { status: 'completed' };
-        return { status: 'in_progress', retryAfterMs: Number(row.left_ms) };
+        if (Number(found.left_ms) <= 0) continue; // expired meanwhile
+        if (found.state === 'completed') return { status: 'completed' };
+        return { status: 'in_progress', retryAfterMs: Number(found.left_ms) };
       }
       return { status: 'in_progress' };
     });
   }
 
-  async renew(jobId: string, token: string, options: RenewOptions): Promise<boolean> {
-    const { leaseMs } = renewArgs(jobId, token, options);
-    return this.run('renew', async (pool) => (await this.take(pool, jobId, token, leaseMs, 0)).rowCount === 1);
+  async renew(jobId: string, token: string, options: RenewOptions): Promise<RenewReply> {
+    const { leaseMs, fence } = renewArgs(jobId, token, options);
+    return this.run('renew', async (pool) => {
+      // Held by this token (lapsed or not), or gone (kept no longer than a lapsed claim
+      // is): the lease is back. Otherwise nothing changes, and the row says why.
+      const r = await pool.query<{ renewed: string; mine: boolean | null }>(
+        `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
+         up AS (
+           INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at, fence, took_over)
+             SELECT $1, $2, 'claimed', c.now + $3 * interval '1 millisecond', NULL, coalesce($4::bigint, nextval('${this.fenceSeq}')), false FROM c
+           ON CONFLICT (job_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, stale_at = NULL,
+               token = EXCLUDED.token, state = 'claimed', fence = CASE WHEN t.state = 'claimed' THEN t.fence ELSE EXCLUDED.fence END, took_over = false
+             WHERE (t.state = 'claimed' AND t.token = EXCLUDED.token) OR (t.state = 'completed' AND t.expires_at <= (SELECT now FROM c))
+           RETURNING 1)
+         SELECT (SELECT count(*) FROM up) AS renewed,
+                (SELECT state = 'completed' AND token = $2 FROM ${this.table} WHERE job_id = $1) AS mine`,
+        [jobId, token, leaseMs, fence ?? null, this.clock()],
+      );
+      const row = r.rows[0]!;
+      return Number(row.renewed) === 1 ? 'renewed' : row.mine === true ? 'completed' : 'superseded';
+    });
   }
 
-  async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {
-    const { retainMs } = completeArgs(jobId, token, options);
+  async complete(jobId: string, token: string, options: CompleteOptions): Promise<CompleteReply> {
+    const { retainMs, fence } = completeArgs(jobId, token, options);
     return this.run('complete', async (pool) => {
-      // One statement each: the mark, and the pending record gone only if the mark was made.
-      // The usual case (the claim is still ours) is a plain UPDATE; an upsert only when it is not.
-      const mark = (upsert: boolean) =>
-        pool.query<{ done: string }>(
-          `WITH up AS (${
-            upsert
-              ? `INSERT INTO ${this.table} AS t (job_id, token, state, expires_at)
-                   VALUES ($1, NULL, 'completed', clock_timestamp() + $3 * interval '1 millisecond')
-                 ON CONFLICT (job_id) DO UPDATE SET token = NULL, state = 'completed', expires_at = EXCLUDED.expires_at
-                   WHERE t.state = 'completed' OR t.token = $2 OR t.expires_at <= clock_timestamp()
-                 RETURNING job_id`
-              : `UPDATE ${this.table} SET token = NULL, state = 'completed', expires_at = clock_timestamp() + $3 * interval '1 millisecond'
-                   WHERE job_id = $1 AND token = $2 RETURNING job_id`
-          }), gone AS (DELETE FROM ${this.pendingTable} WHERE job_id IN (SELECT job_id FROM up))
-           SELECT count(*) AS done FROM up`,
-          [jobId, token, retainMs],
-        );
-      if (Number((await mark(false)).rows[0]?.done) === 1) return true;
-      return Number((await mark(true)).rows[0]?.done) === 1;
+      // Written when the row is this token's claim (lapsed or not), absent, completed past
+      // its retention, or another token's claim that lapsed too (then the reply is
+      // 'superseded': took_over says the completion superseded a holder). The pending
+      // record goes in the same statement, only if the mark was made.
+      const r = await pool.query<{ took_over: boolean }>(
+        `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
+         up AS (
+           INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at, fence, took_over)
+             SELECT $1, $2, 'completed', c.now + $3 * interval '1 millisecond', NULL, $4::bigint, false FROM c
+           ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'completed', expires_at = EXCLUDED.expires_at, stale_at = NULL,
+               fence = EXCLUDED.fence, took_over = (t.state = 'claimed' AND t.token <> EXCLUDED.token)
+             WHERE (t.state = 'claimed' AND (t.token = EXCLUDED.token OR t.expires_at <= (SELECT now FROM c)))
+                OR (t.state = 'completed' AND t.expires_at <= (SELECT now FROM c))
+           RETURNING job_id, took_over),
+         gone AS (DELETE FROM ${this.pendingTable} WHERE job_id IN (SELECT job_id FROM up))
+         SELECT took_over FROM up`,
+        [jobId, token, retainMs, fence ?? 0, this.clock()],
+      );
+      const row = r.rows[0];
+      if (row !== undefined) return row.took_over ? 'superseded' : 'completed';
+      // Not written: a live claim of another token, or a completion (by this token, by
+      // a version that kept no token, or by another token).
+      const seen = await pool.query<{ state: string; token: string | null }>(`SELECT state, token FROM ${this.table} WHERE job_id = $1`, [jobId]);
+      const now = seen.rows[0];
+      if (now?.state === 'completed' && (now.token === null || now.token === token)) {
+        await pool.query(`DELETE FROM ${this.pendingTable} WHERE job_id = $1`, [jobId]);
+        return 'completed';
+      }
+      return 'superseded';
     });
+  }
+
+  /**
+   * Waits (up to the operation deadline) for a place among the open transactions: the
+   * pool's size minus a quarter of it (at least one connection) kept for the store's own
+   * operations. Past the deadline: STORE_UNAVAILABLE (503, the gateway retries).
+   */
+  private async transactionSlot(): Promise<void> {
+    const max = Math.max(1, ((this.pool as { options?: { max?: number } }).options?.max ?? 10) - Math.max(1, Math.floor(((this.pool as { options?: { max?: number } }).options?.max ?? 10) / 4)));
+    if (this.openTransactions < max) {
+      this.openTransactions++;
+      return;
+    }
+    await new Promise<void>((resolve, reject) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.openTransactions++;
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        const at = this.slotWaiters.indexOf(wake);
+        if (at >= 0) this.slotWaiters.splice(at, 1);
+        reject(new StoreUnavailableError(`PostgreSQL: ${max} transactions are open (the pool's size minus what the store keeps for its own operations) and none ended within ${this.timeoutMs} ms; raise the pool's max.`));
+      }, this.timeoutMs);
+      this.slotWaiters.push(wake);
+    });
+  }
+
+  /** Resolves when PostgreSQL answers SELECT 1 within the operation deadline (readiness probes). */
+  async ping(): Promise<void> {
+    await this.run('ping', (pool) => pool.query('SELECT 1'));
   }
 
   async release(jobId: string, token: string): Promise<boolean> {
@@ -237,6 +362,106 @@ export class PostgresIdempotencyStore implements PendingStore {
       const r = await pool.query(`DELETE FROM ${this.table} WHERE job_id = $1 AND token = $2 AND state = 'claimed'`, [jobId, token]);
       return r.rowCount === 1;
     });
+  }
+
+  /**
+   * With `transactional: true`: a transaction on a connection of its own for the holder
+   * of `jobId`'s claim (the receivers call it; your handler gets `client`). Its
+   * `complete` writes the completion inside it, only while `token` still holds the claim
+   * with `fence`; `commit` makes the handler's writes and the completion durable at once.
+   */
+  async begin(jobId: string, token: string, options: { fence: number }): Promise<StoreTransaction<PoolClient>> {
+    checkJobId(jobId);
+    checkToken(token);
+    if (!this.transactional) throw new TypeError('begin() needs a store made with transactional: true');
+    // A place among the transactions this pool can hold open beside the store's own
+    // operations (claims, renewals): without it, handlers holding every connection would
+    // leave none for the renewals that keep their own leases.
+    await this.transactionSlot();
+    let slotHeld = true;
+    const freeSlot = () => {
+      if (!slotHeld) return;
+      slotHeld = false;
+      this.openTransactions--;
+      this.slotWaiters.shift()?.();
+    };
+    // A checked-out client has no listener of the pool's: without one, a connection the
+    // server ends while the handler works (a restart, idle_in_transaction_session_timeout)
+    // would throw from its 'error' event and end the process. Its next query fails instead.
+    const onError = (): void => undefined;
+    // Set when the deadline passed: a connection or a BEGIN that arrives later is not
+    // returned to anyone, and must not stay checked out (with its transaction open).
+    let abandoned = false;
+    const client = await this.run('begin', async (pool) => {
+      const c = await pool.connect();
+      c.on('error', onError);
+      const giveBack = (err?: Error) => {
+        c.removeListener('error', onError);
+        c.release(err);
+      };
+      if (abandoned) {
+        giveBack();
+        throw new StoreUnavailableError('PostgreSQL: begin was given up before a connection was free');
+      }
+      try {
+        // READ COMMITTED whatever the database's default: the lease renewals update the job's row while
+        // the handler runs, which a REPEATABLE READ or SERIALIZABLE transaction could never complete after.
+        await c.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+      } catch (err) {
+        giveBack(err as Error);
+        throw err;
+      }
+      if (abandoned) {
+        // Its transaction is open: the connection is closed rather than pooled.
+        giveBack(new Error('begin was given up'));
+        throw new StoreUnavailableError('PostgreSQL: begin was given up before the transaction began');
+      }
+      return c;
+    }).catch((err: unknown) => {
+      abandoned = true;
+      freeSlot();
+      throw err;
+    });
+    let open = true;
+    const end = async (sql: 'COMMIT' | 'ROLLBACK'): Promise<void> => {
+      if (!open) return;
+      open = false;
+      let failure: unknown;
+      try {
+        await this.run(sql === 'COMMIT' ? 'commit' : 'rollback', () => client.query(sql));
+      } catch (err) {
+        failure = err;
+      }
+      // A connection whose transaction ended in doubt is not given back to the pool.
+      client.removeListener('error', onError);
+      client.release(failure instanceof Error ? failure : undefined);
+      freeSlot();
+      if (failure !== undefined) throw failure;
+    };
+    return {
+      client,
+      complete: async ({ retainMs }) => {
+        checkMs(retainMs, 'retainMs');
+        return this.run('complete', async () => {
+          // A holder cut off from the server between here and COMMIT must not keep the
+          // row locked (takers would wait for TCP keepalives): the server ends it sooner.
+          await client.query(`SELECT set_config('idle_in_transaction_session_timeout', $1, true)`, [String(this.timeoutMs)]);
+          const r = await client.query(
+            `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
+             up AS (
+               UPDATE ${this.table} SET state = 'completed', expires_at = (SELECT now FROM c) + $3 * interval '1 millisecond', stale_at = NULL, took_over = false
+                WHERE job_id = $1 AND state = 'claimed' AND token = $2 AND fence = $4
+                RETURNING job_id),
+             gone AS (DELETE FROM ${this.pendingTable} WHERE job_id IN (SELECT job_id FROM up))
+             SELECT count(*) AS n FROM up`,
+            [jobId, token, retainMs, options.fence, this.clock()],
+          );
+          return Number((r.rows[0] as { n: string }).n) === 1 ? 'completed' : 'superseded';
+        });
+      },
+      commit: () => end('COMMIT'),
+      rollback: () => end('ROLLBACK'),
+    };
   }
 
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
@@ -278,10 +503,12 @@ export class PostgresIdempotencyStore implements PendingStore {
    */
   async purgeExpired(): Promise<number> {
     return this.run('purgeExpired', async (pool) => {
+      // One stable "now" for the statement (statement_timestamp(), unlike clock_timestamp(),
+      // lets the planner use the expires_at index).
       const r = await pool.query(
-        `DELETE FROM ${this.table} WHERE expires_at <= clock_timestamp()
-           AND (state = 'completed' OR greatest(expires_at, stale_at) <= clock_timestamp() - $1 * interval '1 millisecond')`,
-        [LAPSED_CLAIM_KEEP_MS],
+        `DELETE FROM ${this.table} WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp())
+           AND (state = 'completed' OR greatest(expires_at, stale_at) <= coalesce($2::timestamptz, statement_timestamp()) - $1 * interval '1 millisecond')`,
+        [LAPSED_CLAIM_KEEP_MS, this.clock()],
       );
       return r.rowCount ?? 0;
     });

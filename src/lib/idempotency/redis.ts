@@ -1,6 +1,7 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../log.js';
 import { optionalNumber } from '../options.js';
+import { checkOptionNames, REDIS_STORE_OPTIONS } from '../option-names.js';
 import { requirePeer } from './peer.js';
 import { guarded } from './timeout.js';
 import type { JsonObjectValue } from '../event.js';
@@ -21,6 +22,8 @@ import {
   type ListPendingOptions,
   type PendingJob,
   type PendingStore,
+  type CompleteReply,
+  type RenewReply,
   type RenewOptions,
   type TrackPendingOptions,
 } from './types.js';
@@ -34,7 +37,7 @@ export interface RedisStoreOptions {
   keyPrefix?: string;
   /**
    * Key of the sorted set of pending jobs (default `jobhook:pending`; its parameters go in
-   * `<pendingKey>:params`). Must not start with `keyPrefix`. On Redis Cluster, give both
+   * `<pendingKey>:params`, the fencing counter in `<pendingKey>:fence`). Must not start with `keyPrefix`. On Redis Cluster, give both
    * the same hash tag (e.g. `{jobhook}:job:` and `{jobhook}:pending`): completion touches both.
    */
   pendingKey?: string;
@@ -42,74 +45,116 @@ export interface RedisStoreOptions {
   operationTimeoutMs?: number;
   /** Where the persistence warning goes (default: console). */
   log?: LoggerInput;
+  /**
+   * A clock in epoch ms to use instead of Redis's own (tests of the protocol's timing).
+   * Leave it out in production: every instance then shares the server's clock.
+   */
+  now?: () => number;
 }
 
-const DONE = 'done';
-// Values: 'claim:<token>:<lease end ms>[:<stale since ms>]' while claimed, 'done' once
-// completed (PX = retention). A claim's key outlives its lease by LAPSED_CLAIM_KEEP_MS,
-// and a marked one its grace by as much, so the takeover grace is counted from the first
-// claim that finds the lease over (even when Redis was paused past the lease end, up to
-// that long); an older 'claim:<token>' holds until its TTL. Times are Redis's own (TIME,
-// so Redis 5 or later: scripts replicated by effects). One script per operation: atomic,
-// and one round trip.
-const HELD = `local function held(v)
+// Values, one key per job (PX: how long it is kept):
+//   'held:<token>:<fence>:<lease end ms>:<stale since ms or empty>'  claimed; kept
+//       LAPSED_CLAIM_KEEP_MS past its lease end (a marked one as long past its grace),
+//       so the takeover grace can start when a claim first finds the lease over, even
+//       when Redis was paused past the lease end, up to that long;
+//   'done:<token>:<fence>:<retention end ms>'  completed (PX = retention too).
+// Values of earlier versions are read too: 'claim:<token>[:<lease end>[:<stale since>]]'
+// (fence 0; without a lease end it holds until its TTL) and 'done' (completed by an
+// unknown token). Fencing numbers come from one counter (INCR) per store. Times are
+// Redis's own (TIME, so Redis 5 or later: scripts replicated by effects) unless the
+// store was given a clock (tests). One script per operation: atomic, one round trip.
+// Each script implements one case of the protocol's transition (src/lib/jobs/model.ts);
+// test/jobs/model-based.test.ts holds them to it.
+const READ = `local function parse(v, now)
   if not v then return nil end
-  local tok, dl, st = string.match(v, '^claim:([%w_%-]+):?(%d*):?(%d*)$')
-  return tok, tonumber(dl), tonumber(st)
+  if v == 'done' then return 'completed' end
+  local t, f, u = string.match(v, '^done:([%w_%-]+):(%d+):(%d+)$')
+  if t then
+    if tonumber(u) <= now then return nil end
+    return 'completed', t, tonumber(f)
+  end
+  local tok, fence, dl, st = string.match(v, '^held:([%w_%-]+):(%d+):(%d+):(%d*)$')
+  if tok then return 'held', tok, tonumber(fence), tonumber(dl), tonumber(st) end
+  tok, dl, st = string.match(v, '^claim:([%w_%-]+):?(%d*):?(%d*)$')
+  if tok then return 'held', tok, 0, tonumber(dl), tonumber(st) end
+  return 'foreign'
 end
-local function put(key, token, leaseEnd, staleAt, px)
-  local v = 'claim:' .. token .. ':' .. string.format('%d', leaseEnd)
-  if staleAt then v = v .. ':' .. string.format('%d', staleAt) end
-  redis.call('SET', key, v, 'PX', px)
+local function put(key, token, fence, leaseEnd, staleAt, px)
+  local v = 'held:' .. token .. ':' .. string.format('%d', fence) .. ':' .. string.format('%d', leaseEnd) .. ':'
+  if staleAt then v = v .. string.format('%d', staleAt) end
+  redis.call('SET', key, v, 'PX', math.max(1, px))
+end
+local function clock(given)
+  if given ~= '' then return tonumber(given) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 `;
-const CLOCK = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`;
-// ARGV: token, lease, grace, keep. Replies: {1} acquired, {2} completed, {3, ms left} held, {4, ms} stale.
-const CLAIM = `${HELD}${CLOCK}local v = redis.call('GET', KEYS[1])
-if v == '${DONE}' then return {2} end
-local tok, dl, st = held(v)
-local keep = tonumber(ARGV[4])
-if v and tok ~= ARGV[1] then
+// KEYS: job, fence counter. ARGV: token, lease, grace, keep, now.
+// Replies: {1, fence, took over 0|1} acquired, {2} completed, {3, ms left} held, {4, ms} stale.
+const CLAIM = `${READ}local now = clock(ARGV[5])
+local state, tok, fence, dl, st = parse(redis.call('GET', KEYS[1]), now)
+local lease, keep = tonumber(ARGV[2]), tonumber(ARGV[4])
+if state == 'completed' then return {2} end
+if state == 'foreign' then return {3, redis.call('PTTL', KEYS[1])} end
+local took = 0
+if state == 'held' then
+  if tok == ARGV[1] then
+    put(KEYS[1], tok, fence, now + lease, nil, lease + keep)
+    return {1, fence, 0}
+  end
   if not dl then return {3, redis.call('PTTL', KEYS[1])} end
   if dl > now then return {3, dl - now} end
   local grace = tonumber(ARGV[3])
   if grace > 0 then
     if not st then
       st = now
-      put(KEYS[1], tok, dl, st, math.max(redis.call('PTTL', KEYS[1]), grace + keep))
+      put(KEYS[1], tok, fence, dl, st, math.max(redis.call('PTTL', KEYS[1]), grace + keep))
     end
     if st + grace > now then return {4, st + grace - now} end
   end
+  took = 1
 end
+local f = redis.call('INCR', KEYS[2])
+put(KEYS[1], ARGV[1], f, now + lease, nil, lease + keep)
+return {1, f, took}`;
+// KEYS: job, fence counter. ARGV: token, lease, keep, fence ('' = none), now.
+// Replies: 1 renewed, 0 superseded, 2 completed by this token.
+const RENEW = `${READ}local now = clock(ARGV[5])
+local state, tok, fence = parse(redis.call('GET', KEYS[1]), now)
+if state == 'completed' then if tok == ARGV[1] then return 2 end return 0 end
+if state == 'foreign' or (state == 'held' and tok ~= ARGV[1]) then return 0 end
+if not state then fence = tonumber(ARGV[4]) or redis.call('INCR', KEYS[2]) end
 local lease = tonumber(ARGV[2])
-put(KEYS[1], ARGV[1], now + lease, nil, lease + keep) return {1}`;
-// Held by another token whose lease is not over, or completed: refused.
-const RENEW = `${HELD}${CLOCK}local v = redis.call('GET', KEYS[1])
-if v then
-  local tok, dl = held(v)
-  if tok ~= ARGV[1] and not (tok and dl and dl <= now) then return 0 end
+put(KEYS[1], ARGV[1], fence, now + lease, nil, lease + tonumber(ARGV[3]))
+return 1`;
+// KEYS: job, pending set, pending parameters. ARGV: token, retention, job id, fence ('' = none), now.
+// Replies: 1 completed, 0 superseded (the mark is still written when the holder that
+// superseded this token has lapsed itself).
+const COMPLETE = `${READ}local now = clock(ARGV[5])
+local state, tok, fence, dl = parse(redis.call('GET', KEYS[1]), now)
+if state == 'completed' then if tok == nil or tok == ARGV[1] then return 1 end return 0 end
+local reply = 1
+if state == 'foreign' then return 0 end
+if state == 'held' and tok ~= ARGV[1] then
+  if not dl or dl > now then return 0 end
+  reply = 0
 end
-local lease = tonumber(ARGV[2])
-put(KEYS[1], ARGV[1], now + lease, nil, lease + tonumber(ARGV[3])) return 1`;
-// KEYS: job key, pending set, pending parameters; ARGV: token, retention, job id.
-const COMPLETE = `${HELD}${CLOCK}local v = redis.call('GET', KEYS[1])
-if v and v ~= '${DONE}' then
-  local tok, dl = held(v)
-  if tok ~= ARGV[1] and not (dl and dl <= now) then return 0 end
-end
-redis.call('SET', KEYS[1], '${DONE}', 'PX', ARGV[2])
-redis.call('ZREM', KEYS[2], ARGV[3]) redis.call('HDEL', KEYS[3], ARGV[3]) return 1`;
+local f = ARGV[4]
+if f == '' then f = '0' end
+redis.call('SET', KEYS[1], 'done:' .. ARGV[1] .. ':' .. f .. ':' .. string.format('%d', now + tonumber(ARGV[2])), 'PX', ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[3]) redis.call('HDEL', KEYS[3], ARGV[3]) return reply`;
 const TRACK = `redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) else redis.call('HDEL', KEYS[2], ARGV[1]) end return 1`;
 const FORGET = `redis.call('ZREM', KEYS[1], ARGV[1]) redis.call('HDEL', KEYS[2], ARGV[1]) return 1`;
-const RELEASE = `${HELD}if held(redis.call('GET', KEYS[1])) == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end return 0`;
+// ARGV: token. (Time does not matter: only a claim is released.)
+const RELEASE = `${READ}local state, tok = parse(redis.call('GET', KEYS[1]), 0)
+if state == 'held' and tok == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end return 0`;
 
 interface ScriptedRedis extends Redis {
-  jobhookClaim(key: string, token: string, leaseMs: number, graceMs: number, keepMs: number): Promise<[number, number?]>;
-  jobhookRenew(key: string, token: string, leaseMs: number, keepMs: number): Promise<number>;
-  jobhookComplete(key: string, pendingKey: string, paramsKey: string, token: string, retainMs: number, jobId: string): Promise<number>;
+  jobhookClaim(key: string, fenceKey: string, token: string, leaseMs: number, graceMs: number, keepMs: number, now: string): Promise<[number, number?, number?]>;
+  jobhookRenew(key: string, fenceKey: string, token: string, leaseMs: number, keepMs: number, fence: string, now: string): Promise<number>;
+  jobhookComplete(key: string, pendingKey: string, paramsKey: string, token: string, retainMs: number, jobId: string, fence: string, now: string): Promise<number>;
   jobhookTrack(pendingKey: string, paramsKey: string, jobId: string, since: number, params: string): Promise<number>;
   jobhookForget(pendingKey: string, paramsKey: string, jobId: string): Promise<number>;
   jobhookRelease(key: string, token: string): Promise<number>;
@@ -138,19 +183,27 @@ export class RedisIdempotencyStore implements PendingStore {
   private readonly prefix: string;
   private readonly pendingKey: string;
   private readonly paramsKey: string;
+  private readonly fenceKey: string;
   private readonly timeoutMs: number;
+  private readonly now: (() => number) | undefined;
   private readonly log: Logger;
   private persistenceChecked = false;
 
   constructor(options: RedisStoreOptions) {
+    checkOptionNames(options, REDIS_STORE_OPTIONS);
     if ((options?.client === undefined) === (options?.url === undefined)) throw new TypeError('RedisIdempotencyStore needs exactly one of client or url');
     this.prefix = options.keyPrefix ?? 'jobhook:job:';
     if (typeof this.prefix !== 'string') throw new TypeError('keyPrefix must be a string');
     this.pendingKey = options.pendingKey ?? 'jobhook:pending';
     this.paramsKey = `${this.pendingKey}:params`;
-    if (typeof this.pendingKey !== 'string' || this.pendingKey.startsWith(this.prefix) || this.paramsKey.startsWith(this.prefix)) {
-      throw new TypeError(`pendingKey must be a string such that neither it nor ${JSON.stringify(`${String(options.pendingKey)}:params`)} starts with keyPrefix (${JSON.stringify(this.prefix)}), or a job id could name it`);
+    this.fenceKey = `${this.pendingKey}:fence`;
+    if (typeof this.pendingKey !== 'string' || [this.pendingKey, this.paramsKey, this.fenceKey].some((k) => k.startsWith(this.prefix))) {
+      throw new TypeError(
+        `pendingKey must be a string such that neither it nor ${JSON.stringify(`${String(options.pendingKey)}:params`)} or ${JSON.stringify(`${String(options.pendingKey)}:fence`)} starts with keyPrefix (${JSON.stringify(this.prefix)}), or a job id could name it`,
+      );
     }
+    if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError('now must be a function returning epoch milliseconds');
+    this.now = options.now;
     this.timeoutMs = optionalNumber(options.operationTimeoutMs, 'operationTimeoutMs', 2000);
     this.log = resolveLogger(options.log);
     this.owned = options.client === undefined;
@@ -202,28 +255,44 @@ export class RedisIdempotencyStore implements PendingStore {
     }
   }
 
+  /** The clock argument of a script: the store's own clock when one was given (tests), else '' (Redis's TIME). */
+  private clock(): string {
+    return this.now === undefined ? '' : String(Math.floor(this.now()));
+  }
+
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
     const { leaseMs, token, graceMs } = claimArgs(jobId, options);
     const key = this.prefix + jobId;
     return this.run('claim', async (redis) => {
-      const [state, ms] = await redis.jobhookClaim(key, token, leaseMs, graceMs, LAPSED_CLAIM_KEEP_MS);
-      if (state === 1) return { status: 'acquired', token };
+      const [state, a, b] = await redis.jobhookClaim(key, this.fenceKey, token, leaseMs, graceMs, LAPSED_CLAIM_KEEP_MS, this.clock());
+      if (state === 1) return { status: 'acquired', token, fence: Number(a), ...(b === 1 ? { tookOver: true } : {}) };
       if (state === 2) return { status: 'completed' };
-      if (state === 4) return { status: 'in_progress', retryAfterMs: Math.max(1, Number(ms)), stale: true };
-      return { status: 'in_progress', retryAfterMs: Math.max(1, Number(ms)) };
+      if (state === 4) return { status: 'in_progress', retryAfterMs: Math.max(1, Number(a)), stale: true };
+      return { status: 'in_progress', retryAfterMs: Math.max(1, Number(a)) };
     });
   }
 
-  async renew(jobId: string, token: string, options: RenewOptions): Promise<boolean> {
-    const { leaseMs } = renewArgs(jobId, token, options);
+  async renew(jobId: string, token: string, options: RenewOptions): Promise<RenewReply> {
+    const { leaseMs, fence } = renewArgs(jobId, token, options);
     const key = this.prefix + jobId;
-    return this.run('renew', async (redis) => (await redis.jobhookRenew(key, token, leaseMs, LAPSED_CLAIM_KEEP_MS)) === 1);
+    return this.run('renew', async (redis) => {
+      const r = await redis.jobhookRenew(key, this.fenceKey, token, leaseMs, LAPSED_CLAIM_KEEP_MS, fence === undefined ? '' : String(fence), this.clock());
+      return r === 1 ? 'renewed' : r === 2 ? 'completed' : 'superseded';
+    });
   }
 
-  async complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean> {
-    const { retainMs } = completeArgs(jobId, token, options);
+  async complete(jobId: string, token: string, options: CompleteOptions): Promise<CompleteReply> {
+    const { retainMs, fence } = completeArgs(jobId, token, options);
     const key = this.prefix + jobId;
-    return this.run('complete', async (redis) => (await redis.jobhookComplete(key, this.pendingKey, this.paramsKey, token, retainMs, jobId)) === 1);
+    return this.run('complete', async (redis) => {
+      const r = await redis.jobhookComplete(key, this.pendingKey, this.paramsKey, token, retainMs, jobId, fence === undefined ? '' : String(fence), this.clock());
+      return r === 1 ? 'completed' : 'superseded';
+    });
+  }
+
+  /** Resolves when Redis answers PING within the operation deadline (readiness probes). */
+  async ping(): Promise<void> {
+    await this.run('ping', (redis) => redis.ping());
   }
 
   async release(jobId: string, token: string): Promise<boolean> {
@@ -271,8 +340,8 @@ export class RedisIdempotencyStore implements PendingStore {
 function scripted(client: Redis): ScriptedRedis {
   const c = client as ScriptedRedis;
   // defineCommand sends EVALSHA and falls back to EVAL after a server restart (NOSCRIPT).
-  if (typeof c.jobhookClaim !== 'function') client.defineCommand('jobhookClaim', { numberOfKeys: 1, lua: CLAIM });
-  if (typeof c.jobhookRenew !== 'function') client.defineCommand('jobhookRenew', { numberOfKeys: 1, lua: RENEW });
+  if (typeof c.jobhookClaim !== 'function') client.defineCommand('jobhookClaim', { numberOfKeys: 2, lua: CLAIM });
+  if (typeof c.jobhookRenew !== 'function') client.defineCommand('jobhookRenew', { numberOfKeys: 2, lua: RENEW });
   if (typeof c.jobhookComplete !== 'function') client.defineCommand('jobhookComplete', { numberOfKeys: 3, lua: COMPLETE });
   if (typeof c.jobhookTrack !== 'function') client.defineCommand('jobhookTrack', { numberOfKeys: 2, lua: TRACK });
   if (typeof c.jobhookForget !== 'function') client.defineCommand('jobhookForget', { numberOfKeys: 2, lua: FORGET });

@@ -1,11 +1,19 @@
 import type { JsonObjectValue } from '../event.js';
 import { checkMs, optionalNumber } from '../options.js';
 import { jobIdProblem } from '../protocol.js';
+import type { CompleteReply, RenewReply } from '../jobs/model.js';
+
+export type { CompleteReply, RenewReply } from '../jobs/model.js';
 
 /** What a claim on a job id found. */
 export type ClaimResult =
-  /** This caller owns the job until the lease ends; pass `token` to renew, complete or release. */
-  | { status: 'acquired'; token: string }
+  /**
+   * This caller owns the job until the lease ends; pass `token` to renew, complete or
+   * release. `fence`: the claim's fencing number, larger for every later holder of the
+   * job (for conditional writes downstream). `tookOver`: the job was taken from another
+   * holder whose lease lapsed, which may have applied its effect (it may run twice).
+   */
+  | { status: 'acquired'; token: string; fence: number; tookOver?: boolean }
   /**
    * Another caller holds the job: `retryAfterMs` is the time left on its lease when
    * known. `stale`: that lease ran out but the job is not free yet (see
@@ -42,39 +50,51 @@ export interface ClaimOptions {
 export interface RenewOptions {
   /** The new lease, from now. */
   leaseMs: number;
+  /** The claim's fencing number, kept should the store have dropped the record meanwhile. */
+  fence?: number;
 }
 
 export interface CompleteOptions {
   /** How long the completed mark is kept, so later retries are answered as duplicates. */
   retainMs: number;
+  /** The claim's fencing number, recorded with the completion. */
+  fence?: number;
 }
 
 /**
- * The idempotency contract, keyed by the gateway's `job_id`. Every method rejects with
- * `StoreUnavailableError` when the backend fails, and with a `TypeError` for a job id
- * it could not keep apart from others.
+ * The idempotency contract, keyed by the gateway's `job_id`: the claim protocol of
+ * `src/lib/jobs/model.ts` (`transition`), which every store implements. Every method
+ * rejects with `StoreUnavailableError` when the backend fails, and with a `TypeError`
+ * for a job id it could not keep apart from others.
  *
  * A token owns a job from `claim` until `complete` or `release`, or until its lease
  * runs out and another token claims the job (after `takeoverGraceMs`, counted from the
- * first claim that found the lease over). "Nobody else holds it" is enough for the
- * owner's `renew` and `complete` to succeed even after its lease ran out: the work was
- * done or is still going on, and no one else started it.
+ * first claim that found the lease over). Until someone else takes it over, the owner's
+ * `renew` and `complete` succeed even after its lease ran out: the work was done or is
+ * still going on, and no one else started it. Once another token took it over, they
+ * answer `superseded`: the job may have run twice.
  */
 export interface IdempotencyStore {
   claim(jobId: string, options: ClaimOptions): Promise<ClaimResult>;
   /**
-   * Extends the lease while the handler runs. Resolves false (changing nothing) when
-   * another token holds the job or it was completed: the claim was lost.
+   * Extends the lease while the handler runs: `renewed`; `superseded` (changing
+   * nothing) when another token holds the job or completed it: the claim was lost;
+   * `completed` when this token completed it. (Stores written for earlier versions
+   * answer true or false, read as `renewed` or `superseded`.)
    */
-  renew?(jobId: string, token: string, options: RenewOptions): Promise<boolean>;
+  renew?(jobId: string, token: string, options: RenewOptions): Promise<RenewReply | boolean>;
   /**
-   * Marks the job completed. Resolves true unless another token holds a live claim on
-   * it (then nothing changes and false tells the caller the job may run twice).
-   * Completing a completed job is a success.
+   * Marks the job completed by `token`: `completed`, also when this token completed it
+   * before (a retried completion). `superseded` when another token took the job over or
+   * completed it: the job may have run twice (the store still records it as done when
+   * the token that took it over has lapsed as well). (Stores written for earlier
+   * versions answer true or false, read as `completed` or `superseded`.)
    */
-  complete(jobId: string, token: string, options: CompleteOptions): Promise<boolean>;
+  complete(jobId: string, token: string, options: CompleteOptions): Promise<CompleteReply | boolean>;
   /** Gives the claim up so a retry can process the job. Resolves false when `token` did not hold it. */
   release(jobId: string, token: string): Promise<boolean>;
+  /** Resolves when the backend answers (readiness probes: `receiver.health()`); rejects otherwise. */
+  ping?(): Promise<void>;
   /**
    * Records a job created at the gateway whose completion has not been processed yet,
    * for the reconciler to poll if its webhook never comes. `complete()` removes it.
@@ -91,6 +111,35 @@ export interface IdempotencyStore {
    */
   deferPending?(jobId: string, options: DeferPendingOptions): Promise<void>;
 }
+
+/**
+ * A transaction opened by a transactional store for one claim's holder: the handler
+ * writes its effects through `client`, and the job's completion is written in the same
+ * transaction, so both commit together or not at all (exactly-once effects).
+ */
+export interface StoreTransaction<Client = unknown> {
+  /** The connection inside the open transaction (for PostgreSQL, a `pg` PoolClient). */
+  readonly client: Client;
+  /**
+   * Writes the completion inside the transaction, only while the token that opened it
+   * still holds the claim with its fencing number: `completed`, or `superseded` (nothing
+   * written: commit nothing, roll back).
+   */
+  complete(options: { retainMs: number }): Promise<CompleteReply>;
+  commit(): Promise<void>;
+  rollback(): Promise<void>;
+}
+
+/** A store whose handlers can write their effects in the transaction that records the completion. */
+export interface TransactionalStore<Client = unknown> extends IdempotencyStore {
+  /** True when the store was made to hand handlers a transaction. */
+  readonly transactional: boolean;
+  /** Opens a transaction for the holder (`token`, `fence`) of `jobId`'s claim. */
+  begin(jobId: string, token: string, options: { fence: number }): Promise<StoreTransaction<Client>>;
+}
+
+/** The transaction client a store hands to handlers (`undefined` for stores without transactions). */
+export type TransactionOf<S> = S extends TransactionalStore<infer C> ? C | undefined : undefined;
 
 export interface DeferPendingOptions {
   /** The record's new `since`, epoch ms. */
@@ -163,16 +212,23 @@ export function checkGraceMs(value: unknown, fallback: number): number {
   return Math.ceil(optionalNumber(value, 'takeoverGraceMs', fallback, { min: 0 }));
 }
 
-export function renewArgs(jobId: unknown, token: unknown, options: RenewOptions): { leaseMs: number } {
+export function renewArgs(jobId: unknown, token: unknown, options: RenewOptions): { leaseMs: number; fence: number | undefined } {
   checkJobId(jobId);
   checkToken(token);
-  return { leaseMs: checkMs(options?.leaseMs, 'leaseMs') };
+  return { leaseMs: checkMs(options?.leaseMs, 'leaseMs'), fence: checkFence(options?.fence) };
 }
 
-export function completeArgs(jobId: unknown, token: unknown, options: CompleteOptions): { retainMs: number } {
+export function completeArgs(jobId: unknown, token: unknown, options: CompleteOptions): { retainMs: number; fence: number | undefined } {
   checkJobId(jobId);
   checkToken(token);
-  return { retainMs: checkMs(options?.retainMs, 'retainMs') };
+  return { retainMs: checkMs(options?.retainMs, 'retainMs'), fence: checkFence(options?.fence) };
+}
+
+/** A fencing number: a non-negative safe integer, or undefined. */
+function checkFence(fence: unknown): number | undefined {
+  if (fence === undefined) return undefined;
+  if (typeof fence !== 'number' || !Number.isSafeInteger(fence) || fence < 0) throw new TypeError(`fence must be a non-negative integer; got ${String(fence)}`);
+  return fence;
 }
 
 export function releaseArgs(jobId: unknown, token: unknown): void {

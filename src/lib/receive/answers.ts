@@ -1,6 +1,6 @@
 import { isWebhookError, type WebhookErrorCode } from '../errors.js';
 import { STATUS_BY_CODE } from '../protocol.js';
-import type { RunResult } from './runner.js';
+import type { RunResult } from '../jobs/runner.js';
 
 /** Codes that appear in error bodies besides the WebhookError codes. */
 export type ReceiverErrorCode = WebhookErrorCode | 'IN_PROGRESS' | 'HANDLER_FAILED' | 'INTERNAL_ERROR';
@@ -26,6 +26,7 @@ const GENERIC_5XX: Partial<Record<ReceiverErrorCode, string>> = {
   RECEIVER_BUSY: 'The receiver is busy with large deliveries; retry later.',
   BODY_UNAVAILABLE: 'The receiver is misconfigured and cannot read the raw body; see its logs.',
   HANDLER_FAILED: 'The handler failed; the job was released so a retry can process it.',
+  CLAIM_LOST: 'This receiver lost its claim on the job before its work was committed; nothing was applied. Retry later.',
   INTERNAL_ERROR: 'The receiver failed unexpectedly; see its logs.',
 };
 
@@ -64,5 +65,8 @@ export function answerForRun(result: RunResult, jobId: string, retryAfterSeconds
       return errorAnswer(500, 'HANDLER_FAILED', '');
     case 'store_unavailable':
       return errorAnswer(503, 'STORE_UNAVAILABLE', '');
+    case 'claim_lost':
+      // Nothing of the handler's transaction was applied: the gateway's retry processes the job.
+      return errorAnswer(503, 'CLAIM_LOST', '', { 'retry-after': String(retryAfterSeconds ?? Math.min(30, Math.max(1, Math.ceil(result.retryAfterMs / 1000)))) });
   }
 }

@@ -1,34 +1,53 @@
 /**
  * The one receiver every adapter shares: bytes and headers in, an answer out.
- * Verify, run the job once (claim, handler, completion), answer per the protocol,
- * and say what happened in the log. Adapters only read the body and send the answer.
+ * Verify, run the job through the job runner (claim, handler, completion), answer per
+ * the protocol, and say what happened in the log. Adapters only read the body and
+ * send the answer.
  */
 import type { DialectName } from '../canonical/dialects.js';
 import { isWebhookError, type WebhookErrorCode } from '../errors.js';
-import type { JobCompletedEvent, JsonObjectValue } from '../event.js';
-import { MemoryIdempotencyStore } from '../idempotency/memory.js';
-import type { IdempotencyStore } from '../idempotency/types.js';
-import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../log.js';
-import { checkMs, checkNumber, optionalNumber } from '../options.js';
-import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_AGE_SECONDS, DEFAULT_RETAIN_MS } from '../protocol.js';
+import { parseRfc3339, type JobCompletedEvent, type JsonObjectValue } from '../event.js';
+import type { IdempotencyStore, TransactionalStore } from '../idempotency/types.js';
+import { errorDetails, resolveLogger, type Logger } from '../log.js';
+import { checkNumber, optionalNumber } from '../options.js';
+import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_MAX_AGE_SECONDS } from '../protocol.js';
 import type { VerifiedDelivery } from '../verify/core.js';
 import type { HeadersInput } from '../verify/headers.js';
 import { checkReplayWindow } from '../verify/options.js';
+import { runnerFor, type ClaimContext, type FailureStage, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
+import { fail } from '../telemetry/otel.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
-import { createJobRunner, takeoverGrace, type FailureStage, type JobRunner } from './runner.js';
 
 /** What every handler call gets besides the event. */
-export interface EventContextBase {
+export interface EventContextBase<Tx = unknown> {
   /** `event.job_id`. */
   jobId: string;
   /** The event as a plain JSON object, to reach fields the gateway added after this version. */
   payload: JsonObjectValue;
-  /** Aborted when this instance lost its claim on the job (its lease could not be renewed). */
+  /** Aborted when this instance lost its claim on the job, or could not confirm its lease in time. */
   signal: AbortSignal;
+  /**
+   * The claim's fencing number: larger for every later holder of this job (a takeover
+   * after a lease ran out). Store it with your effect and refuse a write carrying a smaller
+   * one: a superseded holder then cannot overwrite the newer holder's effect.
+   */
+  fencingToken: number;
+  /**
+   * Whether this instance still holds its claim, from the monotonic clock: false once the
+   * lease could not be confirmed in time (a store outage, a process pause) or another
+   * delivery took the job over. Ask right before an effect that must not happen twice.
+   */
+  holdsClaim(): boolean;
+  /**
+   * With `PostgresIdempotencyStore({ transactional: true })`: the `pg` client inside the
+   * transaction that records the job's completion. Write your effects through it and they
+   * happen exactly once: jobhook commits after `onEvent` resolves, rolls back otherwise.
+   */
+  transaction: Tx | undefined;
 }
 
 /** A handler call for a verified webhook delivery. */
-export interface WebhookEventContext<Req = unknown> extends EventContextBase {
+export interface WebhookEventContext<Req = unknown, Tx = unknown> extends EventContextBase<Tx> {
   source: 'webhook';
   /** The dialect whose canonical bytes the signature covers. */
   dialect: DialectName;
@@ -41,55 +60,65 @@ export interface WebhookEventContext<Req = unknown> extends EventContextBase {
 }
 
 /** A handler call for a completion found by polling the gateway (the reconciler). */
-export interface PollEventContext extends EventContextBase {
+export interface PollEventContext<Tx = unknown> extends EventContextBase<Tx> {
   source: 'poll';
 }
 
 /** Either kind of handler call: share one handler between receivers and the reconciler. */
-export type EventContext<Req = unknown> = WebhookEventContext<Req> | PollEventContext;
+export type EventContext<Req = unknown, Tx = unknown> = WebhookEventContext<Req, Tx> | PollEventContext<Tx>;
 
 /** Where a failure happened, as `onError` hears it. */
 export type { FailureStage };
 
 /** Options of every receiver, besides the verifier's. */
-export interface ReceiverOptionsBase<Req> {
-  /** Called once per job id, after the signature is verified and the job claimed. Throw to have the gateway retry. */
-  onEvent: (event: JobCompletedEvent, context: WebhookEventContext<Req>) => void | Promise<void>;
+export interface ReceiverOptionsBase<Req, Tx = unknown> extends JobRunnerOptions {
+  /**
+   * Called once per job id, after the signature is verified and the job claimed. Throw to
+   * have the gateway retry. With a transactional store, write through `context.transaction`.
+   */
+  onEvent: (event: JobCompletedEvent, context: WebhookEventContext<Req, Tx>) => void | Promise<void>;
   /** Idempotency store shared by the receiver's instances (default: a `MemoryIdempotencyStore` of this receiver). */
-  store?: IdempotencyStore;
+  store?: TransactionalStore<Tx> | IdempotencyStore;
   /**
-   * Lease of a claim (default 5 s), renewed every third of it while `onEvent` runs: a
-   * slow handler keeps its job, a crashed process frees its jobs within one lease.
+   * A job runner shared with other receivers and the reconciler (`createJobRunner`): its
+   * store, lease, grace, retention, clock and repair queue serve them all. Give either
+   * `runner` or those options (`store`, `leaseMs`, `takeoverGraceMs`, `retainMs`, `onError`).
    */
-  leaseMs?: number;
-  /**
-   * When a delivery finds another holder's lease over, how long it waits before taking
-   * the job over (default 2 s; 0: at once). A holder cut off from the store for longer
-   * than its lease (a store outage, a partition) may be alive with the job done: this
-   * gives it time to record that once the store answers, so the job does not run twice.
-   * A crashed holder's job is taken over this much later. The delivery waits in place.
-   */
-  takeoverGraceMs?: number;
-  /** How long completed job ids are remembered (default 24 h); at least the replay window. */
-  retainMs?: number;
+  runner?: JobRunner;
   /** `Retry-After` (seconds) on 503 while the same job is in progress (default: time left on the lease, 1–30 s). */
   retryAfterSeconds?: number;
   /** A body still arriving after this long is answered 408 (default 30 s, the sender's own attempt timeout). */
   bodyTimeoutMs?: number;
   /**
-   * Where jobhook says what happened (default: warnings and errors to the console).
-   * Handler and store failures, lost claims and misconfiguration are errors or
-   * warnings; rejected deliveries are `info` (signed) or `debug` (unsigned), so forged
-   * traffic floods nothing. Methods you leave out are no-ops (`log: {}` is silent).
+   * Hears every delivery's outcome once, as it is answered (for metrics without
+   * OpenTelemetry): `{ status, outcome, code?, jobId?, dialect?, durationMs, bodyBytes }`.
+   * A hook that throws is ignored, as a throwing logger is.
    */
-  log?: LoggerInput;
-  /**
-   * Hears every failure that is not the sender's: the handler throwing, the store
-   * failing to claim, renew, complete or release, and a body that cannot be read
-   * (`BODY_UNAVAILABLE`). Rejected deliveries are not failures and are not reported here.
-   */
-  onError?: (error: unknown, context: { jobId?: string; stage: FailureStage }) => void;
+  onDelivery?: (outcome: DeliveryOutcome) => void;
 }
+
+/** How a delivery ended: what `onDelivery` hears and `jobhook.deliveries` counts (its `outcome` attribute). */
+export type DeliveryOutcomeKind = 'processed' | 'duplicate' | 'refused' | 'failed' | 'busy' | 'unavailable';
+
+/** One delivery's outcome. */
+export interface DeliveryOutcome {
+  /** The HTTP status answered. */
+  status: number;
+  /** processed, duplicate (200); refused (4xx: not the gateway's, or never processable); failed (500); busy (503: in progress elsewhere, or the receiver's workers are full); unavailable (503: the store). */
+  outcome: DeliveryOutcomeKind;
+  /** The error code answered, for every outcome but processed and duplicate. */
+  code?: string;
+  /** Once verified. */
+  jobId?: string;
+  dialect?: DialectName;
+  /** From the start of the request to the answer. */
+  durationMs: number;
+  /** Body bytes this receiver read (0 when it was refused on its headers). */
+  bodyBytes: number;
+}
+
+/** The receivers' names in telemetry (`adapter` attribute). */
+export type AdapterName = 'express' | 'middleware' | 'fetch' | 'agnostic';
 
 export interface ResolvedReceiver<Req> {
   onEvent: ReceiverOptionsBase<Req>['onEvent'];
@@ -97,33 +126,36 @@ export interface ResolvedReceiver<Req> {
   log: Logger;
   retryAfterSeconds: number | undefined;
   bodyTimeoutMs: number;
+  /** The replay window, ms: a completion is remembered until max(finished_at, receipt) + this. */
+  windowMs: number;
+  onDelivery: ((outcome: DeliveryOutcome) => void) | undefined;
+  adapter: AdapterName;
 }
 
-/** Checks the receiver options (TypeError for mistakes) and builds the job runner. */
-export function resolveReceiver<Req>(options: ReceiverOptionsBase<Req> & { maxAgeSeconds?: number | false }): ResolvedReceiver<Req> {
+/** Checks the receiver options (TypeError for mistakes) and takes or builds the job runner, once. */
+export function resolveReceiver<Req, Tx>(options: ReceiverOptionsBase<Req, Tx> & { maxAgeSeconds?: number | false }, adapter: AdapterName = 'agnostic'): ResolvedReceiver<Req> {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with publicKey and onEvent');
   if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
-  const log = resolveLogger(options.log);
-  if (options.onError !== undefined && typeof options.onError !== 'function') {
-    throw new TypeError("onError must be a function (error, context) => void (the middleware's 'respond' | 'next' choice is its errors option)");
-  }
-  const store = options.store ?? new MemoryIdempotencyStore({ log: options.log });
-  for (const m of ['claim', 'complete', 'release'] as const) {
-    if (typeof (store as unknown as Record<string, unknown>)[m] !== 'function') throw new TypeError(`store must implement ${m}()`);
-  }
-  if (typeof store.renew !== 'function') {
-    log.warn('jobhook: the idempotency store has no renew(): leases are not renewed, so a handler slower than leaseMs may run twice.');
-  }
-  const retainMs = options.retainMs === undefined ? DEFAULT_RETAIN_MS : checkMs(options.retainMs, 'retainMs');
-  checkReplayWindow(options.maxAgeSeconds === false ? undefined : (options.maxAgeSeconds ?? DEFAULT_MAX_AGE_SECONDS), retainMs);
-  const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkMs(options.leaseMs, 'leaseMs');
+  const runner = runnerFor(options as JobRunnerOptions & { runner?: JobRunner });
+  // The runner's log, unless a shared runner was given and this receiver has a log of its own.
+  const log = options.runner !== undefined && options.log !== undefined ? resolveLogger(options.log) : runner.options.log;
+  const maxAgeSeconds = options.maxAgeSeconds === false ? undefined : (options.maxAgeSeconds ?? DEFAULT_MAX_AGE_SECONDS);
+  checkReplayWindow(maxAgeSeconds, runner.options.retainMs);
   return {
-    onEvent: options.onEvent,
-    runner: createJobRunner({ store, leaseMs, takeoverGraceMs: takeoverGrace(options.takeoverGraceMs), retainMs, log, onError: options.onError }),
+    onEvent: options.onEvent as ReceiverOptionsBase<Req>['onEvent'],
+    runner,
     log,
     retryAfterSeconds: options.retryAfterSeconds === undefined ? undefined : checkNumber(options.retryAfterSeconds, 'retryAfterSeconds', { integer: true }),
     bodyTimeoutMs: optionalNumber(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS),
+    windowMs: (maxAgeSeconds ?? 0) * 1000,
+    onDelivery: checkHook(options.onDelivery),
+    adapter,
   };
+}
+
+function checkHook(hook: unknown): ((outcome: DeliveryOutcome) => void) | undefined {
+  if (hook !== undefined && typeof hook !== 'function') throw new TypeError('onDelivery must be a function (outcome) => void');
+  return hook as ((outcome: DeliveryOutcome) => void) | undefined;
 }
 
 /** Codes that anyone can cause without the gateway's key: logged at debug only. */
@@ -139,12 +171,67 @@ const UNSIGNED: ReadonlySet<WebhookErrorCode> = new Set<WebhookErrorCode>([
 
 /**
  * The answer for a delivery refused before its job ran (or a body that could not be
- * read), logged at the level it deserves.
+ * read), logged at the level it deserves, counted and heard (`onDelivery`). `started`:
+ * when the request began (performance.now()); `bodyBytes`: what was read of its body.
  */
-export function refuse<Req>(r: ResolvedReceiver<Req>, err: unknown): ReceiverAnswer {
+export function refuse<Req>(r: ResolvedReceiver<Req>, err: unknown, started?: number, bodyBytes = 0): ReceiverAnswer {
+  r.runner.options.telemetry.instant('jobhook.receive', 'server', { 'jobhook.adapter': r.adapter }, codeOf(err));
+  return refusal(r, err, started, bodyBytes);
+}
+
+function codeOf(err: unknown): string {
+  return isWebhookError(err) ? err.code : 'INTERNAL_ERROR';
+}
+
+/** `refuse` without a span of its own (inside a delivery's span). */
+function refusal<Req>(r: ResolvedReceiver<Req>, err: unknown, started: number | undefined, bodyBytes: number): ReceiverAnswer {
   if (isWebhookError(err) && err.code === 'BODY_UNAVAILABLE') r.runner.report('body', err);
   else logRefusal(r.log, err);
-  return answerForError(err);
+  const answer = answerForError(err);
+  const code = codeOf(err);
+  return delivered(r, answer, { outcome: outcomeOf(answer.status, code), code, started, bodyBytes });
+}
+
+/** The outcome kind of an answer that is not a 2xx. */
+function outcomeOf(status: number, code: string): DeliveryOutcomeKind {
+  if (status < 500) return 'refused';
+  if (code === 'STORE_UNAVAILABLE') return 'unavailable';
+  if (status === 503) return 'busy';
+  return 'failed';
+}
+
+/** Counts a delivery (`jobhook.deliveries`), tells `onDelivery`, and gives the answer back. */
+function delivered<Req>(
+  r: ResolvedReceiver<Req>,
+  answer: ReceiverAnswer,
+  d: { outcome: DeliveryOutcomeKind; code?: string; jobId?: string; dialect?: DialectName; started: number | undefined; bodyBytes: number },
+): ReceiverAnswer {
+  const { telemetry } = r.runner.options;
+  if (telemetry.deliveries !== undefined) {
+    telemetry.deliveries.add(1, {
+      outcome: d.outcome,
+      adapter: r.adapter,
+      ...(d.code === undefined ? {} : { code: d.code }),
+      ...(d.dialect === undefined ? {} : { dialect: d.dialect }),
+    });
+  }
+  if (r.onDelivery !== undefined) {
+    const outcome: DeliveryOutcome = {
+      status: answer.status,
+      outcome: d.outcome,
+      ...(d.code === undefined ? {} : { code: d.code }),
+      ...(d.jobId === undefined ? {} : { jobId: d.jobId }),
+      ...(d.dialect === undefined ? {} : { dialect: d.dialect }),
+      durationMs: d.started === undefined ? 0 : Math.round((performance.now() - d.started) * 1000) / 1000,
+      bodyBytes: d.bodyBytes,
+    };
+    try {
+      r.onDelivery(outcome);
+    } catch (err) {
+      r.log.error('jobhook: onDelivery threw', errorDetails(err));
+    }
+  }
+  return answer;
 }
 
 /** Logs why a delivery was refused: debug when anyone could have sent it, info when it was signed. */
@@ -155,22 +242,70 @@ export function logRefusal(log: Logger, err: unknown): void {
   else log.info(`jobhook: refused a signed delivery: ${err.code}`, { message: err.message });
 }
 
-/** Receives one delivery whose raw bytes are in hand. */
+/** Receives one delivery whose raw bytes are in hand. `started`: when the request began (performance.now()). */
 export async function receive<Req>(
   r: ResolvedReceiver<Req>,
   verify: (body: string | Uint8Array, headers: HeadersInput) => VerifiedDelivery | Promise<VerifiedDelivery>,
   body: string | Uint8Array,
   headers: HeadersInput,
   request: Req,
+  started: number = performance.now(),
 ): Promise<ReceiverAnswer> {
-  let delivery: VerifiedDelivery;
-  try {
-    delivery = await verify(body, headers);
-  } catch (err) {
-    return refuse(r, err);
-  }
-  const { event, payload, jobId, dialect, keyIndex, canonicalSha256 } = delivery;
-  const result = await r.runner.run(jobId, (signal) => r.onEvent(event, { source: 'webhook', jobId, payload, dialect, keyIndex, canonicalSha256, request, signal }));
-  if (result.kind === 'duplicate' || result.kind === 'in_progress') r.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
-  return answerForRun(result, jobId, r.retryAfterSeconds);
+  const { telemetry } = r.runner.options;
+  const bodyBytes = typeof body === 'string' ? body.length : body.byteLength;
+  telemetry.bodySize?.record(bodyBytes, { adapter: r.adapter });
+  return telemetry.within('jobhook.receive', 'server', async (span) => {
+    span?.setAttribute('jobhook.adapter', r.adapter);
+    let delivery: VerifiedDelivery;
+    const verifying = performance.now();
+    try {
+      delivery = await telemetry.phase('jobhook.verify', () => verify(body, headers));
+    } catch (err) {
+      fail(span, err);
+      return refusal(r, err, started, bodyBytes);
+    } finally {
+      telemetry.verifyDuration?.record((performance.now() - verifying) / 1000, { adapter: r.adapter });
+    }
+    const { event, payload, jobId, dialect, keyIndex, canonicalSha256 } = delivery;
+    span?.setAttribute('jobhook.job_id', jobId);
+    span?.setAttribute('jobhook.dialect', dialect);
+    // Remembered until the replay window closes on this event, however its finished_at and
+    // the receipt relate (a finished_at slightly ahead of this clock included).
+    const now = r.runner.options.clock.now();
+    const finished = parseRfc3339(event.finished_at);
+    if (finished !== undefined) telemetry.deliveryLag?.record(Math.max(0, now - finished) / 1000, { adapter: r.adapter });
+    const retainMs = Math.max(finished ?? now, now) + r.windowMs - now;
+    const result = await r.runner.run(
+      jobId,
+      (claim: ClaimContext) =>
+        r.onEvent(event, {
+          source: 'webhook',
+          jobId,
+          payload,
+          dialect,
+          keyIndex,
+          canonicalSha256,
+          request,
+          signal: claim.signal,
+          fencingToken: claim.fencingToken,
+          holdsClaim: claim.holdsClaim,
+          transaction: claim.transaction,
+        }),
+      { retainMs },
+    );
+    if (result.kind === 'duplicate' || result.kind === 'in_progress') r.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
+    const answer = answerForRun(result, jobId, r.retryAfterSeconds);
+    if (result.kind === 'processed' || result.kind === 'duplicate') return delivered(r, answer, { outcome: result.kind, jobId, dialect, started, bodyBytes });
+    const code = RUN_CODE[result.kind];
+    fail(span, undefined, code);
+    return delivered(r, answer, { outcome: outcomeOf(answer.status, code), code, jobId, dialect, started, bodyBytes });
+  });
 }
+
+/** The error code answered for each run result that is not a 2xx. */
+const RUN_CODE: Record<Exclude<RunResult['kind'], 'processed' | 'duplicate'>, string> = {
+  in_progress: 'IN_PROGRESS',
+  handler_failed: 'HANDLER_FAILED',
+  store_unavailable: 'STORE_UNAVAILABLE',
+  claim_lost: 'CLAIM_LOST',
+};

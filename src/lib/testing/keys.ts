@@ -2,6 +2,7 @@ import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { enable, option, optionError } from './option-error.js';
+import { checkOptionNames, TEST_KEY_OPTIONS } from '../option-names.js';
 
 /** First line of every key file the tooling writes. */
 export const TEST_KEY_LABEL = 'TEST-ONLY KEY made by `jobhook keygen`: for tests of a webhook receiver, never for anything real.\n';
@@ -35,6 +36,7 @@ export function generateTestKeyObjects(options: TestKeyOptions = {}): { privateK
 
 /** A TEST-ONLY key pair as PEM strings (see `generateTestKeys` in `jobhook/testing`). */
 export function generateTestKeys(options: TestKeyOptions = {}): TestKeyPair {
+  checkOptionNames(options, TEST_KEY_OPTIONS);
   const { privateKey, publicKey } = generateTestKeyObjects(options);
   return {
     privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,

@@ -105,7 +105,7 @@ export interface ReceiverGuardOptions {
 /** Why `value` is refused as a `webhook_receiver`, or undefined when it is accepted. */
 export async function receiverProblem(value: unknown, options: ReceiverGuardOptions = {}): Promise<string | undefined> {
   const allowLoopback = options.allowLoopback ?? true;
-  if (typeof value !== 'string') return 'must be a string (a URI)';
+  if (typeof value !== 'string') return 'must be a string (a URI) or null';
   if (value.length === 0 || value.length > MAX_RECEIVER_URL_LENGTH) return `must be 1 to ${MAX_RECEIVER_URL_LENGTH} characters long, got ${value.length}`;
   let url: URL;
   try {

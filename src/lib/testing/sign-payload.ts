@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { signDelivery, type SignedDelivery, type SignOptions } from '../sign.js';
 import { option, optionError } from './option-error.js';
+import { checkOptionNames, SIGN_PAYLOAD_OPTIONS } from '../option-names.js';
 
 /** A payload to sign: the raw body (string or bytes), or an object written with `JSON.stringify`. */
 export type PayloadInput = string | Uint8Array | { readonly [key: string]: unknown };
@@ -9,6 +10,7 @@ export type SignPayloadOptions = Pick<SignOptions, 'dialect' | 'signatureHeader'
 
 /** Signs a payload as the gateway does; see `signPayload` in `jobhook/testing`. */
 export function signPayload(payload: PayloadInput, privateKey: string | KeyObject, options: SignPayloadOptions = {}): SignedDelivery {
+  checkOptionNames(options, SIGN_PAYLOAD_OPTIONS);
   let body: string | Uint8Array;
   if (typeof payload === 'string' || payload instanceof Uint8Array) body = payload;
   else if (typeof payload === 'object' && payload !== null && !Array.isArray(payload)) body = JSON.stringify(payload);

@@ -12,8 +12,9 @@ import { sendDelivery, type AttemptReport } from '../send.js';
 import { importPrivateKey, signDelivery } from '../sign.js';
 import { isFieldProblem, validateJobRequest, type JobRequest } from './job-request.js';
 import { option, optionError } from './option-error.js';
+import { checkOptionNames, SIMULATOR_OPTIONS } from '../option-names.js';
 import { simulatedFailure, simulatedResult } from './outputs.js';
-import { float, parseWire, writeWire, type WireObject, type WireValue } from './wire.js';
+import { parseWire, writeWire, type WireObject, type WireValue } from './wire.js';
 
 
 /** The `User-Agent` of the simulator's deliveries. */
@@ -149,6 +150,7 @@ function newKeyPair(): Promise<KeyObject> {
 }
 
 async function settings(options: GatewaySimulatorOptions): Promise<Settings> {
+  checkOptionNames(options, SIMULATOR_OPTIONS);
   const s: Omit<Settings, 'key'> = {
     token: options.token ?? `sim_${randomBytes(16).toString('hex')}`,
     dialect: assertDialect(options.dialect ?? 'orjson', 'dialect'),
@@ -191,6 +193,14 @@ function now(): string {
   return new Date().toISOString();
 }
 
+/**
+ * A price as the gateway writes `cost`: a decimal string (`"0.00002"`, never `"2e-5"`,
+ * which its pattern `^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$` refuses).
+ */
+export function decimal(value: number): string {
+  return value.toFixed(12).replace(/0+$/, '').replace(/\.$/, '');
+}
+
 /** The job as `GET /v3/universal-ai/async/{id}` (and the 202) show it. */
 function resource(job: Job): WireObject {
   const r = job.request;
@@ -203,7 +213,7 @@ function resource(job: Job): WireObject {
     subfeature: r.subfeature,
     provider: r.provider,
     model: r.model,
-    cost: float(job.cost),
+    cost: decimal(job.cost),
     output: job.output,
     error: job.error,
     original_response: r.showOriginalResponse ? job.originalResponse : undefined,

@@ -10,8 +10,8 @@ import { provablySame, unrepresentableReason, writeDocument } from '../canonical
 import { documentValue, type IntegerMode, type JsonValue } from '../canonical/to-value.js';
 import { wasmEngine, type WasmDocument } from '../canonical/wasm/engine.js';
 import type { DocumentFlags, ParsedDocument } from '../canonical/tree.js';
-import { CanonicalTooLargeError, EventTooOldError, PayloadInvalidError, SignatureInvalidError } from '../errors.js';
-import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../event.js';
+import { CanonicalTooLargeError, EventFromFutureError, EventTooOldError, PayloadInvalidError, SignatureInvalidError } from '../errors.js';
+import { parseRfc3339, validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../event.js';
 import { constantTimeEqual } from '../crypto/pkcs1.js';
 import type { HeadersInput } from './headers.js';
 import type { ResolvedOptions } from './options.js';
@@ -273,15 +273,28 @@ export function finish(body: ParsedBody, o: ResolvedOptions, dialect: DialectNam
   return deliveryFrom(body.value(o.integers, dialect), o, dialect, keyIndex, canonicalSha256);
 }
 
-/** The result from the verified value: validate the payload, check its age. */
+/**
+ * The result from the verified value: validate the payload, and with the replay window
+ * on, its times (RFC 3339; `finished_at` required, neither too old nor too far ahead).
+ */
 export function deliveryFrom(value: JsonValue, o: ResolvedOptions, dialect: DialectName, keyIndex: number, canonicalSha256: string): VerifiedDelivery {
   const event = validateEvent(value);
   if (o.maxAgeSeconds !== undefined) {
-    const finished = typeof event.finished_at === 'string' ? Date.parse(event.finished_at) : NaN;
-    if (Number.isNaN(finished)) throw new PayloadInvalidError('The replay window (maxAgeSeconds) needs finished_at, but it is missing or not an ISO 8601 date.');
+    const finished = parseRfc3339(event.finished_at);
+    if (finished === undefined) {
+      throw new PayloadInvalidError(`The replay window (maxAgeSeconds) needs finished_at as an RFC 3339 date-time (such as 2026-11-21T10:00:05Z); got ${event.finished_at === undefined ? 'none' : JSON.stringify(event.finished_at).slice(0, 60)}.`);
+    }
+    if (event.created_at !== undefined && parseRfc3339(event.created_at) === undefined) {
+      throw new PayloadInvalidError(`created_at is not an RFC 3339 date-time: ${JSON.stringify(event.created_at).slice(0, 60)}.`);
+    }
     const age = (o.now() - finished) / 1000;
     if (age > o.maxAgeSeconds) {
       throw new EventTooOldError(`The event finished ${Math.round(age)} s ago, more than maxAgeSeconds (${o.maxAgeSeconds} s): a replay, or a clock out of step.`);
+    }
+    if (-age > o.maxFutureSkewSeconds) {
+      throw new EventFromFutureError(
+        `The event says it finished ${Math.round(-age)} s from now, more than maxFutureSkewSeconds (${o.maxFutureSkewSeconds} s): the sender's clock (or this one) is off, or the event was made up.`,
+      );
     }
   }
   return { event, payload: event as unknown as JsonObjectValue, jobId: event.job_id, dialect, keyIndex, canonicalSha256 };

@@ -1,14 +1,32 @@
 import crypto from 'node:crypto';
 import { importNodeKey, sha256Hex, sha256OfHex, type NodePublicKeyInput } from '../crypto/node.js';
+import { rsaOperation } from '../crypto/rsa-probe.js';
 import type { DialectName } from '../canonical/dialects.js';
 import { boundedSink, drive, matching, opening, verification, type Conclude, type OpenedSignature, type Step, type VerifiedDelivery, type ParsedBody } from './core.js';
 import type { HeadersInput } from './headers.js';
-import { importKeys } from './key-list.js';
+import { ASYNC_KEY_REFUSED, isAsyncFunction, keyRing, type KeyInput, type PublicKeySource } from './key-list.js';
 import { resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from './options.js';
 
 export interface VerifierOptions extends VerifyOptionsBase {
-  /** The gateway's public key, or several during a rotation (valid if any verifies). */
-  publicKey: NodePublicKeyInput | readonly NodePublicKeyInput[];
+  /**
+   * The gateway's public key, or several during a rotation (valid if any verifies), or a
+   * function that returns them, called at the first verification (and its result kept):
+   * a key that exists only at run time. `verify` is synchronous, so the function must be
+   * too; the receivers and `jobhook/web` also take an async one.
+   */
+  publicKey: KeyInput<NodePublicKeyInput> | (() => KeyInput<NodePublicKeyInput>);
+}
+
+/** The options of the Node receivers and middleware: their key function may be async. */
+export interface NodeVerifierOptions extends VerifyOptionsBase {
+  /**
+   * The gateway's public key, or several during a rotation (valid if any verifies), or a
+   * function (sync or async) that gives them at the first delivery, so the key is not
+   * needed at build time. Its result is kept; a call that throws, rejects or gives an
+   * unusable key fails that delivery with 500 (the gateway retries) and a log line, and
+   * the function is called again at the next delivery.
+   */
+  publicKey: PublicKeySource<NodePublicKeyInput>;
 }
 
 export interface Verifier {
@@ -19,10 +37,15 @@ export interface Verifier {
 /** The verifier with its resolved options, for the receivers built on it. */
 export interface NodeVerifierCore extends Verifier {
   readonly options: ResolvedOptions;
-  /** The first half, on the headers alone: a signature that opened, or a 401 WebhookError. */
-  open(headers: HeadersInput): OpenedSignature;
+  /**
+   * The first half, on the headers alone: a signature that opened, or a 401 WebhookError.
+   * Synchronous once the keys are in hand; a promise while a key function is resolved.
+   */
+  open(headers: HeadersInput): OpenedSignature | Promise<OpenedSignature>;
   /** The second half: the body against a signature `open` returned (`conclude` replaces building the delivery: the worker pool). */
   verifyOpened<T = VerifiedDelivery>(body: string | Uint8Array, signature: OpenedSignature, conclude?: Conclude<T>): T;
+  /** The keys as given (or as the key function gave them), for the worker threads; only once `open` has succeeded. */
+  keyInputs(): readonly NodePublicKeyInput[];
 }
 
 /**
@@ -49,25 +72,39 @@ function hashCanonical(body: ParsedBody, dialect: DialectName, limit: number): s
   return hex!;
 }
 
-export function createNodeVerifier(options: VerifierOptions): NodeVerifierCore {
+export function createNodeVerifier(options: NodeVerifierOptions): NodeVerifierCore {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
-  const keys = importKeys(options.publicKey, importNodeKey);
-  const modulusBytes = keys.map((k) => k.modulusBytes);
+  // Probed here too so a runtime without a working RSA operation is named as such, not as a bad publicKey[0].
+  rsaOperation();
+  const ring = keyRing(options.publicKey, importNodeKey);
   const o = resolveOptions(options);
   const perform = (step: Step): unknown => {
     switch (step.op) {
       case 'open':
-        return keys[step.keyIndex]!.open(step.signature);
+        // Steps come only from flows started with the keys in hand.
+        return ring.ready!.imported[step.keyIndex]!.open(step.signature);
       case 'digest':
         return hashCanonical(step.body, step.dialect, o.maxCanonicalBytes);
       case 'hashOfDigest':
         return sha256OfHex(step.digest);
     }
   };
+  const open = (modulusBytes: readonly number[], headers: HeadersInput) => drive(opening(headers, o, modulusBytes, decodeHex), perform);
   return {
     options: o,
-    verify: (body, headers) => drive(verification(body, headers, o, modulusBytes, decodeHex), perform),
-    open: (headers) => drive(opening(headers, o, modulusBytes, decodeHex), perform),
+    verify: (body, headers) => drive(verification(body, headers, o, ring.getSync().modulusBytes, decodeHex), perform),
+    open: (headers) => (ring.ready !== undefined ? open(ring.ready.modulusBytes, headers) : ring.get().then((keys) => open(keys.modulusBytes, headers))),
     verifyOpened: (body, signature, conclude) => drive(matching(body, signature, o, conclude), perform),
+    keyInputs: () => ring.ready!.inputs,
   };
+}
+
+/**
+ * The verifier of `createVerifier` from `jobhook`: synchronous, so an async key function
+ * is refused at construction (and one that returns a promise, at its first call).
+ */
+export function createSyncVerifier(options: VerifierOptions): Verifier {
+  if (typeof options === 'object' && options !== null && isAsyncFunction(options.publicKey)) throw new TypeError(ASYNC_KEY_REFUSED);
+  const { verify } = createNodeVerifier(options);
+  return { verify };
 }

@@ -2,7 +2,7 @@ import { DIALECTS, assertDialect, type DialectName } from '../canonical/dialects
 import { resolveMaxDepth } from '../canonical/parse.js';
 import { assertIntegerMode, type IntegerMode } from '../canonical/to-value.js';
 import { headerName, optionalNumber } from '../options.js';
-import { DEFAULT_ALGORITHM_HEADER, DEFAULT_CANONICAL_EXPANSION, DEFAULT_MAX_AGE_SECONDS, DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
+import { DEFAULT_ALGORITHM_HEADER, DEFAULT_CANONICAL_EXPANSION, DEFAULT_MAX_AGE_SECONDS, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_FUTURE_SKEW_SECONDS, DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
 
 /** Options every verifier takes, whatever the crypto backend. */
 export interface VerifyOptionsBase {
@@ -26,6 +26,13 @@ export interface VerifyOptionsBase {
    * captures); the receivers refuse a window longer than their `retainMs`.
    */
   maxAgeSeconds?: number | false;
+  /**
+   * With the replay window on: refuse events whose signed `finished_at` is more than this
+   * many seconds ahead of this machine's clock (default 300), `EVENT_FROM_FUTURE` (401).
+   * The receivers keep a completion mark until the later of `finished_at` and receipt
+   * plus `maxAgeSeconds`, so a replay inside the window is always a duplicate.
+   */
+  maxFutureSkewSeconds?: number;
   /** How integers beyond ±(2^53 − 1) appear in the event (default `number`). */
   integers?: IntegerMode;
   /** Nesting limit of the JSON parser (default 1,000, at most 2,000). */
@@ -44,6 +51,7 @@ export interface ResolvedOptions {
   maxBodyBytes: number;
   maxCanonicalBytes: number;
   maxAgeSeconds: number | undefined;
+  maxFutureSkewSeconds: number;
   integers: IntegerMode;
   maxDepth: number;
   now: () => number;
@@ -63,6 +71,7 @@ export function resolveOptions(options: VerifyOptionsBase): ResolvedOptions {
     maxBodyBytes,
     maxCanonicalBytes: optionalNumber(options.maxCanonicalBytes, 'maxCanonicalBytes', DEFAULT_CANONICAL_EXPANSION * maxBodyBytes),
     maxAgeSeconds: options.maxAgeSeconds === false ? undefined : optionalNumber(options.maxAgeSeconds, 'maxAgeSeconds', DEFAULT_MAX_AGE_SECONDS),
+    maxFutureSkewSeconds: optionalNumber(options.maxFutureSkewSeconds, 'maxFutureSkewSeconds', DEFAULT_MAX_FUTURE_SKEW_SECONDS, { min: 0 }),
     integers: assertIntegerMode(options.integers),
     maxDepth: resolveMaxDepth(options.maxDepth),
     now: options.now ?? Date.now,

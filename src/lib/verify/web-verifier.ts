@@ -3,12 +3,18 @@ import type { DialectName } from '../canonical/dialects.js';
 import { concatBytes } from '../bytes.js';
 import { boundedSink, driveAsync, matching, opening, verification, type CanonicalChunk, type OpenedSignature, type ParsedBody, type Step, type VerifiedDelivery } from './core.js';
 import type { HeadersInput } from './headers.js';
-import { importKeys } from './key-list.js';
+import { keyRing, type PublicKeySource } from './key-list.js';
 import { resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from './options.js';
 
 export interface WebVerifierOptions extends VerifyOptionsBase {
-  /** The gateway's public key, or several during a rotation (valid if any verifies). */
-  publicKey: WebPublicKeyInput | readonly WebPublicKeyInput[];
+  /**
+   * The gateway's public key, or several during a rotation (valid if any verifies), or a
+   * function (sync or async) that gives them at the first verification, so the key is
+   * not needed at build time (Next.js, a Worker's `env`). Its result is kept; a call that
+   * throws, rejects or gives an unusable key fails that verification (the receiver
+   * answers 500, so the gateway retries, and logs it) and is made again at the next one.
+   */
+  publicKey: PublicKeySource<WebPublicKeyInput>;
 }
 
 export interface WebVerifier {
@@ -43,23 +49,24 @@ function canonicalBytes(body: ParsedBody, dialect: DialectName, limit: number): 
 
 export function createWebVerifierCore(options: WebVerifierOptions): WebVerifierCore {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
-  const keys = importKeys(options.publicKey, prepareWebKey);
-  const modulusBytes = keys.map((k) => k.modulusBytes);
+  const ring = keyRing(options.publicKey, prepareWebKey);
   const o = resolveOptions(options);
   const perform = (step: Step): unknown => {
     switch (step.op) {
       case 'open':
-        return keys[step.keyIndex]!.open(step.signature);
+        // Steps come only from flows started with the keys in hand.
+        return ring.ready!.imported[step.keyIndex]!.open(step.signature);
       case 'digest':
         return sha256HexWeb(canonicalBytes(step.body, step.dialect, o.maxCanonicalBytes));
       case 'hashOfDigest':
         return sha256OfHexWeb(step.digest);
     }
   };
+  const modulusBytes = async () => (ring.ready ?? (await ring.get())).modulusBytes;
   return {
     options: o,
-    verify: (body, headers) => driveAsync(verification(body, headers, o, modulusBytes), perform),
-    open: (headers) => driveAsync(opening(headers, o, modulusBytes), perform),
+    verify: async (body, headers) => driveAsync(verification(body, headers, o, await modulusBytes()), perform),
+    open: async (headers) => driveAsync(opening(headers, o, await modulusBytes()), perform),
     verifyOpened: (body, signature) => driveAsync(matching(body, signature, o), perform),
   };
 }

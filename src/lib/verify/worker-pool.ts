@@ -4,12 +4,11 @@
  * never takes a worker's time or a place in the queue); the worker parses,
  * canonicalizes and hashes; the main thread then builds the event from a plan of small
  * pieces, yielding between them. Bounded: a few workers, a short queue,
- * RECEIVER_BUSY (503) past it. Node only.
+ * RECEIVER_BUSY (503) past it. Node only. node:worker_threads is loaded when the first
+ * large delivery needs a worker, not when jobhook is imported (it costs a cold import
+ * several milliseconds: bench/import.mjs).
  */
-import { createRequire } from 'node:module';
-import { availableParallelism } from 'node:os';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { DialectName } from '../canonical/dialects.js';
 import { parseDocument } from '../canonical/parse.js';
 import { documentValue } from '../canonical/to-value.js';
@@ -19,7 +18,7 @@ import { errorDetails, type Logger } from '../log.js';
 import { checkNumber } from '../options.js';
 import { deliveryFrom, type OpenedSignature, type VerifiedDelivery } from './core.js';
 import type { HeadersInput } from './headers.js';
-import type { NodeVerifierCore, VerifierOptions } from './node-verifier.js';
+import type { NodeVerifierCore, NodeVerifierOptions, VerifierOptions } from './node-verifier.js';
 import { buildValue } from './split.js';
 import type { WorkerRequest, WorkerResponse } from './verify-worker.js';
 
@@ -54,41 +53,71 @@ interface Slot {
   task: Task | undefined;
 }
 
-/** A new verification worker: the built worker file next to this chunk. */
-function startWorker(workerData: unknown): Worker {
-  const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new Worker(new URL(here.endsWith('.cjs') ? './verify-worker.cjs' : './verify-worker.js', here), { workerData });
-  // Running from source (this repository's tests): the worker is TypeScript too, loaded
-  // through tsx's loader registered inside the worker (hooks are not inherited in Node 20).
-  const tsx = new URL('dist/esm/api/index.mjs', pathToFileURL(createRequire(here).resolve('tsx/package.json'))).href;
-  const file = new URL('./verify-worker.ts', here).href;
-  return new Worker(`import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(file)}); });`, { eval: true, workerData });
+/** Starts a verification worker with the given workerData. */
+type StartWorker = (workerData: unknown) => Worker;
+
+/** What starting workers needs, loaded once, at the first large delivery. */
+interface Threads {
+  start: StartWorker;
+  cores: number;
 }
 
-/** The verifier options a worker can receive (functions and receiver options stay here). */
-function portable(options: VerifierOptions): VerifierOptions {
-  const { publicKey, dialects, signatureHeader, algorithmHeader, maxBodyBytes, maxCanonicalBytes, integers, maxDepth } = options;
+let threads: Promise<Threads> | undefined;
+
+/** Loads node:worker_threads and finds the worker file: the built one next to this chunk. */
+function loadThreads(): Promise<Threads> {
+  threads ??= (async (): Promise<Threads> => {
+    const [{ Worker }, { availableParallelism }] = await Promise.all([import('node:worker_threads'), import('node:os')]);
+    const cores = availableParallelism();
+    const here = import.meta.url;
+    if (!here.endsWith('.ts')) {
+      // One worker file for both builds: a worker thread is a module of its own, ESM whether its parent was loaded by import or require.
+      const file = new URL('./verify-worker.js', here);
+      return { cores, start: (workerData) => new Worker(file, { workerData }) };
+    }
+    // Running from source (this repository's tests): the worker is TypeScript too, loaded
+    // through tsx's loader registered inside the worker (hooks are not inherited in Node 20).
+    const [{ createRequire }, { pathToFileURL }] = await Promise.all([import('node:module'), import('node:url')]);
+    const tsx = new URL('dist/esm/api/index.mjs', pathToFileURL(createRequire(here).resolve('tsx/package.json'))).href;
+    const file = new URL('./verify-worker.ts', here).href;
+    const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(file)}); });`;
+    return { cores, start: (workerData) => new Worker(code, { eval: true, workerData }) };
+  })();
+  // A failed load (a runtime without worker threads) is tried again by the next large delivery.
+  threads.catch(() => {
+    threads = undefined;
+  });
+  return threads;
+}
+
+/** The verifier options a worker can receive: the keys as resolved, no functions, no receiver options. */
+function portable(options: VerifierOptions | NodeVerifierOptions, publicKey: VerifierOptions['publicKey']): VerifierOptions {
+  const { dialects, signatureHeader, algorithmHeader, maxBodyBytes, maxCanonicalBytes, integers, maxDepth } = options;
   const out: Record<string, unknown> = { publicKey, dialects, signatureHeader, algorithmHeader, maxBodyBytes, maxCanonicalBytes, integers, maxDepth };
   for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k];
   return out as unknown as VerifierOptions;
 }
 
 export interface OffloadingVerifier {
-  /** The first half, on the headers alone (always here: one RSA operation per key). */
-  open(headers: HeadersInput): OpenedSignature;
+  /** The first half, on the headers alone (always here: one RSA operation per key); a promise while a key function is resolved. */
+  open(headers: HeadersInput): OpenedSignature | Promise<OpenedSignature>;
   /** The second half: on this thread for small bodies, on a worker for large ones. */
   verifyOpened(body: string | Uint8Array, signature: OpenedSignature): VerifiedDelivery | Promise<VerifiedDelivery>;
   /** Stops the workers; deliveries still waiting for one are refused (RECEIVER_BUSY, 503: the gateway retries). */
   close(): Promise<void>;
+  /** Verifications on a worker now, and waiting for one. */
+  workers(): { busy: number; queued: number };
 }
 
 const closing = () => new ReceiverBusyError('The receiver is shutting down; retry later.');
 
 /** `verifier.verifyOpened` for small bodies, a worker for large ones. */
-export function offloading(verifier: NodeVerifierCore, options: VerifierOptions & WorkerOptions, log: Logger): OffloadingVerifier {
+export function offloading(verifier: NodeVerifierCore, options: NodeVerifierOptions & WorkerOptions, log: Logger): OffloadingVerifier {
   const threshold = options.workerThresholdBytes === false ? Infinity : checkNumber(options.workerThresholdBytes ?? DEFAULT_WORKER_THRESHOLD_BYTES, 'workerThresholdBytes', { min: 0 });
-  const size = options.workerPoolSize === undefined ? Math.max(1, Math.min(4, availableParallelism() - 1)) : checkNumber(options.workerPoolSize, 'workerPoolSize', { integer: true, max: 64 });
-  const maxQueue = 8 * size;
+  const given = options.workerPoolSize === undefined ? undefined : checkNumber(options.workerPoolSize, 'workerPoolSize', { integer: true, max: 64 });
+  // Known once the threads are loaded (the default counts the cores).
+  let size = 0;
+  let start: StartWorker | undefined;
   const o = verifier.options;
   const slots: Slot[] = [];
   const queue: Task[] = [];
@@ -96,7 +125,7 @@ export function offloading(verifier: NodeVerifierCore, options: VerifierOptions 
   let closed = false;
 
   function spawn(): Slot {
-    const slot: Slot = { worker: startWorker(portable(options)), task: undefined };
+    const slot: Slot = { worker: start!(portable(options, verifier.keyInputs())), task: undefined };
     slot.worker.unref();
     slot.worker.on('message', (r: WorkerResponse) => {
       const task = slot.task;
@@ -137,7 +166,13 @@ export function offloading(verifier: NodeVerifierCore, options: VerifierOptions 
 
   async function inWorker(body: Uint8Array, signature: OpenedSignature): Promise<VerifiedDelivery> {
     if (closed) throw closing();
-    if (queue.length >= maxQueue) throw new ReceiverBusyError(`${queue.length} large deliveries are waiting for the verification workers; retry later.`);
+    if (start === undefined) {
+      const loaded = await loadThreads();
+      if (closed) throw closing();
+      size = given ?? Math.max(1, Math.min(4, loaded.cores - 1));
+      start = loaded.start;
+    }
+    if (queue.length >= 8 * size) throw new ReceiverBusyError(`${queue.length} large deliveries are waiting for the verification workers; retry later.`);
     const opened = signature.opened.map(({ keyIndex, hash }) => ({ keyIndex, hash }));
     const response = await new Promise<WorkerResponse>((resolve, reject) => {
       queue.push({ request: { id: nextId++, body, opened }, resolve, reject });
@@ -152,6 +187,7 @@ export function offloading(verifier: NodeVerifierCore, options: VerifierOptions 
   }
 
   return {
+    workers: () => ({ busy: slots.filter((s) => s.task !== undefined).length, queued: queue.length }),
     open: (headers) => verifier.open(headers),
     verifyOpened(body, signature) {
       const n = typeof body === 'string' ? body.length : body.byteLength;

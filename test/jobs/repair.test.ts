@@ -1,5 +1,5 @@
 /**
- * The repair queue's hard cases, on a real memory store seen through a faulty link
+ * The repair queue (src/lib/jobs/repair.ts) and its hard cases, on a real memory store seen through a faulty link
  * (each operation's reply can be lost, or its write can land late): a lost claim that
  * lands after its release found nothing, a completion the store does not take while
  * another instance waits, and a graceful shutdown that does not hang on them.
@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { createReceiver, MemoryIdempotencyStore, type IdempotencyStore, type ReceiverAnswer } from '../../src/index.js';
 import { StoreUnavailableError } from '../../src/lib/errors.js';
-import { RepairQueue } from '../../src/lib/receive/repair.js';
+import { RepairQueue } from '../../src/lib/jobs/repair.js';
+import { systemClock } from '../../src/lib/jobs/clock.js';
 import { resolveLogger } from '../../src/lib/log.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
@@ -149,19 +150,23 @@ describe('repair queue', () => {
   }, 20_000);
 
   it('a completion waiting in the repair queue is not dropped for the release of another claim of the same job', () => {
-    const queue = new RepairQueue({ store: new MemoryIdempotencyStore() });
-    const owner = { log: resolveLogger({}), now: Date.now };
-    queue.complete('both', 'token-done-1', 60_000, owner);
-    queue.release('both', 'token-lost-2', Date.now() + 5000, true, owner);
+    const queue = new RepairQueue({ store: new MemoryIdempotencyStore(), log: resolveLogger({}), clock: systemClock, superseded: () => undefined });
+    queue.complete('both', 'token-done-1', 1, 60_000);
+    queue.release('undo', 'both', 'token-lost-2', 5000);
     expect(queue.completing('both')).toBe(true);
     // The other way round a completion replaces the release (same claim, later step).
-    queue.release('then', 'token-same-3', Date.now() + 5000, false, owner);
-    queue.complete('then', 'token-same-3', 60_000, owner);
+    queue.release('release', 'then', 'token-same-3', 5000);
+    queue.complete('then', 'token-same-3', 2, 60_000);
     expect(queue.completing('then')).toBe(true);
-    expect(queue.size).toBe(2);
+    // Tasks are kept per claim: the undo of the other claim of 'both' stays (it finds nothing held, harmlessly).
+    expect(queue.size).toBe(3);
+    // Two completions of one job by two claims (a holder cut off, the job taken over in this process): both kept.
+    queue.complete('twice', 'token-first-4', 3, 60_000);
+    queue.complete('twice', 'token-taker-5', 4, 60_000);
+    expect(queue.size).toBe(5);
   });
 
-  it('receivers sharing one store (one queue) each hear their own repairs in their own log', async () => {
+  it('receivers on one store, each with its own runner, hear their own repairs in their own log', async () => {
     const shared = new MemoryIdempotencyStore();
     const { store, faults } = link(shared);
     const quiet = recorder();
@@ -175,7 +180,7 @@ describe('repair queue', () => {
     faults.completeDown = false;
     await until(() => second.pending === 0);
     expect(second.pending).toBe(0);
-    expect(first.pending).toBe(0); // the same queue: nothing left in it
+    expect(first.pending).toBe(0); // its own runner: nothing of the other's in it
     expect(ops.lines.info.filter((l) => l.includes(`recorded the completion of job ${id}`))).toHaveLength(1);
     expect(Object.values(quiet.lines).flat()).toEqual([]);
   });

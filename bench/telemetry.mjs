@@ -1,0 +1,84 @@
+// Issue 20: throughput of a receiver with telemetry on against off (goal: on ≥ 0.95× off).
+// The agnostic receiver with the memory store processes genuine ~1.4 KB deliveries (each
+// a new job: claim, handler, completion), in interleaved rounds in one process: every
+// round, every contender gets a fresh receiver and the same 400 deliveries, sequentially.
+//   off:        meterProvider: false, tracerProvider: false
+//   default:    nothing given: the global providers of @opentelemetry/api (installed, no SDK registered: no-op)
+//   metrics:    the real SDK MeterProvider (a reader that is never collected)
+//   metrics+traces: and the real SDK BasicTracerProvider (BatchSpanProcessor, an exporter that drops),
+//               with the AsyncLocalStorage context manager registered, as NodeSDK does
+//   onDelivery: only the hook
+//   node bench/telemetry.mjs   (after npm run build)
+import { readFileSync } from 'node:fs';
+import { context } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { createReceiver, signDelivery } from '../dist/index.js';
+import { ocrBody } from './bodies.mjs';
+import { load, machine, median, spread, table } from './harness.mjs';
+
+const keys = new URL('../fixtures/keys/', import.meta.url);
+const publicKey = readFileSync(new URL('test-2048-public.pem', keys), 'utf8');
+const privateKey = readFileSync(new URL('test-2048-private.pem', keys), 'utf8'); // TEST-ONLY key
+
+const PER_ROUND = 400;
+const ROUNDS = Number(process.env.ROUNDS ?? 15);
+const WARMUP = 2;
+
+class Reader extends MetricReader {
+  async onForceFlush() {}
+  async onShutdown() {}
+}
+const dropping = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} };
+
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+const meterProvider = new MeterProvider({ readers: [new Reader()] });
+const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropping)] });
+
+console.log(`bench/telemetry: ${machine()}; load ${load()}; signing ${PER_ROUND} deliveries…`);
+const base = ocrBody(1400);
+const finished = new Date(Date.now() - 5_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const deliveries = Array.from({ length: PER_ROUND }, (_, k) => {
+  const body = base.replace(/"job_id":"[^"]*"/, `"job_id":"bench-${k}"`).replace(/"finished_at":"[^"]*"/, `"finished_at":"${finished}"`);
+  const { headers } = signDelivery(body, privateKey);
+  return { body: new TextEncoder().encode(body), headers: Object.fromEntries(Object.entries(headers).map(([h, v]) => [h.toLowerCase(), v])) };
+});
+
+let heard = 0;
+const contenders = {
+  off: { meterProvider: false, tracerProvider: false },
+  'default (global no-op providers)': {},
+  metrics: { meterProvider, tracerProvider: false },
+  'metrics+traces': { meterProvider, tracerProvider },
+  'onDelivery only': { meterProvider: false, tracerProvider: false, onDelivery: () => void heard++ },
+};
+
+const times = Object.fromEntries(Object.keys(contenders).map((n) => [n, []]));
+for (let r = 0; r < WARMUP + ROUNDS; r++) {
+  for (const [name, options] of Object.entries(contenders)) {
+    const receive = createReceiver({ publicKey, log: {}, onEvent: () => undefined, ...options });
+    const t0 = performance.now();
+    for (const d of deliveries) {
+      const answer = await receive(d);
+      if (answer.status !== 200) throw new Error(`${name}: ${answer.status} ${answer.body}`);
+    }
+    const ms = (performance.now() - t0) / PER_ROUND;
+    if (r >= WARMUP) times[name].push(ms);
+  }
+}
+if (heard === 0) throw new Error('onDelivery was not called');
+
+const rows = Object.entries(times).map(([name, t]) => {
+  const ratios = t.map((x, i) => times.off[i] / x);
+  return {
+    contender: name,
+    'median µs/delivery': (median(t) * 1000).toFixed(1),
+    'spread µs': spread(t.map((x) => x * 1000), 1),
+    'throughput × off': name === 'off' ? '1.00' : `${median(ratios).toFixed(3)} (${spread(ratios, 3)})`,
+  };
+});
+console.log(`\n${ROUNDS} rounds × ${PER_ROUND} deliveries (genuine, each a new job), load after: ${load()}\n`);
+console.log(table(rows));
+await tracerProvider.shutdown();
+await meterProvider.shutdown();

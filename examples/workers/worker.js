@@ -1,0 +1,23 @@
+// jobhook/web in a Cloudflare module Worker. The key is a secret in `env`, so the receiver
+// is made at the first request and kept for the isolate's life:
+//   wrangler secret put GATEWAY_PUBLIC_KEY   (paste the PEM)
+// The memory store remembers job ids per isolate only: Cloudflare runs many isolates, so
+// give `store` one that all of them share where a duplicate must never run twice.
+import { createReceiver } from 'jobhook/web';
+
+let receive;
+
+export default {
+  async fetch(request, env) {
+    const { pathname } = new URL(request.url);
+    if (request.method !== 'POST' || pathname !== '/webhooks/gateway') return new Response('Not Found', { status: 404 });
+    receive ??= createReceiver({
+      publicKey: env.GATEWAY_PUBLIC_KEY,
+      onEvent: async (event, { jobId }) => {
+        // Your work, e.g. await env.RESULTS.put(jobId, JSON.stringify(event)). Throw to have the gateway retry.
+        console.log(`job ${jobId}: ${event.status}`);
+      },
+    });
+    return receive(request);
+  },
+};

@@ -1,0 +1,165 @@
+/**
+ * One claim held by this process while its handler runs and its completion is stored:
+ * the lease renewed on a heartbeat, and self-fencing on the monotonic clock. A holder
+ * that has not confirmed its lease within the lease minus a safety margin treats the
+ * claim as lost at once (`holds()` false, `signal` aborted), before the store can let
+ * another holder take it: after a process pause, `holds()` says so the moment the
+ * process resumes, before any timer or renewal has run.
+ */
+import { ClaimLostError, StoreUnavailableError } from '../errors.js';
+import type { IdempotencyStore } from '../idempotency/types.js';
+import type { Clock } from './clock.js';
+import { renewReply } from './replies.js';
+
+/**
+ * - `held`: the handler runs; the lease is renewed every third of it.
+ * - `finishing`: the handler is done; the lease is kept until the completion is stored.
+ * - `lost`: a renewal found the job taken over by another token (superseded).
+ * - `ended`: completed, released or rolled back: nothing more is renewed.
+ */
+export type ClaimState = 'held' | 'finishing' | 'lost' | 'ended';
+
+/** What a claim needs from its runner. */
+export interface ClaimOwner {
+  readonly store: IdempotencyStore;
+  readonly leaseMs: number;
+  /** How long before the lease ends (as this process counts it) the holder stops trusting it. */
+  readonly selfFenceMarginMs: number;
+  readonly clock: Clock;
+  /** The first renewal failure in a row (the store is down). */
+  renewFailed(jobId: string, error: unknown): void;
+  /** A renewal found the job taken over, or the lease could not be confirmed in time. */
+  lostClaim(jobId: string, why: 'superseded' | 'unconfirmed'): void;
+}
+
+/** How soon a lease renewal that failed is tried again (the store may be back). */
+const RENEW_RETRY_MS = 250;
+
+export class HeldClaim {
+  state: ClaimState = 'held';
+  private readonly controller = new AbortController();
+  /** Monotonic ms at which the request that last confirmed the lease was sent. */
+  private confirmedAt: number;
+  private beatTimer: ReturnType<typeof setTimeout> | undefined;
+  private fenceTimer: ReturnType<typeof setTimeout> | undefined;
+  private inFlight: Promise<void> | undefined;
+  private failures = 0;
+  private renewing = true;
+  private readonly every: number;
+
+  constructor(
+    private readonly owner: ClaimOwner,
+    readonly jobId: string,
+    readonly token: string,
+    readonly fence: number,
+    /** When the claim request that acquired the job was sent (monotonic ms). */
+    sentAt: number,
+  ) {
+    this.confirmedAt = sentAt;
+    this.every = Math.max(1, Math.floor(owner.leaseMs / 3));
+    if (typeof owner.store.renew === 'function') this.next(this.every);
+    this.armFence();
+  }
+
+  /** Aborted when this process lost the claim, or could not confirm its lease in time. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /**
+   * Whether this process still holds the claim, from the clock: the lease was confirmed
+   * (claimed or renewed) less than the lease minus the safety margin ago, and no renewal
+   * found the job taken over. Ask it right before an effect that must not happen twice.
+   */
+  holds(): boolean {
+    if (this.state !== 'held' && this.state !== 'finishing') return false;
+    return this.owner.clock.monotonic() < this.deadline();
+  }
+
+  /** The handler is done: keep the lease until the completion is stored, quietly. */
+  finishing(): void {
+    if (this.state === 'held') this.state = 'finishing';
+  }
+
+  /**
+   * Stops renewing, keeping the state, without waiting for a renewal in flight: a
+   * transaction about to write its completion must not wait for one (it may be queued
+   * for a connection the transactions hold). One that lands later finds the job completed
+   * by this token, or blocks on the row until the commit: harmless either way.
+   */
+  stopRenewing(): void {
+    this.renewing = false;
+    clearTimeout(this.beatTimer);
+  }
+
+  /**
+   * The claim is over (completed, released or rolled back): no more renewals, no more
+   * trust; resolves once no renewal is in flight (one landing after a release would hold
+   * the job again).
+   */
+  async end(): Promise<void> {
+    if (this.state !== 'lost') this.state = 'ended';
+    clearTimeout(this.fenceTimer);
+    this.stopRenewing();
+    await this.inFlight;
+  }
+
+  private deadline(): number {
+    return this.confirmedAt + this.owner.leaseMs - this.owner.selfFenceMarginMs;
+  }
+
+  private abort(error: Error): void {
+    if (!this.controller.signal.aborted) this.controller.abort(error);
+  }
+
+  /** Aborts the signal when the lease is not confirmed again before the deadline. */
+  private armFence(): void {
+    clearTimeout(this.fenceTimer);
+    if (this.state === 'ended' || this.state === 'lost') return;
+    const wait = Math.max(0, this.deadline() - this.owner.clock.monotonic());
+    this.fenceTimer = setTimeout(() => {
+      if (this.state !== 'held' && this.state !== 'finishing') return;
+      if (this.holds()) return this.armFence();
+      if (this.state === 'held' && !this.controller.signal.aborted) this.owner.lostClaim(this.jobId, 'unconfirmed');
+      this.abort(new ClaimLostError(`The lease on job ${this.jobId} could not be confirmed in time (the store did not answer, or this process was paused).`));
+    }, wait);
+    (this.fenceTimer as { unref?: () => void }).unref?.();
+  }
+
+  private next(ms: number): void {
+    if (this.state === 'ended' || this.state === 'lost') return;
+    if (!this.renewing) return;
+    this.beatTimer = setTimeout(() => {
+      this.inFlight = this.beat().then((again) => {
+        this.inFlight = undefined;
+        if (again) this.next(this.failures > 0 ? Math.min(this.every, RENEW_RETRY_MS) : this.every);
+      });
+    }, ms);
+    (this.beatTimer as { unref?: () => void }).unref?.();
+  }
+
+  /** One renewal; resolves whether to keep renewing. */
+  private async beat(): Promise<boolean> {
+    const sentAt = this.owner.clock.monotonic();
+    try {
+      const reply = renewReply(await this.owner.store.renew!(this.jobId, this.token, { leaseMs: this.owner.leaseMs, fence: this.fence }));
+      this.failures = 0;
+      if (this.state === 'ended' || this.state === 'lost') return false;
+      if (reply === 'renewed') {
+        this.confirmedAt = Math.max(this.confirmedAt, sentAt);
+        this.armFence();
+        return true;
+      }
+      if (reply === 'completed') return false; // its own completion landed (its reply may still be on the way)
+      this.state = 'lost';
+      clearTimeout(this.fenceTimer);
+      this.owner.lostClaim(this.jobId, 'superseded');
+      this.abort(new ClaimLostError(`The claim on job ${this.jobId} was taken over by another delivery.`));
+      return false;
+    } catch (err) {
+      // The first failure in a row is reported; the rest repeat it while the store is down.
+      if (this.failures++ === 0 && this.state === 'held') this.owner.renewFailed(this.jobId, err instanceof Error ? err : new StoreUnavailableError(String(err)));
+      return true;
+    }
+  }
+}

@@ -1,0 +1,499 @@
+/**
+ * The job runner: runs each job's handler at most once at a time across deliveries,
+ * instances and reconciliation, and never lets a double pass in silence. It owns the
+ * store, the leases (claims with heartbeat and self-fencing), the repair queue and the
+ * clock; receivers and the reconciler share one. Knows nothing about HTTP.
+ *
+ * What "once" means (DESIGN §5): effects written through a transactional store's
+ * transaction happen exactly once (the completion commits with them, conditioned on the
+ * claim's token and fencing number); every other effect happens at least once, and
+ * each job that may have run twice is reported (`onError` stage `superseded`).
+ */
+import { isWebhookError, JobSupersededError } from '../errors.js';
+import { MemoryIdempotencyStore } from '../idempotency/memory.js';
+import { checkGraceMs, newToken, type ClaimResult, type IdempotencyStore, type StoreTransaction, type TransactionalStore } from '../idempotency/types.js';
+import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../log.js';
+import { checkMs } from '../options.js';
+import { checkOptionNames, JOB_RUNNER_OPTIONS } from '../option-names.js';
+import { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS, DEFAULT_TAKEOVER_GRACE_MS } from '../protocol.js';
+import { HeldClaim, type ClaimOwner } from './claim.js';
+import { systemClock, type Clock } from './clock.js';
+import { completeReply } from './replies.js';
+import { RepairQueue } from './repair.js';
+import { createTelemetry, type Telemetry, type TelemetryOptions } from '../telemetry/otel.js';
+import { timedStore } from '../telemetry/timed-store.js';
+
+/** Where a failure happened, for `onError` and the log. `superseded`: a job that may have run twice. */
+export type FailureStage = 'body' | 'claim' | 'handler' | 'renew' | 'complete' | 'release' | 'poll' | 'superseded';
+
+/** `onError`'s signature. */
+export type ErrorListener = (error: unknown, context: { jobId?: string; stage: FailureStage }) => void;
+
+/** Options of `createJobRunner` (and of the receivers and the reconciler that make their own). */
+export interface JobRunnerOptions extends TelemetryOptions {
+  /** Idempotency store shared by the runner's instances (default: a `MemoryIdempotencyStore` of this runner). */
+  store?: IdempotencyStore;
+  /**
+   * Lease of a claim (default 5 s), renewed every third of it while the handler runs: a
+   * slow handler keeps its job, a crashed process frees its jobs within one lease.
+   */
+  leaseMs?: number;
+  /**
+   * When a delivery finds another holder's lease over, how long it waits before taking
+   * the job over (default 2 s; 0: at once). A holder cut off from the store for longer
+   * than its lease (a store outage, a partition) may be alive with the job done: this
+   * gives it time to record that once the store answers, so the job does not run twice.
+   */
+  takeoverGraceMs?: number;
+  /** How long completed job ids are remembered (default 24 h); at least the replay window. */
+  retainMs?: number;
+  /** Where jobhook says what happened (default: warnings and errors to the console). */
+  log?: LoggerInput;
+  /**
+   * Hears every failure that is not the sender's: the handler throwing, the store failing
+   * to claim, renew, complete or release, a job that may have run twice (`superseded`),
+   * a body that cannot be read, a poll that failed.
+   */
+  onError?: ErrorListener;
+}
+
+/** The runner's options, resolved once at construction. */
+export interface ResolvedRunnerOptions {
+  readonly store: IdempotencyStore;
+  readonly leaseMs: number;
+  readonly takeoverGraceMs: number;
+  readonly retainMs: number;
+  /** How long before its lease ends (as this process counts) a holder stops trusting it. */
+  readonly selfFenceMarginMs: number;
+  /** Whether handlers get a transaction (a transactional store made with `transactional: true`). */
+  readonly transactional: boolean;
+  readonly log: Logger;
+  readonly onError: ErrorListener | undefined;
+  readonly clock: Clock;
+  /** Metrics and spans (OpenTelemetry), or none. */
+  readonly telemetry: Telemetry;
+}
+
+/** What `health()` finds, for a readiness probe. */
+export interface RunnerHealth {
+  /** The store answered within the timeout (a store without `ping()` is not asked: ok). */
+  ok: boolean;
+  store: { ok: boolean; latencyMs?: number; error?: string };
+  /** Store operations waiting to be retried (a growing queue: the store is failing). */
+  repairQueue: number;
+}
+
+/** What a handler gets from the runner about its claim. */
+export interface ClaimContext<Tx = unknown> {
+  /** Aborted when this process lost its claim on the job, or could not confirm its lease in time. */
+  readonly signal: AbortSignal;
+  /**
+   * The claim's fencing number: larger for every later holder of this job (a takeover
+   * after a lease ran out). Make a downstream write conditional on it (store it with the
+   * effect; refuse a write carrying a smaller one) and a superseded holder cannot
+   * overwrite the newer one's effect.
+   */
+  readonly fencingToken: number;
+  /**
+   * Whether this process still holds the claim, from the monotonic clock (true right
+   * after a process pause only if the lease was confirmed recently enough). Ask it right
+   * before an effect that must not happen twice.
+   */
+  holdsClaim(): boolean;
+  /** With a transactional store: the connection inside the transaction that will record the job's completion. */
+  readonly transaction: Tx | undefined;
+}
+
+/** What running a job came to. */
+export type RunResult =
+  /** The handler ran and its completion is recorded (or being recorded). `superseded`: the job was also run by another holder (reported). */
+  | { kind: 'processed'; superseded?: boolean }
+  /** Completed before (or being recorded by this runner): the handler was not called. */
+  | { kind: 'duplicate' }
+  /** Another delivery holds the job. */
+  | { kind: 'in_progress'; retryAfterMs: number | undefined }
+  | { kind: 'handler_failed' }
+  | { kind: 'store_unavailable' }
+  /** Transactional: the handler's transaction was rolled back because the claim was taken over or its lease could not be held. Nothing of it was applied. */
+  | { kind: 'claim_lost'; retryAfterMs: number };
+
+export interface RunOptions {
+  /** Retention of this job's completion mark, if longer than the runner's `retainMs`. */
+  retainMs?: number;
+}
+
+export interface JobRunner {
+  /** The options, resolved once. */
+  readonly options: ResolvedRunnerOptions;
+  /** Claims `jobId` and runs `handler` once it is held. */
+  run(jobId: string, handler: (claim: ClaimContext) => void | Promise<void>, options?: RunOptions): Promise<RunResult>;
+  /** Reports a failure to the log and `onError` (never throws). */
+  report(stage: FailureStage, error: unknown, jobId?: string): void;
+  /** Finishes the store operations still waiting (graceful shutdown), `timeoutMs` at most (default 10 s). */
+  close(timeoutMs?: number): Promise<void>;
+  /** Store operations waiting to be retried. */
+  readonly pending: number;
+  /** Asks the store (its `ping()`) within `timeoutMs` (default 1 s), for a readiness probe. */
+  health(timeoutMs?: number): Promise<RunnerHealth>;
+}
+
+/** How often a delivery waiting out a takeover grace asks the store again. */
+const STALE_POLL_MS = 250;
+
+/** The time left of a takeover grace, when `claim` found another holder's lease over. */
+function graceLeft(claim: ClaimResult | undefined): number | undefined {
+  return claim?.status === 'in_progress' && claim.stale === true ? (claim.retryAfterMs ?? 0) : undefined;
+}
+
+function isTransactional(store: IdempotencyStore): store is TransactionalStore {
+  const s = store as Partial<TransactionalStore>;
+  return s.transactional === true && typeof s.begin === 'function';
+}
+
+/** Checks the options (TypeError for mistakes) and resolves them once. */
+export function resolveRunnerOptions(options: JobRunnerOptions, clock: Clock = systemClock): ResolvedRunnerOptions {
+  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
+  const log = resolveLogger(options.log);
+  if (options.onError !== undefined && typeof options.onError !== 'function') throw new TypeError('onError must be a function (error, context) => void');
+  const store = options.store ?? new MemoryIdempotencyStore({ log: options.log });
+  for (const m of ['claim', 'complete', 'release'] as const) {
+    if (typeof (store as unknown as Record<string, unknown>)[m] !== 'function') throw new TypeError(`store must implement ${m}()`);
+  }
+  if (typeof store.renew !== 'function') {
+    log.warn('jobhook: the idempotency store has no renew(): leases are not renewed, so a handler slower than leaseMs may run twice.');
+  }
+  const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkMs(options.leaseMs, 'leaseMs');
+  return Object.freeze({
+    store,
+    leaseMs,
+    takeoverGraceMs: checkGraceMs(options.takeoverGraceMs, DEFAULT_TAKEOVER_GRACE_MS),
+    retainMs: options.retainMs === undefined ? DEFAULT_RETAIN_MS : checkMs(options.retainMs, 'retainMs'),
+    // A fifth of the lease (1 s of the default 5 s): renewals every third of it leave the
+    // lease confirmed well inside that, while a holder cut off or paused stops trusting its
+    // claim before the store can let another take it.
+    selfFenceMarginMs: Math.max(1, Math.floor(leaseMs / 5)),
+    transactional: isTransactional(store),
+    log,
+    onError: options.onError,
+    clock,
+    telemetry: createTelemetry(options),
+  });
+}
+
+/**
+ * Creates the job runner that receivers and the reconciler share: one store, one
+ * lease policy, one repair queue, one clock.
+ *
+ * @example
+ * ```ts
+ * import { createJobRunner, createReconciler } from 'jobhook';
+ * import { createReceiver } from 'jobhook/express';
+ *
+ * const runner = createJobRunner({ store, leaseMs: 5_000 });
+ * app.post('/webhooks/gateway', createReceiver({ publicKey, runner, onEvent: handle }));
+ * createReconciler({ client: gateway, runner, onEvent: handle }).start();
+ * ```
+ */
+export function createJobRunner(options: JobRunnerOptions = {}, clock?: Clock): JobRunner {
+  checkOptionNames(options, JOB_RUNNER_OPTIONS);
+  return jobRunner(resolveRunnerOptions(options, clock));
+}
+
+/** Options that belong to the job runner: given beside a `runner`, they would be ignored. */
+const RUNNER_OWN = ['store', 'leaseMs', 'takeoverGraceMs', 'retainMs', 'onError', 'meterProvider', 'tracerProvider'] as const;
+
+/**
+ * The runner of a receiver, the reconciler or a queue worker: the shared one it was given
+ * (`runner`, then the runner's own options are refused beside it), or one made from its
+ * own options (their names are checked by its own constructor: the runner's are among them).
+ */
+export function runnerFor(options: JobRunnerOptions & { runner?: JobRunner }): JobRunner {
+  if (options.runner === undefined) return jobRunner(resolveRunnerOptions(options));
+  if (typeof options.runner?.run !== 'function') throw new TypeError('runner must be a job runner made by createJobRunner()');
+  const given = RUNNER_OWN.filter((k) => options[k] !== undefined);
+  if (given.length > 0) throw new TypeError(`${given.join(', ')} belong${given.length === 1 ? 's' : ''} to the job runner: give ${given.length === 1 ? 'it' : 'them'} to createJobRunner(), not with runner`);
+  return options.runner;
+}
+
+/** The runner for resolved options. */
+export function jobRunner(o: ResolvedRunnerOptions): JobRunner {
+  const { clock, log, telemetry } = o;
+  // The runner's own calls go through the timed store (the same one when nothing is recorded).
+  const store = timedStore(o.store, telemetry);
+
+  const report = (stage: FailureStage, error: unknown, jobId?: string): void => {
+    const what =
+      stage === 'handler'
+        ? 'the handler failed'
+        : stage === 'body'
+          ? 'the request body could not be read'
+          : stage === 'poll'
+            ? 'polling the gateway failed'
+            : stage === 'superseded'
+              ? 'a job may have run twice'
+              : `the idempotency store failed to ${stage}`;
+    log.error(`jobhook: ${what}${jobId === undefined ? '' : ` for job ${jobId}`}`, errorDetails(error));
+    try {
+      o.onError?.(error, { ...(jobId === undefined ? {} : { jobId }), stage });
+    } catch (err) {
+      log.error('jobhook: onError threw', errorDetails(err));
+    }
+  };
+
+  const superseded = (jobId: string, detail: string): void => {
+    telemetry.superseded?.add(1);
+    report('superseded', new JobSupersededError(jobId, detail), jobId);
+  };
+
+  const repair = new RepairQueue({ store, log, clock, superseded });
+  telemetry.gauge('jobhook.repair.queue', 'Store operations (completions, releases) waiting to be retried', () => repair.size);
+
+  const owner: ClaimOwner = {
+    store,
+    leaseMs: o.leaseMs,
+    selfFenceMarginMs: o.selfFenceMarginMs,
+    clock,
+    renewFailed: (jobId, error) => report('renew', error, jobId),
+    lostClaim: (jobId, why) =>
+      log.warn(
+        why === 'superseded'
+          ? `jobhook: lost the claim on job ${jobId} while its handler runs (another delivery took it over); its signal is aborted.`
+          : `jobhook: could not confirm the lease on job ${jobId} in time (the store did not answer, or this process was paused); its signal is aborted.`,
+      ),
+  };
+
+  /** Undoes a claim whose outcome is unknown (it may have been written). */
+  const undo = (jobId: string, token: string) => repair.release('undo', jobId, token, o.leaseMs + o.takeoverGraceMs);
+
+  async function claimJob(jobId: string, token: string): Promise<{ result: ClaimResult | undefined; sentAt: number }> {
+    const sentAt = clock.monotonic();
+    try {
+      const result = await store.claim(jobId, { leaseMs: o.leaseMs, token, takeoverGraceMs: o.takeoverGraceMs });
+      repair.kick();
+      return { result, sentAt };
+    } catch (err) {
+      // The claim may have been written although no reply came (or may still land): undo
+      // it by token once the store answers, or the job stays blocked for a lease.
+      undo(jobId, token);
+      report('claim', err, jobId);
+      return { result: undefined, sentAt };
+    }
+  }
+
+  /** Releases a claim this runner holds (its handler failed, or its transaction was rolled back). */
+  async function release(claim: HeldClaim): Promise<void> {
+    await claim.end();
+    try {
+      await store.release(claim.jobId, claim.token);
+    } catch (err) {
+      repair.release('release', claim.jobId, claim.token, o.leaseMs + o.takeoverGraceMs);
+      report('release', err, claim.jobId);
+    }
+  }
+
+  async function run(jobId: string, handler: (claim: ClaimContext) => void | Promise<void>, runOptions: RunOptions = {}): Promise<RunResult> {
+    if (repair.completing(jobId)) return { kind: 'duplicate' };
+    const retainMs = Math.max(o.retainMs, Math.ceil(runOptions.retainMs ?? 0));
+    // Reusing the token of an unconfirmed claim acquires the job if that claim was written.
+    const token = repair.takeUndo(jobId) ?? newToken();
+    const got = await telemetry.phase('jobhook.claim', () => claimWaitingOutGrace(jobId, token));
+    if (got === 'completing') return { kind: 'duplicate' };
+    const { result: claimed, sentAt } = got;
+    if (claimed === undefined) return { kind: 'store_unavailable' };
+    if (claimed.status === 'completed') return { kind: 'duplicate' };
+    if (claimed.status === 'in_progress') return { kind: 'in_progress', retryAfterMs: claimed.retryAfterMs };
+    // Jobs claimed from stores written for earlier versions carry no fencing number.
+    const fence = claimed.fence ?? 0;
+    if (claimed.tookOver === true) {
+      superseded(jobId, 'it was taken over from a holder whose lease ran out; if that holder had applied its effect, the job runs twice');
+    }
+    const claim = new HeldClaim(owner, jobId, token, fence, sentAt);
+    return o.transactional ? runInTransaction(claim, handler, retainMs) : runPlain(claim, handler, retainMs);
+  }
+
+  /**
+   * A handler that failed: 500, or 503 when what failed is a store or broker it hands the
+   * event to (a StoreUnavailableError: the queue handlers of jobhook/bullmq and jobhook/nats).
+   * The gateway retries both.
+   */
+  function failed(err: unknown): RunResult {
+    return isWebhookError(err) && err.code === 'STORE_UNAVAILABLE' ? { kind: 'store_unavailable' } : { kind: 'handler_failed' };
+  }
+
+  /**
+   * Claims the job. When the holder's lease ran out, that holder may be alive and only cut
+   * off from the store, with a completion to record now that the store answers: wait
+   * (open) through the grace, asking again every STALE_POLL_MS, then take the job over.
+   */
+  async function claimWaitingOutGrace(jobId: string, token: string): Promise<{ result: ClaimResult | undefined; sentAt: number } | 'completing'> {
+    let got = await claimJob(jobId, token);
+    const end = clock.monotonic() + o.takeoverGraceMs + STALE_POLL_MS;
+    for (let left = graceLeft(got.result); left !== undefined && left <= o.takeoverGraceMs && clock.monotonic() < end; left = graceLeft(got.result)) {
+      await new Promise((r) => setTimeout(r, Math.min(STALE_POLL_MS, left + 5)));
+      if (repair.completing(jobId)) return 'completing';
+      got = await claimJob(jobId, token);
+    }
+    return got;
+  }
+
+  /** The handler, in a `jobhook.handler` span (the application's spans stay in the delivery's context), timed. */
+  async function handle(claim: HeldClaim, handler: (claim: ClaimContext) => void | Promise<void>, transaction: StoreTransaction | undefined): Promise<void> {
+    const started = performance.now();
+    try {
+      await telemetry.phase('jobhook.handler', () => handler(context(claim, transaction)));
+    } finally {
+      telemetry.handlerDuration?.record((performance.now() - started) / 1000);
+    }
+  }
+
+  function context(claim: HeldClaim, transaction: StoreTransaction | undefined): ClaimContext {
+    return { signal: claim.signal, fencingToken: claim.fence, holdsClaim: () => claim.holds(), transaction: transaction?.client };
+  }
+
+  async function runPlain(claim: HeldClaim, handler: (claim: ClaimContext) => void | Promise<void>, retainMs: number): Promise<RunResult> {
+    const { jobId, token, fence } = claim;
+    try {
+      await handle(claim, handler, undefined);
+    } catch (err) {
+      report('handler', err, jobId);
+      await release(claim);
+      return failed(err);
+    }
+    claim.finishing();
+    let reply;
+    try {
+      reply = completeReply(await telemetry.phase('jobhook.complete', () => store.complete(jobId, token, { retainMs, fence })));
+    } catch (err) {
+      // Done, but not yet recorded: answer as processed (a 5xx would bring the job back),
+      // keep answering duplicate for it here, keep its lease alive, and record it when the
+      // store answers.
+      repair.complete(jobId, token, fence, retainMs, () => void claim.end());
+      report('complete', err, jobId);
+      return { kind: 'processed' };
+    }
+    await claim.end();
+    if (reply === 'superseded') {
+      superseded(jobId, 'its handler finished here, but another delivery had taken the job over (this holder was cut off, paused, or slower than its lease)');
+      return { kind: 'processed', superseded: true };
+    }
+    return { kind: 'processed' };
+  }
+
+  async function runInTransaction(claim: HeldClaim, handler: (claim: ClaimContext) => void | Promise<void>, retainMs: number): Promise<RunResult> {
+    const { jobId } = claim;
+    // Rolled back after onEvent finished: nothing written through the transaction survives,
+    // but what the handler did outside it (an e-mail, a call to another system) happened, and
+    // the retry does it again: that is reported, never silent.
+    const lost = (why: string): RunResult => {
+      log.warn(`jobhook: rolled back the transaction of job ${jobId}: ${why}. Nothing written through context.transaction was applied; a retry processes the job.`);
+      superseded(jobId, `its transaction was rolled back after onEvent finished (${why}): what the handler did outside context.transaction will run again`);
+      return { kind: 'claim_lost', retryAfterMs: o.leaseMs };
+    };
+    /** A completion that failed because of the handler's own use of the transaction. */
+    const handlersFault = (err: unknown): Error | undefined => {
+      const code = ((err as { cause?: { code?: unknown } })?.cause ?? (err as { code?: unknown }))?.code;
+      if (code === '25P02') return new Error(`the handler's transaction was aborted by an SQL error (caught, so onEvent resolved): every later statement fails. Take a SAVEPOINT around a statement that may fail, or let the error reach jobhook.`, { cause: err });
+      if (code === '40001' || code === '40P01') return new Error(`the handler's transaction could not be serialized (${String(code)}): keep it at READ COMMITTED (the lease renewals update the job's row while it runs).`, { cause: err });
+      return undefined;
+    };
+    let tx: StoreTransaction;
+    try {
+      tx = await (store as TransactionalStore).begin(jobId, claim.token, { fence: claim.fence });
+    } catch (err) {
+      report('claim', err, jobId);
+      await release(claim);
+      return { kind: 'store_unavailable' };
+    }
+    const rollback = async () => {
+      try {
+        await tx.rollback();
+      } catch (err) {
+        // The connection is dropped instead: the server rolls the transaction back.
+        log.debug(`jobhook: the rollback of job ${jobId}'s transaction failed`, errorDetails(err));
+      }
+    };
+    try {
+      await handle(claim, handler, tx);
+    } catch (err) {
+      report('handler', err, jobId);
+      await rollback();
+      await release(claim);
+      return failed(err);
+    }
+    // No renewal may wait on the row this transaction is about to lock.
+    claim.finishing();
+    claim.stopRenewing();
+    if (!claim.holds()) {
+      await rollback();
+      await release(claim);
+      return lost('its lease could not be confirmed in time (the store did not answer, or this process was paused)');
+    }
+    let reply;
+    try {
+      reply = await telemetry.phase('jobhook.complete', () => tx.complete({ retainMs }));
+    } catch (err) {
+      const fault = handlersFault(err);
+      report(fault === undefined ? 'complete' : 'handler', fault ?? err, jobId);
+      await rollback();
+      await release(claim);
+      return fault === undefined ? { kind: 'store_unavailable' } : { kind: 'handler_failed' };
+    }
+    if (reply === 'superseded') {
+      await rollback();
+      await claim.end();
+      return lost('another delivery took the job over');
+    }
+    if (!claim.holds()) {
+      await rollback();
+      await release(claim);
+      return lost('its lease could not be confirmed in time');
+    }
+    await claim.end();
+    try {
+      await telemetry.phase('jobhook.commit', () => tx.commit());
+    } catch (err) {
+      const fault = handlersFault(err);
+      if (fault !== undefined) {
+        // Refused, not in doubt: nothing was committed.
+        report('handler', fault, jobId);
+        await release(claim);
+        return { kind: 'handler_failed' };
+      }
+      // Committed or not: the store knows. A retry finds the job completed, or the claim
+      // (this holder's) running out and taken over after the grace.
+      report('complete', err, jobId);
+      return { kind: 'store_unavailable' };
+    }
+    return { kind: 'processed' };
+  }
+
+  async function health(timeoutMs = 1000): Promise<RunnerHealth> {
+    const ping = o.store.ping?.bind(o.store);
+    let storeHealth: RunnerHealth['store'] = { ok: true };
+    if (ping !== undefined) {
+      const started = performance.now();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      try {
+        await Promise.race([ping(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)))]);
+        storeHealth = { ok: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
+      } catch (err) {
+        storeHealth = { ok: false, error: (err as Error)?.message ?? String(err) };
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    return { ok: storeHealth.ok, store: storeHealth, repairQueue: repair.size };
+  }
+
+  return {
+    options: o,
+    run,
+    report,
+    close: (timeoutMs = 10_000) => repair.drain(timeoutMs),
+    get pending() {
+      return repair.size;
+    },
+    health,
+  };
+}
+

@@ -1,0 +1,203 @@
+/**
+ * Every store is held to the claim protocol's model (src/lib/jobs/model.ts `transition`):
+ * fast-check generates interleavings of claims (fresh tokens and the holder's own again),
+ * renewals, completions, releases, replies the caller never reads (lost replies) and
+ * clock advances, by several holders on two jobs; each command runs on the model and on
+ * the real store, and every reply must match (fencing numbers: the same order, and the
+ * same number for a holder claiming again). Redis and PostgreSQL run on real servers;
+ * each store reads the test's clock instead of its server's (the `now` option), so lease
+ * ends, stale marks and retention ends fall exactly where the model puts them.
+ */
+import fc from 'fast-check';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { MemoryIdempotencyStore, type IdempotencyStore } from '../../src/index.js';
+import { PostgresIdempotencyStore } from '../../src/postgres.js';
+import { RedisIdempotencyStore } from '../../src/redis.js';
+import { transition, type ClaimReply, type JobRecord, type JobRequest } from '../../src/lib/jobs/model.js';
+
+const JOBS = ['job-a', 'job-b'] as const;
+const HOLDERS = 3;
+/** Virtual times, in tens of seconds (stores keep real TTLs of at least that long, so nothing expires in real time during a run). */
+const LEASES = [10_000, 20_000, 40_000];
+const GRACES = [0, 0, 15_000];
+const RETAINS = [20_000, 60_000];
+const STEPS = [1_000, 5_000, 10_000, 15_000, 30_000, 45_000];
+
+type Command =
+  | { op: 'claim'; job: number; holder: number; fresh: boolean; lease: number; grace: number; lost: boolean }
+  | { op: 'renew'; job: number; holder: number; lease: number; lost: boolean }
+  | { op: 'complete'; job: number; holder: number; retain: number; lost: boolean }
+  | { op: 'release'; job: number; holder: number; lost: boolean }
+  | { op: 'advance'; ms: number };
+
+/** A reply the caller never reads (a timeout after the store acted): one command in five. */
+const lost = fc.constantFrom(false, false, false, false, true);
+
+const command: fc.Arbitrary<Command> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ op: fc.constant('claim' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), fresh: fc.boolean(), lease: fc.constantFrom(...LEASES), grace: fc.constantFrom(...GRACES), lost: lost }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('renew' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), lease: fc.constantFrom(...LEASES), lost }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('complete' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), retain: fc.constantFrom(...RETAINS), lost }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('release' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), lost }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.constantFrom(...STEPS) }) },
+);
+
+/** What one holder knows of one job: the token it claims with, and the fencing number its claim carries (model and real). */
+interface Hand {
+  token: string;
+  modelFence?: number;
+  realFence?: number;
+}
+
+/** One run: the model's records and counter, the holders' hands, and how model fencing numbers map onto the store's. */
+class World {
+  readonly records = new Map<string, JobRecord | undefined>();
+  private counter = 0;
+  readonly fences = () => ++this.counter;
+  readonly hands = new Map<string, Hand>();
+  /** Model fencing number → the store's, as far as replies revealed them. */
+  readonly fenceMap = new Map<number, number>();
+  private tokens = 0;
+
+  constructor(
+    readonly prefix: string,
+    public now: number,
+  ) {}
+
+  jobId(job: number): string {
+    return `${this.prefix}-${JOBS[job]}`;
+  }
+
+  hand(job: number, holder: number): Hand {
+    const key = `${job}/${holder}`;
+    let h = this.hands.get(key);
+    if (h === undefined) {
+      h = { token: this.newToken(holder) };
+      this.hands.set(key, h);
+    }
+    return h;
+  }
+
+  newToken(holder: number): string {
+    return `h${holder}-tok-${this.tokens++}`;
+  }
+
+  /** Checks that `real` fits the order of the fencing numbers seen so far for `model`, and records it. */
+  mapFence(model: number, real: number): void {
+    const known = this.fenceMap.get(model);
+    if (known !== undefined) {
+      expect(real, `fencing number of model ${model}`).toBe(known);
+      return;
+    }
+    for (const [m, r] of this.fenceMap) {
+      if (m < model) expect(real, `fence ${real} (model ${model}) after ${r} (model ${m})`).toBeGreaterThan(r);
+      if (m > model) expect(real, `fence ${real} (model ${model}) before ${r} (model ${m})`).toBeLessThan(r);
+    }
+    this.fenceMap.set(model, real);
+  }
+}
+
+async function step(world: World, store: IdempotencyStore, c: Command): Promise<void> {
+  if (c.op === 'advance') {
+    world.now += c.ms;
+    return;
+  }
+  const id = world.jobId(c.job);
+  const hand = world.hand(c.job, c.holder);
+  let request: JobRequest;
+  if (c.op === 'claim') {
+    if (c.fresh) {
+      hand.token = world.newToken(c.holder);
+      delete hand.modelFence;
+      delete hand.realFence;
+    }
+    request = { op: 'claim', token: hand.token, leaseMs: c.lease, graceMs: c.grace };
+  } else if (c.op === 'renew') {
+    request = { op: 'renew', token: hand.token, leaseMs: c.lease, ...(hand.modelFence === undefined ? {} : { fence: hand.modelFence }) };
+  } else if (c.op === 'complete') {
+    request = { op: 'complete', token: hand.token, retainMs: c.retain, ...(hand.modelFence === undefined ? {} : { fence: hand.modelFence }) };
+  } else {
+    request = { op: 'release', token: hand.token };
+  }
+  const { record, reply } = transition(world.records.get(id), request, world.now, world.fences);
+  world.records.set(id, record);
+  const what = `${JSON.stringify(c)} at ${world.now} on ${JSON.stringify(world.records.get(id))}`;
+
+  if (c.op === 'claim') {
+    const real = await store.claim(id, { leaseMs: c.lease, token: hand.token, takeoverGraceMs: c.grace });
+    const model = reply as unknown as ClaimReply;
+    if (c.lost) return; // the caller never reads it (the store changed all the same; later replies check it)
+    if (model.status === 'acquired') {
+      expect(real, what).toMatchObject({ status: 'acquired', token: hand.token });
+      if (real.status !== 'acquired') return;
+      expect(real.tookOver === true, what).toBe(model.tookOver);
+      world.mapFence(model.fence, real.fence);
+      hand.modelFence = model.fence;
+      hand.realFence = real.fence;
+    } else if (model.status === 'in_progress') {
+      expect(real, what).toEqual({ status: 'in_progress', retryAfterMs: model.retryAfterMs, ...(model.stale ? { stale: true } : {}) });
+    } else {
+      expect(real, what).toEqual({ status: 'completed' });
+    }
+    return;
+  }
+  const fenceArg = hand.realFence === undefined ? {} : { fence: hand.realFence };
+  const real =
+    c.op === 'renew'
+      ? await store.renew!(id, hand.token, { leaseMs: c.lease, ...fenceArg })
+      : c.op === 'complete'
+        ? await store.complete(id, hand.token, { retainMs: c.retain, ...fenceArg })
+        : (await store.release(id, hand.token))
+          ? 'released'
+          : 'not_held';
+  if (!c.lost) expect(real, what).toBe(reply);
+}
+
+/** Runs `runs` generated command sequences against `make()`'s store and the model. */
+async function holdToModel(make: (clock: () => number) => IdempotencyStore | Promise<IdempotencyStore>, runs: number): Promise<void> {
+  let seq = 0;
+  const base = Date.UTC(2030, 0, 1);
+  await fc.assert(
+    fc.asyncProperty(fc.array(command, { minLength: 5, maxLength: 40 }), async (commands) => {
+      const world = new World(`mb-${process.pid}-${Date.now()}-${seq++}`, base);
+      const store = await make(() => world.now);
+      for (const c of commands) await step(world, store, c);
+    }),
+    { numRuns: runs },
+  );
+}
+
+describe('stores held to the claim protocol model (fast-check commands)', () => {
+  it('memory', async () => {
+    await holdToModel((clock) => new MemoryIdempotencyStore({ now: clock }), 400);
+  });
+
+  describe.skipIf(inject('redisUrl') === '')('Redis (real server)', () => {
+    const client = new Redis(inject('redisUrl'));
+    afterAll(async () => {
+      await client.quit();
+    });
+    it('Redis', async () => {
+      let n = 0;
+      // Each run has its own keys, pending set and fencing counter.
+      await holdToModel((clock) => new RedisIdempotencyStore({ client, keyPrefix: `mb:${process.pid}:${n}:job:`, pendingKey: `mb:${process.pid}:${n++}:pending`, now: clock, log: {} }), 150);
+    }, 120_000);
+  });
+
+  describe.skipIf(inject('databaseUrl') === '')('PostgreSQL (real server)', () => {
+    const pool = new pg.Pool({ connectionString: inject('databaseUrl') });
+    pool.on('error', () => undefined);
+    afterAll(async () => {
+      await pool.end();
+    });
+    it('PostgreSQL', async () => {
+      const table = `jobhook_model_${process.pid}`;
+      const migrated = new PostgresIdempotencyStore({ pool, table });
+      await migrated.migrate();
+      // One table for all runs (job ids differ per run); the fencing sequence is shared, which the order check allows.
+      await holdToModel((clock) => new PostgresIdempotencyStore({ pool, table, now: clock }), 100);
+      await pool.query(`DROP TABLE ${table}`);
+    }, 180_000);
+  });
+});

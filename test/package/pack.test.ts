@@ -1,0 +1,136 @@
+/**
+ * What `npm pack` ships, from a copy of the repository as a fresh clone has it, after
+ * the JavaScript-only build of `npm run demo` (test/package/tarball.ts): the prepack
+ * script builds everything, so every entry of the exports map has its JavaScript and
+ * both declaration files; no source maps; a small tarball.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/paths.js';
+import { packedTarball, type Packed } from './tarball.js';
+
+type Conditions = { [condition: string]: string | Conditions };
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | Conditions>; bin: Record<string, string> };
+
+/** Every file path the exports map names, with the condition path that names it. */
+function targets(value: string | Conditions, at: string[] = []): Array<{ at: string; file: string }> {
+  if (typeof value === 'string') return [{ at: at.join(' → '), file: value.replace(/^\.\//, '') }];
+  return Object.entries(value).flatMap(([k, v]) => targets(v, [...at, k]));
+}
+
+const unpacked = mkdtempSync(join(tmpdir(), 'jobhook-unpacked-'));
+let packed: Packed;
+let files: Set<string>;
+/** The text of a file in the tarball. */
+let read: (path: string) => string;
+
+beforeAll(async () => {
+  packed = await packedTarball();
+  files = new Set(packed.files.map((f) => f.path));
+  execFileSync('tar', ['-xzf', packed.tarball, '-C', unpacked]);
+  read = (path) => readFileSync(join(unpacked, 'package', path), 'utf8');
+}, 15 * 60_000);
+afterAll(() => rmSync(unpacked, { recursive: true, force: true }));
+
+describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
+  it('ships every file the exports map and bin name', () => {
+    const named = Object.entries(pkg.exports).flatMap(([subpath, value]) => targets(value, [subpath]));
+    expect(named.length).toBeGreaterThan(30);
+    const missing = named.filter(({ file }) => !files.has(file));
+    expect(missing).toEqual([]);
+    for (const bin of Object.values(pkg.bin)) expect(files.has(bin.replace(/^\.\//, ''))).toBe(true);
+  });
+
+  it('every entry has its ESM and CJS JavaScript, and its .d.ts and .d.cts', () => {
+    const entries = Object.keys(pkg.exports).filter((s) => s !== './package.json').map((s) => (s === '.' ? 'index' : s.slice(2)));
+    expect(entries).toEqual(['index', 'express', 'web', 'redis', 'postgres', 'testing', 'bullmq', 'nats']);
+    for (const name of entries) {
+      for (const ext of ['js', 'cjs', 'd.ts', 'd.cts']) expect(files.has(`dist/${name}.${ext}`), `dist/${name}.${ext}`).toBe(true);
+    }
+    // The edge build of jobhook, and the worker file the verification pool starts (by URL, not by import).
+    expect(files.has('dist/neutral.js')).toBe(true);
+    expect(files.has('dist/verify-worker.js')).toBe(true);
+  });
+
+  it('every relative import of a shipped JavaScript or declaration file is shipped too', () => {
+    const broken: string[] = [];
+    for (const path of files) {
+      if (!/\.(c?js|d\.c?ts)$/.test(path)) continue;
+      const text = read(path);
+      for (const m of text.matchAll(/(?:from\s*|import\s*\(?\s*|require\(\s*)["'](\.\.?\/[^"']+)["']/g)) {
+        const target = join(path, '..', m[1]!).replace(/\\/g, '/');
+        // A declaration file imports its sibling chunk by the JavaScript name ('./x.js' → x.d.ts).
+        const candidates = path.endsWith('.d.ts') ? [target.replace(/\.js$/, '.d.ts')] : path.endsWith('.d.cts') ? [target.replace(/\.cjs$|\.js$/, '.d.cts')] : [target];
+        if (!candidates.some((c) => files.has(c))) broken.push(`${path} → ${m[1]}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('the declarations are real: the entry types of jobhook name its public functions', () => {
+    for (const file of ['dist/index.d.ts', 'dist/index.d.cts']) {
+      const text = read(file);
+      for (const name of ['createVerifier', 'createReceiver', 'verifyWebhook', 'signDelivery']) expect(text, `${file}: ${name}`).toContain(`declare function ${name}`);
+    }
+  });
+
+  it('the binary is executable and starts with its #! line', () => {
+    for (const bin of Object.values(pkg.bin)) {
+      const path = bin.replace(/^\.\//, '');
+      expect(read(path).startsWith('#!/usr/bin/env node\n'), path).toBe(true);
+      expect(statSync(join(unpacked, 'package', path)).mode & 0o111, path).toBe(0o111);
+    }
+  });
+
+  it('each embedded WebAssembly module ships once per format: the CLI and the worker share the library\'s chunks', () => {
+    // A copy per bundle was 20-odd kB of the tarball each. The modules are base64 string
+    // literals (src/lib/**/*-wasm*.ts); a run of 2,000 base64 characters is one of them.
+    const where = new Map<string, string[]>();
+    for (const path of files) {
+      if (!/\.c?js$/.test(path)) continue;
+      for (const m of read(path).matchAll(/["'`]([A-Za-z0-9+/]{2000,}={0,2})["'`]/g)) {
+        const key = m[1]!.slice(0, 80);
+        where.set(key, [...(where.get(key) ?? []), path]);
+      }
+    }
+    expect(where.size, 'the canonical engine and the RSA module').toBeGreaterThanOrEqual(2);
+    for (const paths of where.values()) {
+      expect(paths.filter((p) => p.endsWith('.js')), paths.join(', ')).toHaveLength(1);
+      expect(paths.filter((p) => p.endsWith('.cjs')), paths.join(', ')).toHaveLength(1);
+    }
+  });
+
+  it("import('jobhook') and require('jobhook') load at most 3 of the package's files, all of them ASCII", () => {
+    // Node 20's ESM loader pays for every file (bench/import.mjs); a chunk with one
+    // non-ASCII byte is decoded from UTF-8 the slow way and compiled as two-byte source.
+    // A new dynamic import() of a jobhook module, or an entry that takes part of the core
+    // (tsup.config.ts: shareTheNodeCore), cuts the core into more chunks.
+    const closure = (entry: string): string[] => {
+      const seen = new Set<string>();
+      const visit = (path: string): void => {
+        if (seen.has(path)) return;
+        seen.add(path);
+        for (const m of read(path).matchAll(/(?:\bfrom\s*|\bimport\s*|\brequire\(\s*)["'](\.\.?\/[^"']+)["']/g)) visit(join(dirname(path), m[1]!).replace(/\\/g, '/'));
+      };
+      visit(entry);
+      return [...seen];
+    };
+    for (const entry of ['dist/index.js', 'dist/index.cjs']) {
+      const loaded = closure(entry);
+      expect(loaded.length, loaded.join(', ')).toBeLessThanOrEqual(3);
+      expect(loaded.filter((path) => /[^\x00-\x7f]/.test(read(path))), entry).toEqual([]);
+    }
+  });
+
+  it('ships no source maps, no sources, no tests; the tarball stays under 300 kB', () => {
+    const maps = packed.files.filter((f) => f.path.endsWith('.map'));
+    expect(maps.reduce((n, f) => n + f.size, 0)).toBeLessThanOrEqual(100 * 1024);
+    expect(packed.files.filter((f) => /^(src|test|fixtures|bench|examples|native)\//.test(f.path))).toEqual([]);
+    const largest = [...packed.files].sort((a, b) => b.size - a.size).slice(0, 8).map((f) => `${f.path} ${f.size}`);
+    console.log(`packed: ${packed.tarball.split('/').pop()} ${packed.size} bytes, ${packed.files.length} files; demo build ${packed.seconds.demoBuild.toFixed(1)} s, npm pack ${packed.seconds.pack.toFixed(1)} s; largest unpacked: ${largest.join(', ')}`);
+    expect(packed.size).toBeLessThanOrEqual(300 * 1024);
+  });
+});
