@@ -8,6 +8,7 @@ import { createFetchReceiver, type WebReceiverOptions } from './lib/adapters/web
 import type { ReceiverControls } from './lib/adapters/controls.js';
 import { createWebVerifierCore, type WebVerifier, type WebVerifierOptions } from './lib/verify/web-verifier.js';
 import { checkOptionNames, WEB_VERIFIER_OPTIONS } from './lib/option-names.js';
+import { provideRsaWasmModule as provideRsaModule } from './lib/crypto/rsa-wasm.js';
 
 export type { WebVerifier, WebVerifierOptions } from './lib/verify/web-verifier.js';
 export type { WebReceiverOptions } from './lib/adapters/web.js';
@@ -48,6 +49,25 @@ export function createVerifier(options: WebVerifierOptions): WebVerifier {
  */
 export function createReceiver<Tx = unknown>(options: WebReceiverOptions<Tx>): ((request: Request) => Promise<Response>) & ReceiverControls {
   return createFetchReceiver(options);
+}
+
+/**
+ * Gives jobhook the WebAssembly RSA module (`jobhook/rsa.wasm`) already compiled, for
+ * hosts that refuse to compile WebAssembly from bytes (Cloudflare Workers: "Wasm code
+ * generation disallowed by embedder"). Without it such a host opens signatures with
+ * BigInt arithmetic, several times slower; elsewhere jobhook compiles its embedded copy
+ * itself when it needs it, and this call is not needed. Call it at the top of the
+ * module, before the first delivery. TypeError when the module is not jobhook's.
+ *
+ * @example
+ * ```ts
+ * import { createReceiver, provideRsaWasmModule } from 'jobhook/web';
+ * import rsaWasm from 'jobhook/rsa.wasm'; // wrangler compiles .wasm imports
+ * provideRsaWasmModule(rsaWasm);
+ * ```
+ */
+export function provideRsaWasmModule(module: WebAssembly.Module): void {
+  provideRsaModule(module);
 }
 
 /** @deprecated Renamed {@link createVerifier}; this alias goes at 1.0. */

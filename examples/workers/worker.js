@@ -3,7 +3,12 @@
 //   wrangler secret put GATEWAY_PUBLIC_KEY   (paste the PEM)
 // The memory store remembers job ids per isolate only: Cloudflare runs many isolates, so
 // give `store` one that all of them share where a duplicate must never run twice.
-import { createReceiver } from 'jobhook/web';
+// Workers compile no WebAssembly from bytes: wrangler compiles the .wasm file jobhook ships,
+// which opens signatures several times faster than the BigInt fallback.
+import { createReceiver, provideRsaWasmModule } from 'jobhook/web';
+import rsaWasm from 'jobhook/rsa.wasm';
+
+provideRsaWasmModule(rsaWasm);
 
 let receive;
 

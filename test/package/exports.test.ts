@@ -27,7 +27,7 @@ describe('public exports', () => {
     expect(Object.keys(await import('../../src/neutral.js')).sort()).toEqual(Object.keys(await import('../../src/index.js')).sort());
   });
 
-  it('errors, stores and shared types come from jobhook only: the web entry has its runtime verbs and deprecated aliases', async () => {
-    expect(Object.keys(await import('../../src/web.js')).sort()).toEqual(['createReceiver', 'createVerifier', 'createWebVerifier', 'createWebhookHandler']);
+  it('errors, stores and shared types come from jobhook only: the web entry has its runtime verbs, the RSA module hook for Workers and deprecated aliases', async () => {
+    expect(Object.keys(await import('../../src/web.js')).sort()).toEqual(['createReceiver', 'createVerifier', 'createWebVerifier', 'createWebhookHandler', 'provideRsaWasmModule']);
   });
 });

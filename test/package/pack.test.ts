@@ -45,7 +45,7 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
   });
 
   it('every entry has its ESM and CJS JavaScript, and its .d.ts and .d.cts', () => {
-    const entries = Object.keys(pkg.exports).filter((s) => s !== './package.json').map((s) => (s === '.' ? 'index' : s.slice(2)));
+    const entries = Object.keys(pkg.exports).filter((s) => s !== './package.json' && s !== './rsa.wasm').map((s) => (s === '.' ? 'index' : s.slice(2)));
     expect(entries).toEqual(['index', 'express', 'web', 'redis', 'postgres', 'testing', 'bullmq', 'nats']);
     for (const name of entries) {
       for (const ext of ['js', 'cjs', 'd.ts', 'd.cts']) expect(files.has(`dist/${name}.${ext}`), `dist/${name}.${ext}`).toBe(true);
@@ -53,6 +53,16 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     // The edge build of jobhook, and the worker file the verification pool starts (by URL, not by import).
     expect(files.has('dist/neutral.js')).toBe(true);
     expect(files.has('dist/verify-worker.js')).toBe(true);
+  });
+
+  it('jobhook/rsa.wasm (for Workers) is the RSA module the code embeds, with its declarations', async () => {
+    expect(Object.keys(pkg.exports)).toContain('./rsa.wasm');
+    for (const f of ['dist/rsa.wasm', 'dist/rsa-wasm.d.ts', 'dist/rsa-wasm.d.cts']) expect(files.has(f), f).toBe(true);
+    const { rsaWasmBytes } = await import('../../src/lib/crypto/rsa-wasm.js');
+    const shipped = readFileSync(join(unpacked, 'package', 'dist', 'rsa.wasm'));
+    expect(Buffer.compare(shipped, Buffer.from(rsaWasmBytes()))).toBe(0);
+    const exports = WebAssembly.Module.exports(new WebAssembly.Module(shipped)).map((e) => e.name);
+    expect(exports).toEqual(expect.arrayContaining(['memory', 'rsa_prepare', 'rsa_modexp']));
   });
 
   it('every relative import of a shipped JavaScript or declaration file is shipped too', () => {

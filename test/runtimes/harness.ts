@@ -72,6 +72,7 @@ export function packPackage(scratch: string): string {
   const stage = join(scratch, 'package');
   mkdirSync(stage, { recursive: true });
   run(process.execPath, [join(ROOT, 'node_modules', 'tsup', 'dist', 'cli-default.js'), '--silent', '--out-dir', join(stage, 'dist')], ROOT, { ...process.env, JOBHOOK_BUILD: 'js' });
+  run(process.execPath, [join(ROOT, 'scripts', 'write-rsa-wasm.mjs'), '--out-dir', join(stage, 'dist')], ROOT);
   for (const f of ['package.json', 'README.md']) cpSync(join(ROOT, f), join(stage, f));
   const packed = JSON.parse(run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], stage)) as Array<{ filename: string }>;
   return join(scratch, packed[0]!.filename);

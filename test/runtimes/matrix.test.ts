@@ -7,7 +7,7 @@
  * in-process: Node has no Fetch server of its own). The README's table is held equal to
  * what this file measures.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -103,7 +103,8 @@ beforeAll(async () => {
   }
   if (workerd.ok) {
     // As wrangler bundles a Worker (and as workerd.capnp's comment says).
-    await build({ entryPoints: [join(app, 'workers', 'worker.js')], bundle: true, format: 'esm', conditions: ['workerd', 'worker', 'browser'], outfile: join(app, 'workers', 'dist', 'worker.js'), logLevel: 'warning' });
+    await build({ entryPoints: [join(app, 'workers', 'worker.js')], bundle: true, format: 'esm', conditions: ['workerd', 'worker', 'browser'], external: ['jobhook/rsa.wasm'], outfile: join(app, 'workers', 'dist', 'worker.js'), logLevel: 'warning' });
+    copyFileSync(join(app, 'node_modules', 'jobhook', 'dist', 'rsa.wasm'), join(app, 'workers', 'dist', 'rsa.wasm'));
     const port = await freePort();
     starts.push(start('workerd web', workerd.bin, ['serve', join('workers', 'workerd.capnp'), '--socket-addr', `http=127.0.0.1:${port}`], port));
   }
