@@ -129,6 +129,27 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     expect(rows).toEqual([{ job_id: 'kept-release' }, { job_id: 'lapsed-hour' }, { job_id: 'live' }, { job_id: 'marked' }, { job_id: 'short' }]);
   });
 
+  it('a fencing sequence that was reset never hands a takeover a number at or below the claim it supersedes, nor a claim after a release', async () => {
+    const name = `jobhook_fence_${process.pid}`;
+    const store = new PostgresIdempotencyStore({ pool, table: name });
+    await store.migrate();
+    for (let i = 0; i < 5; i++) await store.claim(`warm-${i}`, { leaseMs: 10_000 });
+    const first = await store.claim('j', { leaseMs: 50 });
+    if (first.status !== 'acquired') throw new Error(first.status);
+    expect(first.fence).toBeGreaterThanOrEqual(6);
+    await pool.query(`ALTER SEQUENCE ${name}_fence_seq RESTART`);
+    await new Promise((r) => setTimeout(r, 80));
+    const taker = await store.claim('j', { leaseMs: 10_000 });
+    expect(taker).toMatchObject({ status: 'acquired', fence: first.fence + 1, tookOver: true });
+    if (taker.status !== 'acquired') throw new Error(taker.status);
+    await pool.query(`ALTER SEQUENCE ${name}_fence_seq RESTART`);
+    expect(await store.release('j', taker.token)).toBe(true);
+    expect(await store.claim('j', { leaseMs: 10_000 })).toMatchObject({ status: 'acquired', fence: taker.fence + 1, tookOver: true });
+    await pool.query(`DROP TABLE ${name}`);
+    await pool.query(`DROP TABLE IF EXISTS ${name}_pending`);
+    await pool.query(`DROP SEQUENCE IF EXISTS ${name}_fence_seq`);
+  });
+
   it('refuses identifiers that are not plain SQL names', () => {
     expect(() => new PostgresIdempotencyStore({ pool, table: 'jobs; DROP TABLE x' })).toThrow(TypeError);
     expect(() => new PostgresIdempotencyStore({ pool, connectionString: url })).toThrow(/exactly one/);

@@ -71,6 +71,26 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     expect(await store.complete('old3', 'any-token-3', { retainMs: 60_000 })).toBe('completed');
   });
 
+  it('a fencing counter that was lost (evicted, reset) never hands a takeover a number at or below the claim it supersedes, nor a claim after a release', async () => {
+    const prefix = `jobhook-fence:${run}:`;
+    const pendingKey = `jobhook-fence-pending:${run}`;
+    const store = new RedisIdempotencyStore({ client, keyPrefix: prefix, pendingKey, log: {} });
+    for (let i = 0; i < 5; i++) await store.claim(`warm-${i}`, { leaseMs: 10_000 });
+    const first = await store.claim('j', { leaseMs: 50 });
+    if (first.status !== 'acquired') throw new Error(first.status);
+    expect(first.fence).toBeGreaterThanOrEqual(6);
+    await client.del(`${pendingKey}:fence`);
+    await new Promise((r) => setTimeout(r, 80));
+    const taker = await store.claim('j', { leaseMs: 10_000 });
+    expect(taker).toMatchObject({ status: 'acquired', fence: first.fence + 1, tookOver: true });
+    if (taker.status !== 'acquired') throw new Error(taker.status);
+    await client.del(`${pendingKey}:fence`);
+    expect(await store.release('j', taker.token)).toBe(true);
+    expect(await store.claim('j', { leaseMs: 10_000 })).toMatchObject({ status: 'acquired', fence: taker.fence + 1, tookOver: true });
+    // The counter moved past the number handed out: the next job's number is larger still.
+    expect(await store.claim('next', { leaseMs: 10_000 })).toMatchObject({ status: 'acquired', fence: taker.fence + 2 });
+  });
+
   it('survives SCRIPT FLUSH (EVALSHA falls back to EVAL)', async () => {
     const store = new RedisIdempotencyStore({ client, keyPrefix: `jobhook-flush:${run}:` });
     const c = await store.claim('j2', { leaseMs: 30_000 });
