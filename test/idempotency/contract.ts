@@ -220,7 +220,7 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
     });
 
-    it('fencing: every new holder of a job gets a larger number, a takeover says so, and its own token keeps its number', async () => {
+    it('fencing: every new holder of a job gets a larger number, a takeover says so (also when claimed again by its token, or released and claimed afresh), and its own token keeps its number', async () => {
       const { a, b } = pair();
       const job = id('fence');
       const first = await a.claim(job, { leaseMs: 100 });
@@ -232,14 +232,16 @@ export function storeContract(name: string, pair: () => StorePair): void {
       if (second.status !== 'acquired') throw new Error(second.status);
       expect(second.fence).toBeGreaterThan(first.fence);
       expect(second.tookOver).toBe(true);
+      // The takeover claimed again by its token (its first reply was lost): same number, and still a takeover.
       const again = await b.claim(job, { leaseMs: 10_000, token: second.token });
-      expect(again).toEqual({ status: 'acquired', token: second.token, fence: second.fence });
+      expect(again).toEqual({ status: 'acquired', token: second.token, fence: second.fence, tookOver: true });
       expect(await b.release(job, second.token)).toBe(true);
-      // Released, then claimed afresh: a new holder, a larger number, no takeover.
+      // The takeover released (undone), then claimed afresh: a new holder, a larger number, and still a takeover.
       const third = await a.claim(job, { leaseMs: 10_000 });
       if (third.status !== 'acquired') throw new Error(third.status);
       expect(third.fence).toBeGreaterThan(second.fence);
-      expect(third.tookOver).toBeUndefined();
+      expect(third.tookOver).toBe(true);
+
       // Another job's numbers come from the same counter: never equal to this one's.
       const other = await a.claim(id('fence-other'), { leaseMs: 10_000 });
       if (other.status !== 'acquired') throw new Error(other.status);
@@ -280,7 +282,30 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe('superseded');
       expect(await b.claim(job, { leaseMs: 10_000 })).toEqual({ status: 'completed' });
       expect(await b.complete(job, taker.token, { retainMs: 60_000 })).toBe('superseded');
+      // The first holder's completion retried (its reply was lost): superseded again, never completed.
+      expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe('superseded');
     });
+
+    it('a release is remembered: a late renewal or completion of the released token is superseded and never holds the job; the next claim takes it', async () => {
+      const { a, b } = pair();
+      const job = id('released');
+      const first = await a.claim(job, { leaseMs: 10_000 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      expect(await a.release(job, first.token)).toBe(true);
+      expect(await a.release(job, first.token)).toBe(false);
+      // A renewal sent before the release, arriving after it (its reply had timed out).
+      expect(await a.renew!(job, first.token, { leaseMs: 10_000, fence: first.fence })).toBe('superseded');
+      const next = await b.claim(job, { leaseMs: 10_000 });
+      if (next.status !== 'acquired') throw new Error(next.status);
+      expect(next.fence).toBeGreaterThan(first.fence);
+      expect(next.tookOver).toBeUndefined();
+      expect(await b.release(job, next.token)).toBe(true);
+      // A completion of a released claim: nobody holds the job, so it is recorded, and reported as superseded (retried too).
+      expect(await b.complete(job, next.token, { retainMs: 60_000, fence: next.fence })).toBe('superseded');
+      expect(await b.complete(job, next.token, { retainMs: 60_000, fence: next.fence })).toBe('superseded');
+      expect(await a.claim(job, { leaseMs: 10_000 })).toEqual({ status: 'completed' });
+    });
+
 
     it('unicode and 200-character job ids are distinct keys', async () => {
       const { a } = pair();

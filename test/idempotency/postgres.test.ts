@@ -37,7 +37,7 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     await Promise.all(stores.map((st) => st.close()));
   });
 
-  it('migrate() brings a table made by an earlier version (no stale_at, fence or took_over column) up to date, keeping its rows', async () => {
+  it('migrate() brings a table made by an earlier version (no stale_at, fence or took_over column, a state check without \'released\') up to date, keeping its rows; run again, it changes nothing', async () => {
     const name = `jobhook_old_${process.pid}_${Date.now()}`;
     await pool.query(
       `CREATE TABLE ${name} (job_id text PRIMARY KEY, token text, state text NOT NULL CHECK (state IN ('claimed', 'completed')), expires_at timestamptz NOT NULL)`,
@@ -52,7 +52,18 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     expect(await store.complete('old-done', 'any-token-1', { retainMs: 60_000 })).toBe('completed');
     const fresh = await store.claim('new', { leaseMs: 10_000 });
     expect(fresh).toMatchObject({ status: 'acquired', fence: expect.any(Number) });
+    if (fresh.status !== 'acquired') throw new Error(fresh.status);
+    // The old check allowed only 'claimed' and 'completed': a release is kept as 'released' now.
+    expect(await store.release('new', fresh.token)).toBe(true);
+    expect(await store.renew('new', fresh.token, { leaseMs: 10_000, fence: fresh.fence })).toBe('superseded');
+    const checks = async () =>
+      (await pool.query(`SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'c'`, [name])).rows;
+    const upgraded = await checks();
+    expect(upgraded).toHaveLength(1);
+    expect(upgraded[0].def).toContain("'released'");
     await store.migrate();
+    expect(await checks()).toEqual(upgraded);
+    await expect(pool.query(`INSERT INTO ${name} (job_id, token, state, expires_at) VALUES ('bad', 'bad-token-1', 'other', now())`)).rejects.toThrow(/check constraint/);
   });
 
   it('migrate() refuses a database whose encoding cannot store every job id (LATIN1), naming it; a UTF8 one takes any', async () => {
@@ -91,7 +102,7 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     expect(rows).toEqual([{ state: 'claimed' }]);
   });
 
-  it('purgeExpired() removes completed marks past their retention and claims a minute past their lease (or grace mark), nothing else', async () => {
+  it('purgeExpired() removes completed marks past their retention, releases past their keep, and claims LAPSED_CLAIM_KEEP_MS (24 h) past their lease (or grace mark), nothing else', async () => {
     const name = `jobhook_purge_${process.pid}`;
     const store = new PostgresIdempotencyStore({ pool, table: name });
     await store.migrate();
@@ -100,16 +111,43 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     if (done.status !== 'acquired' || short.status !== 'acquired') throw new Error('claims');
     await store.complete('done', done.token, { retainMs: 50 });
     await store.claim('live', { leaseMs: 60_000 });
+    const kept = await store.claim('kept-release', { leaseMs: 10_000 });
+    if (kept.status !== 'acquired') throw new Error(kept.status);
+    await store.release('kept-release', kept.token);
     await pool.query(
       `INSERT INTO ${name} (job_id, token, state, expires_at, stale_at) VALUES
-         ('lapsed', 'lapsed-token-1', 'claimed', now() - interval '61 seconds', NULL),
-         ('marked', 'marked-token-1', 'claimed', now() - interval '2 minutes', now() - interval '30 seconds')`,
+         ('lapsed', 'lapsed-token-1', 'claimed', now() - interval '24 hours 1 second', NULL),
+         ('lapsed-hour', 'lapsed-token-2', 'claimed', now() - interval '1 hour', NULL),
+         ('marked', 'marked-token-1', 'claimed', now() - interval '25 hours', now() - interval '23 hours'),
+         ('old-release', 'released-token-1', 'released', now() - interval '1 second', NULL)`,
     );
     await new Promise((r) => setTimeout(r, 150));
-    expect(await store.purgeExpired()).toBe(2);
+    expect(await store.purgeExpired()).toBe(3);
     const { rows } = await pool.query(`SELECT job_id FROM ${name} ORDER BY job_id`);
-    // 'short' lapsed 100 ms ago: a claim arriving now still gets its takeover grace.
-    expect(rows).toEqual([{ job_id: 'live' }, { job_id: 'marked' }, { job_id: 'short' }]);
+    // 'short' lapsed 100 ms ago: a claim arriving now still gets its takeover grace;
+    // 'lapsed-hour': a claim arriving now takes it over and reports it.
+    expect(rows).toEqual([{ job_id: 'kept-release' }, { job_id: 'lapsed-hour' }, { job_id: 'live' }, { job_id: 'marked' }, { job_id: 'short' }]);
+  });
+
+  it('a fencing sequence that was reset never hands a takeover a number at or below the claim it supersedes, nor a claim after a release', async () => {
+    const name = `jobhook_fence_${process.pid}`;
+    const store = new PostgresIdempotencyStore({ pool, table: name });
+    await store.migrate();
+    for (let i = 0; i < 5; i++) await store.claim(`warm-${i}`, { leaseMs: 10_000 });
+    const first = await store.claim('j', { leaseMs: 50 });
+    if (first.status !== 'acquired') throw new Error(first.status);
+    expect(first.fence).toBeGreaterThanOrEqual(6);
+    await pool.query(`ALTER SEQUENCE ${name}_fence_seq RESTART`);
+    await new Promise((r) => setTimeout(r, 80));
+    const taker = await store.claim('j', { leaseMs: 10_000 });
+    expect(taker).toMatchObject({ status: 'acquired', fence: first.fence + 1, tookOver: true });
+    if (taker.status !== 'acquired') throw new Error(taker.status);
+    await pool.query(`ALTER SEQUENCE ${name}_fence_seq RESTART`);
+    expect(await store.release('j', taker.token)).toBe(true);
+    expect(await store.claim('j', { leaseMs: 10_000 })).toMatchObject({ status: 'acquired', fence: taker.fence + 1, tookOver: true });
+    await pool.query(`DROP TABLE ${name}`);
+    await pool.query(`DROP TABLE IF EXISTS ${name}_pending`);
+    await pool.query(`DROP SEQUENCE IF EXISTS ${name}_fence_seq`);
   });
 
   it('refuses identifiers that are not plain SQL names', () => {

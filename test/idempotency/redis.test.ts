@@ -1,4 +1,5 @@
 import { RedisIdempotencyStore } from '../../src/redis.js';
+import { LAPSED_CLAIM_KEEP_MS } from '../../src/lib/idempotency/types.js';
 import { availability, startRedis } from '../helpers/servers.js';
 import { serverStoreSuite } from './server-store-suite.js';
 import { Redis } from 'ioredis';
@@ -21,7 +22,7 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     await client.quit();
   });
 
-  it('keeps its keys under the prefix, the token, fence and lease end in the value (on Redis\'s clock) and a minute beyond it as TTL, on a client you pass (left open by close())', async () => {
+  it('keeps its keys under the prefix, the token, fence and lease end in the value (on Redis\'s clock) and LAPSED_CLAIM_KEEP_MS (24 h) beyond it as TTL, a release as long, on a client you pass (left open by close())', async () => {
     const prefix = `jobhook-own:${run}:`;
     const store = new RedisIdempotencyStore({ client, keyPrefix: prefix });
     const c = await store.claim('j1', { leaseMs: 30_000 });
@@ -34,8 +35,15 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     expect(Number(leaseEnd) - redisNow).toBeGreaterThan(25_000);
     expect(Number(leaseEnd) - redisNow).toBeLessThanOrEqual(30_000);
     const ttl = await client.pttl(`${prefix}j1`);
-    expect(ttl).toBeGreaterThan(85_000);
-    expect(ttl).toBeLessThanOrEqual(90_000);
+    expect(ttl).toBeGreaterThan(LAPSED_CLAIM_KEEP_MS + 25_000);
+    expect(ttl).toBeLessThanOrEqual(LAPSED_CLAIM_KEEP_MS + 30_000);
+    const r = await store.claim('j3', { leaseMs: 30_000 });
+    if (r.status !== 'acquired') throw new Error(r.status);
+    expect(await store.release('j3', r.token)).toBe(true);
+    const [, releasedBy, releasedFence, keepEnd, tainted] = /^released:([\w-]+):(\d+):(\d+):([01])$/.exec((await client.get(`${prefix}j3`)) ?? '') ?? [];
+    expect([releasedBy, Number(releasedFence), tainted]).toEqual([r.token, r.fence, '0']);
+    expect(Number(keepEnd) - redisNow).toBeGreaterThan(LAPSED_CLAIM_KEEP_MS - 5_000);
+    expect(await client.pttl(`${prefix}j3`)).toBeGreaterThan(LAPSED_CLAIM_KEEP_MS - 5_000);
     await store.complete('j1', c.token, { retainMs: 90_000, fence: c.fence });
     const [, doneBy, doneFence, until] = /^done:([\w-]+):(\d+):(\d+)$/.exec((await client.get(`${prefix}j1`)) ?? '') ?? [];
     expect([doneBy, Number(doneFence)]).toEqual([c.token, c.fence]);
@@ -61,6 +69,26 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     await client.set(`${prefix}old3`, 'done', 'PX', 30_000);
     expect(await store.claim('old3', { leaseMs: 10_000 })).toEqual({ status: 'completed' });
     expect(await store.complete('old3', 'any-token-3', { retainMs: 60_000 })).toBe('completed');
+  });
+
+  it('a fencing counter that was lost (evicted, reset) never hands a takeover a number at or below the claim it supersedes, nor a claim after a release', async () => {
+    const prefix = `jobhook-fence:${run}:`;
+    const pendingKey = `jobhook-fence-pending:${run}`;
+    const store = new RedisIdempotencyStore({ client, keyPrefix: prefix, pendingKey, log: {} });
+    for (let i = 0; i < 5; i++) await store.claim(`warm-${i}`, { leaseMs: 10_000 });
+    const first = await store.claim('j', { leaseMs: 50 });
+    if (first.status !== 'acquired') throw new Error(first.status);
+    expect(first.fence).toBeGreaterThanOrEqual(6);
+    await client.del(`${pendingKey}:fence`);
+    await new Promise((r) => setTimeout(r, 80));
+    const taker = await store.claim('j', { leaseMs: 10_000 });
+    expect(taker).toMatchObject({ status: 'acquired', fence: first.fence + 1, tookOver: true });
+    if (taker.status !== 'acquired') throw new Error(taker.status);
+    await client.del(`${pendingKey}:fence`);
+    expect(await store.release('j', taker.token)).toBe(true);
+    expect(await store.claim('j', { leaseMs: 10_000 })).toMatchObject({ status: 'acquired', fence: taker.fence + 1, tookOver: true });
+    // The counter moved past the number handed out: the next job's number is larger still.
+    expect(await store.claim('next', { leaseMs: 10_000 })).toMatchObject({ status: 'acquired', fence: taker.fence + 2 });
   });
 
   it('survives SCRIPT FLUSH (EVALSHA falls back to EVAL)', async () => {

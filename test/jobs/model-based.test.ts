@@ -1,8 +1,11 @@
 /**
  * Every store is held to the claim protocol's model (src/lib/jobs/model.ts `transition`):
  * fast-check generates interleavings of claims (fresh tokens and the holder's own again),
- * renewals, completions, releases, replies the caller never reads (lost replies) and
- * clock advances, by several holders on two jobs; each command runs on the model and on
+ * renewals, completions, releases (which leave released records), replies the caller
+ * never reads (lost replies), the same request sent again (a retried reply: a claim
+ * retried with its token, a completion retried by the repair queue, a late renewal after
+ * a release) and clock advances (past the grace window, past the retention and the
+ * release's keep), by several holders on two jobs; each command runs on the model and on
  * the real store, and every reply must match (fencing numbers: the same order, and the
  * same number for a holder claiming again). Redis and PostgreSQL run on real servers;
  * each store reads the test's clock instead of its server's (the `now` option), so lease
@@ -16,6 +19,7 @@ import { MemoryIdempotencyStore, type IdempotencyStore } from '../../src/index.j
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
 import { transition, type ClaimReply, type JobRecord, type JobRequest } from '../../src/lib/jobs/model.js';
+import { LAPSED_CLAIM_KEEP_MS } from '../../src/lib/idempotency/types.js';
 
 const JOBS = ['job-a', 'job-b'] as const;
 const HOLDERS = 3;
@@ -24,12 +28,16 @@ const LEASES = [10_000, 20_000, 40_000];
 const GRACES = [0, 0, 15_000];
 const RETAINS = [20_000, 60_000];
 const STEPS = [1_000, 5_000, 10_000, 15_000, 30_000, 45_000];
+/** Past every retention and every release's keep (lapsed claims are kept longer: their takeover is still reported). */
+const LONG_STEP = LAPSED_CLAIM_KEEP_MS + 1_000;
 
 type Command =
   | { op: 'claim'; job: number; holder: number; fresh: boolean; lease: number; grace: number; lost: boolean }
   | { op: 'renew'; job: number; holder: number; lease: number; lost: boolean }
   | { op: 'complete'; job: number; holder: number; retain: number; lost: boolean }
   | { op: 'release'; job: number; holder: number; lost: boolean }
+  /** The holder's last request to the job, sent again as it was (its reply was lost, or it arrives late). */
+  | { op: 'retry'; job: number; holder: number; lost: boolean }
   | { op: 'advance'; ms: number };
 
 /** A reply the caller never reads (a timeout after the store acted): one command in five. */
@@ -40,7 +48,9 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('renew' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), lease: fc.constantFrom(...LEASES), lost }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('complete' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), retain: fc.constantFrom(...RETAINS), lost }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('release' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), lost }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('retry' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), lost }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.constantFrom(...STEPS) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.constantFrom(LONG_STEP) }) },
 );
 
 /** What one holder knows of one job: the token it claims with, and the fencing number its claim carries (model and real). */
@@ -48,6 +58,8 @@ interface Hand {
   token: string;
   modelFence?: number;
   realFence?: number;
+  /** The last command sent for this job (retried as it was). */
+  last?: Exclude<Command, { op: 'advance' | 'retry' }>;
 }
 
 /** One run: the model's records and counter, the holders' hands, and how model fencing numbers map onto the store's. */
@@ -98,13 +110,22 @@ class World {
   }
 }
 
-async function step(world: World, store: IdempotencyStore, c: Command): Promise<void> {
-  if (c.op === 'advance') {
-    world.now += c.ms;
+async function step(world: World, store: IdempotencyStore, command: Command): Promise<void> {
+  if (command.op === 'advance') {
+    world.now += command.ms;
     return;
   }
-  const id = world.jobId(c.job);
-  const hand = world.hand(c.job, c.holder);
+  const id = world.jobId(command.job);
+  const hand = world.hand(command.job, command.holder);
+  let c: Exclude<Command, { op: 'advance' | 'retry' }>;
+  if (command.op === 'retry') {
+    if (hand.last === undefined) return;
+    // The same request again: same token, same fencing number, a claim not made fresh.
+    c = { ...hand.last, lost: command.lost, ...(hand.last.op === 'claim' ? { fresh: false } : {}) };
+  } else {
+    c = command;
+  }
+  hand.last = c;
   let request: JobRequest;
   if (c.op === 'claim') {
     if (c.fresh) {
@@ -118,7 +139,7 @@ async function step(world: World, store: IdempotencyStore, c: Command): Promise<
   } else if (c.op === 'complete') {
     request = { op: 'complete', token: hand.token, retainMs: c.retain, ...(hand.modelFence === undefined ? {} : { fence: hand.modelFence }) };
   } else {
-    request = { op: 'release', token: hand.token };
+    request = { op: 'release', token: hand.token, keepMs: LAPSED_CLAIM_KEEP_MS };
   }
   const { record, reply } = transition(world.records.get(id), request, world.now, world.fences);
   world.records.set(id, record);

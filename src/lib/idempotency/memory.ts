@@ -1,10 +1,11 @@
 import { StoreUnavailableError } from '../errors.js';
 import { resolveLogger, type Logger, type LoggerInput } from '../log.js';
 import { optionalNumber } from '../options.js';
-import { transition, type CompletedRecord, type CompleteReply, type HeldRecord, type JobRecord, type JobReply, type JobRequest, type RenewReply } from '../jobs/model.js';
+import { transition, type CompletedRecord, type CompleteReply, type HeldRecord, type JobRecord, type JobReply, type JobRequest, type ReleasedRecord, type RenewReply } from '../jobs/model.js';
 import { checkOptionNames, MEMORY_STORE_OPTIONS } from '../option-names.js';
 import {
   checkJobId,
+  LAPSED_CLAIM_KEEP_MS,
   claimArgs,
   completeArgs,
   deferArgs,
@@ -52,10 +53,11 @@ export interface MemoryStoreOptions {
  * ```
  */
 export class MemoryIdempotencyStore implements PendingStore {
-  // Held and completed records in two maps, each in time order (Map keeps insertion
-  // order; records are re-inserted when their time moves), so the oldest completions and
-  // the earliest lease ends are met first when room is needed.
+  // Held, released and completed records in three maps, each in time order (Map keeps
+  // insertion order; records are re-inserted when their time moves), so the oldest
+  // completions and releases and the earliest lease ends are met first when room is needed.
   private readonly claims = new Map<string, HeldRecord>();
+  private readonly released = new Map<string, ReleasedRecord>();
   private readonly completed = new Map<string, CompletedRecord>();
   private readonly pending = new Map<string, PendingJob>();
   private readonly maxEntries: number;
@@ -72,15 +74,15 @@ export class MemoryIdempotencyStore implements PendingStore {
     this.log = resolveLogger(options.log);
   }
 
-  /** Number of job ids held (claims and completed marks, expired ones included until swept). */
+  /** Number of job ids held (claims, releases and completed marks, expired ones included until swept). */
   get size(): number {
-    return this.claims.size + this.completed.size;
+    return this.claims.size + this.released.size + this.completed.size;
   }
 
   /** Applies `request` to the job's record, keeps the new record, and gives the reply. */
   private apply<R extends JobRequest>(jobId: string, request: R): JobReply<R> {
     const now = this.now();
-    const before = this.completed.get(jobId) ?? this.claims.get(jobId);
+    const before = this.completed.get(jobId) ?? this.claims.get(jobId) ?? this.released.get(jobId);
     const { record, reply } = transition(before, request, now, this.fences);
     if (record !== before) this.keep(jobId, record, now);
     return reply;
@@ -88,10 +90,11 @@ export class MemoryIdempotencyStore implements PendingStore {
 
   /** Stores a job's new record (undefined: free), re-inserted at the end of its map. */
   private keep(jobId: string, record: JobRecord | undefined, now: number): void {
-    const known = this.claims.delete(jobId) || this.completed.delete(jobId);
+    const known = this.claims.delete(jobId) || this.completed.delete(jobId) || this.released.delete(jobId);
     if (record === undefined) return;
     if (!known) this.makeRoom(now);
     if (record.state === 'held') this.claims.set(jobId, record);
+    else if (record.state === 'released') this.released.set(jobId, record);
     else {
       this.completed.set(jobId, record);
       this.pending.delete(jobId);
@@ -121,7 +124,7 @@ export class MemoryIdempotencyStore implements PendingStore {
 
   async release(jobId: string, token: string): Promise<boolean> {
     releaseArgs(jobId, token);
-    return this.apply(jobId, { op: 'release', token }) === 'released';
+    return this.apply(jobId, { op: 'release', token, keepMs: LAPSED_CLAIM_KEEP_MS }) === 'released';
   }
 
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
@@ -152,10 +155,16 @@ export class MemoryIdempotencyStore implements PendingStore {
 
   private makeRoom(now: number): void {
     if (this.size < this.maxEntries) return;
-    // Expired entries first, then the oldest completed mark; never a live claim.
-    // Entries go in in time order, so expired ones sit at the front (amortised O(1)).
+    // Expired entries first, then the oldest release (a late renewal of it would hold the
+    // job again), then the oldest completed mark; never a live claim. Entries go in in
+    // time order, so expired ones sit at the front (amortised O(1)).
     sweep(this.completed, now);
+    sweep(this.released, now);
     sweep(this.claims, now);
+    for (const id of this.released.keys()) {
+      if (this.size < this.maxEntries) break;
+      this.released.delete(id);
+    }
     for (const [id, e] of this.completed) {
       if (this.size < this.maxEntries) break;
       this.completed.delete(id);
@@ -182,7 +191,7 @@ function sweep(map: Map<string, JobRecord>, now: number): void {
   }
 }
 
-/** A record's time: a claim's lease end, a completion's retention end. */
+/** A record's time: a claim's lease end, a completion's retention end, a release's keep end. */
 function end(r: JobRecord): number {
   return r.state === 'held' ? r.leaseEnd : r.until;
 }

@@ -5,6 +5,7 @@ import { requirePeer } from './peer.js';
 import { guarded } from './timeout.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { JsonObjectValue } from '../event.js';
+import { GRACE_WINDOW_MS } from '../jobs/model.js';
 import {
   checkJobId,
   checkToken,
@@ -172,7 +173,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
           `CREATE TABLE IF NOT EXISTS ${this.table} (
              job_id text PRIMARY KEY,
              token text,
-             state text NOT NULL CHECK (state IN ('claimed', 'completed')),
+             state text NOT NULL CHECK (state IN ('claimed', 'completed', 'released')),
              expires_at timestamptz NOT NULL,
              stale_at timestamptz,
              fence bigint NOT NULL DEFAULT 0,
@@ -189,6 +190,22 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
         const added: Record<string, string> = { stale_at: 'timestamptz', fence: 'bigint NOT NULL DEFAULT 0', took_over: 'boolean NOT NULL DEFAULT false' };
         for (const [column, type] of Object.entries(added)) {
           if (!columns.has(column)) await client.query(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS ${column} ${type}`);
+        }
+        // A state check of an earlier version (claimed or completed) lets in 'released' too,
+        // only when the catalog shows it lacks it. NOT VALID: the rows already satisfy the
+        // narrower check, so the table is not scanned.
+        const checks = await client.query<{ conname: string; def: string }>(
+          `SELECT c.conname, pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
+             JOIN pg_class r ON r.oid = c.conrelid JOIN pg_namespace n ON n.oid = r.relnamespace
+            WHERE n.nspname = $1 AND r.relname = $2 AND c.contype = 'c'`,
+          this.names,
+        );
+        for (const { conname, def } of checks.rows) {
+          if (!/\bstate\b/.test(def) || def.includes("'released'")) continue;
+          await client.query(
+            `ALTER TABLE ${this.table} DROP CONSTRAINT "${conname.replace(/"/g, '""')}",
+               ADD CONSTRAINT ${ident(`${this.names[1].slice(0, 40)}_state_v2`, 'table')} CHECK (state IN ('claimed', 'completed', 'released')) NOT VALID`,
+          );
         }
         // Fencing numbers: one sequence per table, so a takeover always gets a larger one.
         await client.query(`CREATE SEQUENCE IF NOT EXISTS ${this.fenceSeq}`);
@@ -220,41 +237,50 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     const { leaseMs, token, graceMs } = claimArgs(jobId, options);
     return this.run('claim', async (pool) => {
       for (let attempt = 0; attempt < 3; attempt++) {
-        // Taken when the row is absent, held by this token (same fencing number), completed
+        // Taken when the row is absent, held by this token (same fencing number, same
+        // took_over), released (took_over: the release's taint while it is kept), completed
         // past its retention, or another token's claim whose lease ran out at least graceMs
         // after a claim first found it so (stale_at; a mark made before the lease end, which
-        // a renewal by an earlier version can leave, does not count).
+        // a renewal by an earlier version can leave, does not count), or that nobody marked
+        // within the grace window after its lease end. A new holder's fencing number is the
+        // sequence's next, and more than the row's.
         const taken = await pool.query<{ fence: string; took_over: boolean }>(
           `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now)
            INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at, fence, took_over)
              SELECT $1, $2, 'claimed', c.now + $3 * interval '1 millisecond', NULL, nextval('${this.fenceSeq}'), false FROM c
            ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'claimed', expires_at = EXCLUDED.expires_at, stale_at = NULL,
-               fence = CASE WHEN t.state = 'claimed' AND t.token = EXCLUDED.token THEN t.fence ELSE EXCLUDED.fence END,
-               took_over = (t.state = 'claimed' AND t.token <> EXCLUDED.token)
+               fence = CASE WHEN t.state = 'claimed' AND t.token = EXCLUDED.token THEN t.fence ELSE greatest(EXCLUDED.fence, t.fence + 1) END,
+               took_over = CASE WHEN t.state = 'claimed' AND t.token = EXCLUDED.token THEN t.took_over
+                                WHEN t.state = 'claimed' THEN true
+                                WHEN t.state = 'released' AND t.expires_at > (SELECT now FROM c) THEN t.took_over
+                                ELSE false END
              WHERE (t.state = 'claimed' AND t.token = EXCLUDED.token)
+                OR t.state = 'released'
                 OR (t.expires_at <= (SELECT now FROM c)
                     AND (t.state = 'completed' OR $4 = 0
-                         OR (t.stale_at >= t.expires_at AND t.stale_at <= (SELECT now FROM c) - $4 * interval '1 millisecond')))
+                         OR (t.stale_at >= t.expires_at AND t.stale_at <= (SELECT now FROM c) - $4 * interval '1 millisecond')
+                         OR ((t.stale_at IS NULL OR t.stale_at < t.expires_at) AND t.expires_at <= (SELECT now FROM c) - $6 * interval '1 millisecond')))
            RETURNING fence, took_over`,
-          [jobId, token, leaseMs, graceMs, this.clock()],
+          [jobId, token, leaseMs, graceMs, this.clock(), GRACE_WINDOW_MS],
         );
         const row = taken.rows[0];
         if (row !== undefined) return { status: 'acquired', token, fence: Number(row.fence), ...(row.took_over ? { tookOver: true } : {}) };
         // Not taken: a live claim, a completion, or another token's lease over but within
-        // the grace (the first claim to find it so starts the grace).
+        // the grace (the first claim to find it so, within the grace window, starts the grace).
         const seen = await pool.query<{ state: string; left_ms: string; wait_ms: string | null }>(
           `WITH c AS (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now),
            marked AS (
              UPDATE ${this.table} SET stale_at = CASE WHEN stale_at >= expires_at THEN stale_at ELSE (SELECT now FROM c) END
               WHERE job_id = $1 AND $2 > 0 AND state = 'claimed' AND expires_at <= (SELECT now FROM c)
+                AND (stale_at >= expires_at OR expires_at > (SELECT now FROM c) - $4 * interval '1 millisecond')
               RETURNING job_id, stale_at)
            SELECT t.state, ceil(extract(epoch FROM (t.expires_at - c.now)) * 1000) AS left_ms,
                   ceil($2 - extract(epoch FROM (c.now - m.stale_at)) * 1000) AS wait_ms
              FROM c, ${this.table} t LEFT JOIN marked m USING (job_id) WHERE t.job_id = $1`,
-          [jobId, graceMs, this.clock()],
+          [jobId, graceMs, this.clock(), GRACE_WINDOW_MS],
         );
         const found = seen.rows[0];
-        if (found === undefined) continue; // removed meanwhile
+        if (found === undefined || found.state === 'released') continue; // removed or released meanwhile
         if (found.wait_ms !== null) {
           if (Number(found.wait_ms) > 0) return { status: 'in_progress', retryAfterMs: Number(found.wait_ms), stale: true };
           continue; // the grace is over: take it
@@ -271,15 +297,17 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     const { leaseMs, fence } = renewArgs(jobId, token, options);
     return this.run('renew', async (pool) => {
       // Held by this token (lapsed or not), or gone (kept no longer than a lapsed claim
-      // is): the lease is back. Otherwise nothing changes, and the row says why.
+      // is): the lease is back. Otherwise (another token's claim, a release, a completion)
+      // nothing changes, and the row says why.
       const r = await pool.query<{ renewed: string; mine: boolean | null }>(
         `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
          up AS (
            INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at, fence, took_over)
              SELECT $1, $2, 'claimed', c.now + $3 * interval '1 millisecond', NULL, coalesce($4::bigint, nextval('${this.fenceSeq}')), false FROM c
            ON CONFLICT (job_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, stale_at = NULL,
-               token = EXCLUDED.token, state = 'claimed', fence = CASE WHEN t.state = 'claimed' THEN t.fence ELSE EXCLUDED.fence END, took_over = false
-             WHERE (t.state = 'claimed' AND t.token = EXCLUDED.token) OR (t.state = 'completed' AND t.expires_at <= (SELECT now FROM c))
+               token = EXCLUDED.token, state = 'claimed', fence = CASE WHEN t.state = 'claimed' THEN t.fence ELSE EXCLUDED.fence END,
+               took_over = t.state = 'claimed' AND t.took_over
+             WHERE (t.state = 'claimed' AND t.token = EXCLUDED.token) OR (t.state <> 'claimed' AND t.expires_at <= (SELECT now FROM c))
            RETURNING 1)
          SELECT (SELECT count(*) FROM up) AS renewed,
                 (SELECT state = 'completed' AND token = $2 FROM ${this.table} WHERE job_id = $1) AS mine`,
@@ -294,17 +322,20 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     const { retainMs, fence } = completeArgs(jobId, token, options);
     return this.run('complete', async (pool) => {
       // Written when the row is this token's claim (lapsed or not), absent, completed past
-      // its retention, or another token's claim that lapsed too (then the reply is
-      // 'superseded': took_over says the completion superseded a holder). The pending
-      // record goes in the same statement, only if the mark was made.
+      // its retention, released, or another token's claim that lapsed too (then the reply
+      // is 'superseded': took_over says the completion superseded a holder, or a release,
+      // and is kept for a retry of it). The pending record goes in the same statement,
+      // only if the mark was made.
       const r = await pool.query<{ took_over: boolean }>(
         `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
          up AS (
            INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at, fence, took_over)
              SELECT $1, $2, 'completed', c.now + $3 * interval '1 millisecond', NULL, $4::bigint, false FROM c
            ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'completed', expires_at = EXCLUDED.expires_at, stale_at = NULL,
-               fence = EXCLUDED.fence, took_over = (t.state = 'claimed' AND t.token <> EXCLUDED.token)
+               fence = EXCLUDED.fence,
+               took_over = (t.state = 'claimed' AND t.token <> EXCLUDED.token) OR (t.state = 'released' AND t.expires_at > (SELECT now FROM c))
              WHERE (t.state = 'claimed' AND (t.token = EXCLUDED.token OR t.expires_at <= (SELECT now FROM c)))
+                OR t.state = 'released'
                 OR (t.state = 'completed' AND t.expires_at <= (SELECT now FROM c))
            RETURNING job_id, took_over),
          gone AS (DELETE FROM ${this.pendingTable} WHERE job_id IN (SELECT job_id FROM up))
@@ -314,12 +345,13 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
       const row = r.rows[0];
       if (row !== undefined) return row.took_over ? 'superseded' : 'completed';
       // Not written: a live claim of another token, or a completion (by this token, by
-      // a version that kept no token, or by another token).
-      const seen = await pool.query<{ state: string; token: string | null }>(`SELECT state, token FROM ${this.table} WHERE job_id = $1`, [jobId]);
+      // a version that kept no token, or by another token). This token's own completion
+      // retried gets the same reply again (superseded when took_over says so).
+      const seen = await pool.query<{ state: string; token: string | null; took_over: boolean }>(`SELECT state, token, took_over FROM ${this.table} WHERE job_id = $1`, [jobId]);
       const now = seen.rows[0];
       if (now?.state === 'completed' && (now.token === null || now.token === token)) {
         await pool.query(`DELETE FROM ${this.pendingTable} WHERE job_id = $1`, [jobId]);
-        return 'completed';
+        return now.token !== null && now.took_over ? 'superseded' : 'completed';
       }
       return 'superseded';
     });
@@ -359,7 +391,13 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
   async release(jobId: string, token: string): Promise<boolean> {
     releaseArgs(jobId, token);
     return this.run('release', async (pool) => {
-      const r = await pool.query(`DELETE FROM ${this.table} WHERE job_id = $1 AND token = $2 AND state = 'claimed'`, [jobId, token]);
+      // Kept as released (took_over: its taint) for LAPSED_CLAIM_KEEP_MS: a late renewal or
+      // completion of this token is then superseded, and the next claim inherits the taint.
+      const r = await pool.query(
+        `UPDATE ${this.table} SET state = 'released', expires_at = coalesce($4::timestamptz, statement_timestamp()) + $3 * interval '1 millisecond', stale_at = NULL
+          WHERE job_id = $1 AND token = $2 AND state = 'claimed'`,
+        [jobId, token, LAPSED_CLAIM_KEEP_MS, this.clock()],
+      );
       return r.rowCount === 1;
     });
   }
@@ -497,9 +535,10 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
   }
 
   /**
-   * Deletes completed marks past their retention, and claims a minute past their lease
-   * (or past the takeover grace's mark), so a purge never cuts a grace short; returns how
-   * many rows went. Schedule it (e.g. hourly).
+   * Deletes completed marks past their retention, releases past their keep, and claims
+   * LAPSED_CLAIM_KEEP_MS (24 h) past their lease (or past the takeover grace's mark), so
+   * a delivery or the reconciler coming later still finds a lapsed claim and reports its
+   * takeover; returns how many rows went. Schedule it (e.g. hourly).
    */
   async purgeExpired(): Promise<number> {
     return this.run('purgeExpired', async (pool) => {
@@ -507,7 +546,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
       // lets the planner use the expires_at index).
       const r = await pool.query(
         `DELETE FROM ${this.table} WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp())
-           AND (state = 'completed' OR greatest(expires_at, stale_at) <= coalesce($2::timestamptz, statement_timestamp()) - $1 * interval '1 millisecond')`,
+           AND (state <> 'claimed' OR greatest(expires_at, stale_at) <= coalesce($2::timestamptz, statement_timestamp()) - $1 * interval '1 millisecond')`,
         [LAPSED_CLAIM_KEEP_MS, this.clock()],
       );
       return r.rowCount ?? 0;

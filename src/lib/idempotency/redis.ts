@@ -5,6 +5,7 @@ import { checkOptionNames, REDIS_STORE_OPTIONS } from '../option-names.js';
 import { requirePeer } from './peer.js';
 import { guarded } from './timeout.js';
 import type { JsonObjectValue } from '../event.js';
+import { GRACE_WINDOW_MS } from '../jobs/model.js';
 import {
   checkJobId,
   claimArgs,
@@ -53,36 +54,54 @@ export interface RedisStoreOptions {
 }
 
 // Values, one key per job (PX: how long it is kept):
-//   'held:<token>:<fence>:<lease end ms>:<stale since ms or empty>'  claimed; kept
-//       LAPSED_CLAIM_KEEP_MS past its lease end (a marked one as long past its grace),
-//       so the takeover grace can start when a claim first finds the lease over, even
-//       when Redis was paused past the lease end, up to that long;
-//   'done:<token>:<fence>:<retention end ms>'  completed (PX = retention too).
+//   'held:<token>:<fence>:<lease end ms>:<stale since ms or empty>[:1]'  claimed (':1':
+//       it took the job over); kept LAPSED_CLAIM_KEEP_MS past its lease end (a marked
+//       one as long past its grace), so a claim coming that much later still finds it
+//       lapsed and reports the takeover;
+//   'released:<token>:<fence>:<keep end ms>:<0|1>'  released ('1': tainted, the released
+//       claim had taken the job over); PX = the keep;
+//   'done:<token>:<fence>:<retention end ms>[:1]'  completed (':1': by a superseded
+//       token); PX = retention too.
 // Values of earlier versions are read too: 'claim:<token>[:<lease end>[:<stale since>]]'
 // (fence 0; without a lease end it holds until its TTL) and 'done' (completed by an
-// unknown token). Fencing numbers come from one counter (INCR) per store. Times are
-// Redis's own (TIME, so Redis 5 or later: scripts replicated by effects) unless the
-// store was given a clock (tests). One script per operation: atomic, one round trip.
-// Each script implements one case of the protocol's transition (src/lib/jobs/model.ts);
-// test/jobs/model-based.test.ts holds them to it.
+// unknown token). Fencing numbers come from one counter (INCR) per store, never less
+// than one more than the record's. Times are Redis's own (TIME, so Redis 5 or later:
+// scripts replicated by effects) unless the store was given a clock (tests). One script
+// per operation: atomic, one round trip. Each script implements one case of the
+// protocol's transition (src/lib/jobs/model.ts); test/jobs/model-based.test.ts holds
+// them to it.
 const READ = `local function parse(v, now)
   if not v then return nil end
   if v == 'done' then return 'completed' end
-  local t, f, u = string.match(v, '^done:([%w_%-]+):(%d+):(%d+)$')
+  local t, f, u, s = string.match(v, '^done:([%w_%-]+):(%d+):(%d+):?(1?)$')
   if t then
     if tonumber(u) <= now then return nil end
-    return 'completed', t, tonumber(f)
+    return 'completed', t, tonumber(f), nil, nil, s == '1'
   end
-  local tok, fence, dl, st = string.match(v, '^held:([%w_%-]+):(%d+):(%d+):(%d*)$')
-  if tok then return 'held', tok, tonumber(fence), tonumber(dl), tonumber(st) end
+  t, f, u, s = string.match(v, '^released:([%w_%-]+):(%d+):(%d+):([01])$')
+  if t then
+    if tonumber(u) <= now then return nil end
+    return 'released', t, tonumber(f), nil, nil, s == '1'
+  end
+  local tok, fence, dl, st, took = string.match(v, '^held:([%w_%-]+):(%d+):(%d+):(%d*):?(1?)$')
+  if tok then return 'held', tok, tonumber(fence), tonumber(dl), tonumber(st), took == '1' end
   tok, dl, st = string.match(v, '^claim:([%w_%-]+):?(%d*):?(%d*)$')
-  if tok then return 'held', tok, 0, tonumber(dl), tonumber(st) end
+  if tok then return 'held', tok, 0, tonumber(dl), tonumber(st), false end
   return 'foreign'
 end
-local function put(key, token, fence, leaseEnd, staleAt, px)
+local function put(key, token, fence, leaseEnd, staleAt, took, px)
   local v = 'held:' .. token .. ':' .. string.format('%d', fence) .. ':' .. string.format('%d', leaseEnd) .. ':'
   if staleAt then v = v .. string.format('%d', staleAt) end
+  if took then v = v .. ':1' end
   redis.call('SET', key, v, 'PX', math.max(1, px))
+end
+local function nextFence(counter, old)
+  local f = redis.call('INCR', counter)
+  if old and f <= old then
+    f = old + 1
+    redis.call('SET', counter, string.format('%d', f))
+  end
+  return f
 end
 local function clock(given)
   if given ~= '' then return tonumber(given) end
@@ -90,74 +109,88 @@ local function clock(given)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 `;
-// KEYS: job, fence counter. ARGV: token, lease, grace, keep, now.
+// KEYS: job, fence counter. ARGV: token, lease, grace, keep, now, grace window.
 // Replies: {1, fence, took over 0|1} acquired, {2} completed, {3, ms left} held, {4, ms} stale.
 const CLAIM = `${READ}local now = clock(ARGV[5])
-local state, tok, fence, dl, st = parse(redis.call('GET', KEYS[1]), now)
+local state, tok, fence, dl, st, flag = parse(redis.call('GET', KEYS[1]), now)
 local lease, keep = tonumber(ARGV[2]), tonumber(ARGV[4])
 if state == 'completed' then return {2} end
 if state == 'foreign' then return {3, redis.call('PTTL', KEYS[1])} end
-local took = 0
+local took = false
 if state == 'held' then
   if tok == ARGV[1] then
-    put(KEYS[1], tok, fence, now + lease, nil, lease + keep)
+    put(KEYS[1], tok, fence, now + lease, nil, flag, lease + keep)
+    if flag then return {1, fence, 1} end
     return {1, fence, 0}
   end
   if not dl then return {3, redis.call('PTTL', KEYS[1])} end
   if dl > now then return {3, dl - now} end
   local grace = tonumber(ARGV[3])
-  if grace > 0 then
+  if grace > 0 and (st or now < dl + tonumber(ARGV[6])) then
     if not st then
       st = now
-      put(KEYS[1], tok, fence, dl, st, math.max(redis.call('PTTL', KEYS[1]), grace + keep))
+      put(KEYS[1], tok, fence, dl, st, flag, math.max(redis.call('PTTL', KEYS[1]), grace + keep))
     end
     if st + grace > now then return {4, st + grace - now} end
   end
-  took = 1
+  took = true
+elseif state == 'released' then
+  took = flag
 end
-local f = redis.call('INCR', KEYS[2])
-put(KEYS[1], ARGV[1], f, now + lease, nil, lease + keep)
-return {1, f, took}`;
+local f = nextFence(KEYS[2], fence)
+put(KEYS[1], ARGV[1], f, now + lease, nil, took, lease + keep)
+if took then return {1, f, 1} end
+return {1, f, 0}`;
 // KEYS: job, fence counter. ARGV: token, lease, keep, fence ('' = none), now.
 // Replies: 1 renewed, 0 superseded, 2 completed by this token.
 const RENEW = `${READ}local now = clock(ARGV[5])
-local state, tok, fence = parse(redis.call('GET', KEYS[1]), now)
+local state, tok, fence, dl, st, flag = parse(redis.call('GET', KEYS[1]), now)
 if state == 'completed' then if tok == ARGV[1] then return 2 end return 0 end
-if state == 'foreign' or (state == 'held' and tok ~= ARGV[1]) then return 0 end
-if not state then fence = tonumber(ARGV[4]) or redis.call('INCR', KEYS[2]) end
+if state == 'foreign' or state == 'released' or (state == 'held' and tok ~= ARGV[1]) then return 0 end
+if not state then fence = tonumber(ARGV[4]) or redis.call('INCR', KEYS[2]) flag = false end
 local lease = tonumber(ARGV[2])
-put(KEYS[1], ARGV[1], fence, now + lease, nil, lease + tonumber(ARGV[3]))
+put(KEYS[1], ARGV[1], fence, now + lease, nil, flag, lease + tonumber(ARGV[3]))
 return 1`;
 // KEYS: job, pending set, pending parameters. ARGV: token, retention, job id, fence ('' = none), now.
-// Replies: 1 completed, 0 superseded (the mark is still written when the holder that
-// superseded this token has lapsed itself).
+// Replies: 1 completed, 0 superseded (the mark is still written when nobody holds the
+// job: the holder that superseded this token has lapsed itself, or it was released).
 const COMPLETE = `${READ}local now = clock(ARGV[5])
-local state, tok, fence, dl = parse(redis.call('GET', KEYS[1]), now)
-if state == 'completed' then if tok == nil or tok == ARGV[1] then return 1 end return 0 end
+local state, tok, fence, dl, st, flag = parse(redis.call('GET', KEYS[1]), now)
+if state == 'completed' then if tok == nil or (tok == ARGV[1] and not flag) then return 1 end return 0 end
 local reply = 1
 if state == 'foreign' then return 0 end
 if state == 'held' and tok ~= ARGV[1] then
   if not dl or dl > now then return 0 end
   reply = 0
 end
+if state == 'released' then reply = 0 end
 local f = ARGV[4]
 if f == '' then f = '0' end
-redis.call('SET', KEYS[1], 'done:' .. ARGV[1] .. ':' .. f .. ':' .. string.format('%d', now + tonumber(ARGV[2])), 'PX', ARGV[2])
+local v = 'done:' .. ARGV[1] .. ':' .. f .. ':' .. string.format('%d', now + tonumber(ARGV[2]))
+if reply == 0 then v = v .. ':1' end
+redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
 redis.call('ZREM', KEYS[2], ARGV[3]) redis.call('HDEL', KEYS[3], ARGV[3]) return reply`;
 const TRACK = `redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) else redis.call('HDEL', KEYS[2], ARGV[1]) end return 1`;
 const FORGET = `redis.call('ZREM', KEYS[1], ARGV[1]) redis.call('HDEL', KEYS[2], ARGV[1]) return 1`;
-// ARGV: token. (Time does not matter: only a claim is released.)
-const RELEASE = `${READ}local state, tok = parse(redis.call('GET', KEYS[1]), 0)
-if state == 'held' and tok == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end return 0`;
+// ARGV: token, keep, now. The claim is replaced by a release, kept that long.
+const RELEASE = `${READ}local now = clock(ARGV[3])
+local state, tok, fence, dl, st, flag = parse(redis.call('GET', KEYS[1]), now)
+if state ~= 'held' or tok ~= ARGV[1] then return 0 end
+local keep = tonumber(ARGV[2])
+if keep <= 0 then redis.call('DEL', KEYS[1]) return 1 end
+local t = '0'
+if flag then t = '1' end
+redis.call('SET', KEYS[1], 'released:' .. tok .. ':' .. string.format('%d', fence) .. ':' .. string.format('%d', now + keep) .. ':' .. t, 'PX', keep)
+return 1`;
 
 interface ScriptedRedis extends Redis {
-  jobhookClaim(key: string, fenceKey: string, token: string, leaseMs: number, graceMs: number, keepMs: number, now: string): Promise<[number, number?, number?]>;
+  jobhookClaim(key: string, fenceKey: string, token: string, leaseMs: number, graceMs: number, keepMs: number, now: string, windowMs: number): Promise<[number, number?, number?]>;
   jobhookRenew(key: string, fenceKey: string, token: string, leaseMs: number, keepMs: number, fence: string, now: string): Promise<number>;
   jobhookComplete(key: string, pendingKey: string, paramsKey: string, token: string, retainMs: number, jobId: string, fence: string, now: string): Promise<number>;
   jobhookTrack(pendingKey: string, paramsKey: string, jobId: string, since: number, params: string): Promise<number>;
   jobhookForget(pendingKey: string, paramsKey: string, jobId: string): Promise<number>;
-  jobhookRelease(key: string, token: string): Promise<number>;
+  jobhookRelease(key: string, token: string, keepMs: number, now: string): Promise<number>;
 }
 
 /**
@@ -264,7 +297,7 @@ export class RedisIdempotencyStore implements PendingStore {
     const { leaseMs, token, graceMs } = claimArgs(jobId, options);
     const key = this.prefix + jobId;
     return this.run('claim', async (redis) => {
-      const [state, a, b] = await redis.jobhookClaim(key, this.fenceKey, token, leaseMs, graceMs, LAPSED_CLAIM_KEEP_MS, this.clock());
+      const [state, a, b] = await redis.jobhookClaim(key, this.fenceKey, token, leaseMs, graceMs, LAPSED_CLAIM_KEEP_MS, this.clock(), GRACE_WINDOW_MS);
       if (state === 1) return { status: 'acquired', token, fence: Number(a), ...(b === 1 ? { tookOver: true } : {}) };
       if (state === 2) return { status: 'completed' };
       if (state === 4) return { status: 'in_progress', retryAfterMs: Math.max(1, Number(a)), stale: true };
@@ -298,7 +331,7 @@ export class RedisIdempotencyStore implements PendingStore {
   async release(jobId: string, token: string): Promise<boolean> {
     releaseArgs(jobId, token);
     const key = this.prefix + jobId;
-    return this.run('release', async (redis) => (await redis.jobhookRelease(key, token)) === 1);
+    return this.run('release', async (redis) => (await redis.jobhookRelease(key, token, LAPSED_CLAIM_KEEP_MS, this.clock())) === 1);
   }
 
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {

@@ -11,7 +11,9 @@ export type ClaimResult =
    * This caller owns the job until the lease ends; pass `token` to renew, complete or
    * release. `fence`: the claim's fencing number, larger for every later holder of the
    * job (for conditional writes downstream). `tookOver`: the job was taken from another
-   * holder whose lease lapsed, which may have applied its effect (it may run twice).
+   * holder whose lease lapsed, which may have applied its effect (it may run twice); also
+   * when the claim was made again by its token (its first reply was lost), or after a
+   * release of such a claim.
    */
   | { status: 'acquired'; token: string; fence: number; tookOver?: boolean }
   /**
@@ -86,12 +88,18 @@ export interface IdempotencyStore {
   /**
    * Marks the job completed by `token`: `completed`, also when this token completed it
    * before (a retried completion). `superseded` when another token took the job over or
-   * completed it: the job may have run twice (the store still records it as done when
-   * the token that took it over has lapsed as well). (Stores written for earlier
+   * completed it, or this token's claim was released: the job may have run twice (the
+   * store still records it as done when nobody holds it: the token that took it over has
+   * lapsed as well, or released it); a superseded completion retried is `superseded` again. (Stores written for earlier
    * versions answer true or false, read as `completed` or `superseded`.)
    */
   complete(jobId: string, token: string, options: CompleteOptions): Promise<CompleteReply | boolean>;
-  /** Gives the claim up so a retry can process the job. Resolves false when `token` did not hold it. */
+  /**
+   * Gives the claim up so a retry can process the job. Resolves false when `token` did not
+   * hold it. jobhook's stores remember the release for a while: a late renewal or completion
+   * of that token is answered `superseded`, and the next claim is `tookOver` when the
+   * released claim had taken the job over.
+   */
   release(jobId: string, token: string): Promise<boolean>;
   /** Resolves when the backend answers (readiness probes: `receiver.health()`); rejects otherwise. */
   ping?(): Promise<void>;
@@ -201,11 +209,15 @@ export function claimArgs(jobId: unknown, options: ClaimOptions): { leaseMs: num
 }
 
 /**
- * How long the shared stores keep a claim past its lease (Redis: the key's life; a
- * marked claim's grace gets as much again; PostgreSQL: what `purgeExpired()` spares),
- * so a takeover grace can still start after a store outage up to this long.
+ * How long the stores keep a claim past its lease (Redis: the key's life; a marked
+ * claim's grace gets as much again; PostgreSQL: what `purgeExpired()` spares) and a
+ * released claim (24 h, as long as the default retention): a delivery or the reconciler
+ * that comes for the job meanwhile still finds the lapsed claim, and reports that the
+ * job may run twice; a renewal or completion of a released claim arriving late is still
+ * answered `superseded`. (The takeover grace itself starts only within GRACE_WINDOW_MS
+ * of the lease end: see src/lib/jobs/model.ts.)
  */
-export const LAPSED_CLAIM_KEEP_MS = 60_000;
+export const LAPSED_CLAIM_KEEP_MS = 24 * 3_600_000;
 
 /** A `takeoverGraceMs` option: whole milliseconds (fractions rounded up), 0 allowed; `fallback` when undefined. */
 export function checkGraceMs(value: unknown, fallback: number): number {

@@ -245,6 +245,6 @@ export class RepairQueue {
     this.end(t, reply === 'completed' || reply === 'superseded' ? reply : undefined);
     if (t.kind !== 'complete') log.debug(`jobhook: released the claim on job ${t.jobId}.`);
     else if (reply === 'completed') log.info(`jobhook: recorded the completion of job ${t.jobId} after ${t.attempts + 1} attempt(s).`);
-    else this.o.superseded(t.jobId, 'its completion, retried while the store was unavailable, found the job taken over by another delivery');
+    else this.o.superseded(t.jobId, 'its completion, retried while the store was unavailable, found the job taken over by another delivery (or its claim released)');
   }
 }

@@ -305,7 +305,9 @@ export function jobRunner(o: ResolvedRunnerOptions): JobRunner {
     // Jobs claimed from stores written for earlier versions carry no fencing number.
     const fence = claimed.fence ?? 0;
     if (claimed.tookOver === true) {
-      superseded(jobId, 'it was taken over from a holder whose lease ran out; if that holder had applied its effect, the job runs twice');
+      // Also when this claim is one whose reply was lost (claimed again with its token), or
+      // follows the release of such a claim: the store keeps the takeover's taint.
+      superseded(jobId, 'it was taken over from a holder whose lease ran out (or from the release of a claim that had taken it over); if that holder had applied its effect, the job runs twice');
     }
     const claim = new HeldClaim(owner, jobId, token, fence, sentAt);
     return o.transactional ? runInTransaction(claim, handler, retainMs) : runPlain(claim, handler, retainMs);
