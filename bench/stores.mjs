@@ -159,6 +159,7 @@ if (want('pairs')) {
 if (want('purge')) {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   const rows = [];
+  const backlogRows = [];
   for (const size of PURGE_SIZES) {
     const name = `jobhook_bench_purge_${size}_${process.pid}`;
     const store = new PostgresIdempotencyStore({ pool, table: name });
@@ -248,6 +249,50 @@ if (want('purge')) {
         'scan of the table': plans[contender] ?? '',
       });
     }
+    // Then a backlog: size / 10 completed marks past their retention, deleted by the
+    // batched purge or by 7b9ac05's one statement, alternately, 3 times each (the
+    // backlog written again before each). "longest statement" is how long one statement
+    // held its row locks: all the backlog's rows at once for the single statement.
+    const backlog = size / 10;
+    const timed = [];
+    const timingPool = {
+      query: async (sql, params) => {
+        const t = performance.now();
+        const r = await pool.query(sql, params);
+        timed.push(performance.now() - t);
+        return r;
+      },
+    };
+    const timing = new PostgresIdempotencyStore({ pool: timingPool, table: name });
+    const deleting = { 'statement_timestamp() DELETE (7b9ac05)': [], 'purgeExpired() (batched)': [] };
+    for (let rep = 0; rep < 3; rep++) {
+      for (const contender of Object.keys(deleting)) {
+        await pool.query(
+          `INSERT INTO ${name} (job_id, token, state, expires_at) SELECT 'old-' || g, 'token-' || g, 'completed', now() - interval '1 hour' + g * interval '1 ms' FROM generate_series(1, $1::int) g`,
+          [backlog],
+        );
+        timed.length = 0;
+        const t = performance.now();
+        const n =
+          contender === 'purgeExpired() (batched)'
+            ? await timing.purgeExpired()
+            : (await timingPool.query(statements[contender].sql, statements[contender].params)).rowCount;
+        const total = performance.now() - t;
+        if (n !== backlog) throw new Error(`${contender} deleted ${n} of ${backlog}`);
+        deleting[contender].push({ total, longest: Math.max(...timed), statements: timed.length });
+      }
+    }
+    for (const [contender, reps] of Object.entries(deleting)) {
+      backlogRows.push({
+        rows: size.toLocaleString('en'),
+        backlog: backlog.toLocaleString('en'),
+        contender,
+        'total ms, 3 runs': reps.map((x) => x.total.toFixed(0)).join(', '),
+        'ms per 1,000 rows (median)': ((median(reps.map((x) => x.total)) / backlog) * 1000).toFixed(1),
+        statements: reps[0].statements,
+        'longest statement ms, 3 runs': reps.map((x) => x.longest.toFixed(1)).join(', '),
+      });
+    }
     console.log(`(${name}: filled and analysed in ${(filled / 1000).toFixed(1)} s)`);
     await pool.query(`DROP TABLE IF EXISTS ${name}, ${name}_pending`);
     await pool.query(`DROP SEQUENCE IF EXISTS ${name}_fence_seq`);
@@ -255,4 +300,6 @@ if (want('purge')) {
   await pool.end();
   console.log(`\n## purgeExpired() with nothing to delete: ${ROUNDS + 4} rounds (≥ 150 ms per contender each), interleaved; load after ${load()}\n`);
   console.log(table(rows));
+  console.log(`\n## Deleting a backlog (a tenth of the table, past its retention), 3 runs each, alternating; load after ${load()}\n`);
+  console.log(table(backlogRows));
 }
