@@ -250,7 +250,8 @@ if (want('purge')) {
       });
     }
     // Then a backlog: size / 10 completed marks past their retention, deleted by the
-    // batched purge or by 7b9ac05's one statement, alternately, 3 times each (the
+    // batched purge (default 1,000 rows a batch, and 10,000) or by 7b9ac05's one
+    // statement, alternately, 3 times each (the
     // backlog written again before each). "longest statement" is how long one statement
     // held its row locks: all the backlog's rows at once for the single statement.
     const backlog = size / 10;
@@ -264,7 +265,7 @@ if (want('purge')) {
       },
     };
     const timing = new PostgresIdempotencyStore({ pool: timingPool, table: name });
-    const deleting = { 'statement_timestamp() DELETE (7b9ac05)': [], 'purgeExpired() (batched)': [] };
+    const deleting = { 'statement_timestamp() DELETE (7b9ac05)': [], 'purgeExpired() (batched)': [], 'purgeExpired({ batchSize: 10000 })': [] };
     for (let rep = 0; rep < 3; rep++) {
       for (const contender of Object.keys(deleting)) {
         await pool.query(
@@ -276,7 +277,9 @@ if (want('purge')) {
         const n =
           contender === 'purgeExpired() (batched)'
             ? await timing.purgeExpired()
-            : (await timingPool.query(statements[contender].sql, statements[contender].params)).rowCount;
+            : contender === 'purgeExpired({ batchSize: 10000 })'
+              ? await timing.purgeExpired({ batchSize: 10_000 })
+              : (await timingPool.query(statements[contender].sql, statements[contender].params)).rowCount;
         const total = performance.now() - t;
         if (n !== backlog) throw new Error(`${contender} deleted ${n} of ${backlog}`);
         deleting[contender].push({ total, longest: Math.max(...timed), statements: timed.length });
