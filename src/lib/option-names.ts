@@ -17,7 +17,7 @@ import type { GatewayClientOptions } from './gateway/client.js';
 import type { ReconcilerOptions } from './gateway/reconciler.js';
 import type { JobRunnerOptions } from './jobs/runner.js';
 import type { MemoryStoreOptions } from './idempotency/memory.js';
-import type { PostgresStoreOptions } from './idempotency/postgres.js';
+import type { PostgresStoreOptions, PurgeOptions } from './idempotency/postgres.js';
 import type { RedisStoreOptions } from './idempotency/redis.js';
 import type { ReceiverOptionsBase } from './receive/core.js';
 import type { SignOptions } from './sign.js';
@@ -79,6 +79,8 @@ export const MIDDLEWARE_OPTIONS = { ...VERIFIER_OPTIONS, errors: true, bodyTimeo
 export const MEMORY_STORE_OPTIONS = { maxEntries: true, now: true, log: true } as const satisfies Names<MemoryStoreOptions>;
 export const REDIS_STORE_OPTIONS = { client: true, url: true, keyPrefix: true, pendingKey: true, operationTimeoutMs: true, log: true, now: true } as const satisfies Names<RedisStoreOptions>;
 export const POSTGRES_STORE_OPTIONS = { pool: true, connectionString: true, table: true, schema: true, operationTimeoutMs: true, transactional: true, now: true } as const satisfies Names<PostgresStoreOptions>;
+/** `purgeExpired()` of the PostgreSQL store. */
+export const PURGE_OPTIONS = { batchSize: true } as const satisfies Names<PurgeOptions>;
 
 export const GATEWAY_CLIENT_OPTIONS = { baseUrl: true, token: true, store: true, timeoutMs: true, log: true, fetch: true } as const satisfies Names<GatewayClientOptions>;
 export const RECONCILER_OPTIONS = {

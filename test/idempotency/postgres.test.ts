@@ -1,4 +1,5 @@
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
+import { LAPSED_CLAIM_KEEP_MS } from '../../src/lib/idempotency/types.js';
 import { availability, startPostgres } from '../helpers/servers.js';
 import { serverStoreSuite } from './server-store-suite.js';
 import pg from 'pg';
@@ -148,6 +149,143 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     await pool.query(`DROP TABLE ${name}`);
     await pool.query(`DROP TABLE IF EXISTS ${name}_pending`);
     await pool.query(`DROP SEQUENCE IF EXISTS ${name}_fence_seq`);
+  });
+
+  /** A real pool that keeps the text and parameters of every query the store sends through it. */
+  function recordingPool(): { pool: pg.Pool; sent: Array<{ sql: string; params: unknown[] }> } {
+    const rec = new pg.Pool({ connectionString: url });
+    rec.on('error', () => undefined);
+    const sent: Array<{ sql: string; params: unknown[] }> = [];
+    const query = rec.query.bind(rec) as (sql: string, params?: unknown[]) => Promise<pg.QueryResult>;
+    (rec as unknown as { query: typeof query }).query = (sql: string, params?: unknown[]) => {
+      sent.push({ sql, params: params ?? [] });
+      return query(sql, params);
+    };
+    return { pool: rec, sent };
+  }
+  const purges = <Q extends { sql: string }>(sent: Q[]): Q[] => sent.filter((q) => /\bDELETE FROM\b/.test(q.sql));
+
+  it('purgeExpired({ batchSize }) deletes exactly the rows past retention, on the store clock, in batches until a short one', async () => {
+    const name = `jobhook_purge_batches_${process.pid}`;
+    const KEEP = LAPSED_CLAIM_KEEP_MS;
+    const at = Date.parse('2030-01-01T00:00:00.000Z');
+    const { pool: rec, sent } = recordingPool();
+    const store = new PostgresIdempotencyStore({ pool: rec, table: name, now: () => at });
+    try {
+      await store.migrate();
+      await pool.query(`DELETE FROM ${name}`);
+      // Offsets in ms from the store's "now"; stale_at NULL unless given.
+      const rows: Array<[prefix: string, count: number, state: string, expiresMs: number, staleMs: number | null, goes: boolean]> = [
+        ['done-old', 23, 'completed', -3_600_000, null, true],
+        ['done-now', 1, 'completed', 0, null, true], // retention ends exactly now
+        ['done-live', 5, 'completed', 1, null, false],
+        ['lapsed-long', 7, 'claimed', -KEEP - 1_000, null, true],
+        ['lapsed-at-keep', 1, 'claimed', -KEEP, null, true], // kept exactly LAPSED_CLAIM_KEEP_MS
+        ['lapsed-recent', 4, 'claimed', -KEEP + 1, null, false],
+        ['marked-recent', 3, 'claimed', -KEEP - 60_000, -KEEP / 2, false], // its grace mark is recent
+        ['marked-old', 2, 'claimed', -KEEP - 120_000, -KEEP - 1_000, true],
+        ['released-old', 2, 'released', -1, null, true], // its keep is over
+        ['released-live', 2, 'released', 1, null, false],
+        ['live', 6, 'claimed', 10_000, null, false],
+      ];
+      for (const [prefix, count, state, expiresMs, staleMs] of rows) {
+        await pool.query(
+          `INSERT INTO ${name} (job_id, token, state, expires_at, stale_at)
+             SELECT $1 || '-' || g, 'token-' || g, $2, $3::timestamptz + g * interval '0 ms', $4::timestamptz FROM generate_series(1, $5) g`,
+          [prefix, state, new Date(at + expiresMs), staleMs === null ? null : new Date(at + staleMs), count],
+        );
+      }
+      const goes = rows.filter((r) => r[5]).reduce((n, r) => n + r[1], 0);
+      expect(goes).toBe(36);
+      expect(await store.purgeExpired({ batchSize: 5 })).toBe(goes);
+      // 36 rows in batches of 5: seven full ones, then a short one of 1.
+      expect(purges(sent)).toHaveLength(8);
+      const left = await pool.query<{ job_id: string }>(`SELECT job_id FROM ${name}`);
+      const kept = rows.filter((r) => !r[5]).flatMap(([prefix, count]) => Array.from({ length: count }, (_, k) => `${prefix}-${k + 1}`));
+      expect(left.rows.map((r) => r.job_id).sort()).toEqual(kept.sort());
+      // Nothing more to delete: one statement, 0.
+      expect(await store.purgeExpired({ batchSize: 5 })).toBe(0);
+      expect(purges(sent)).toHaveLength(9);
+      // A full last batch is followed by one that finds nothing.
+      await pool.query(`UPDATE ${name} SET expires_at = $1 WHERE job_id LIKE 'done-live-%'`, [new Date(at - 1)]);
+      expect(await store.purgeExpired({ batchSize: 5 })).toBe(5);
+      expect(purges(sent)).toHaveLength(11);
+      expect(await store.purgeExpired()).toBe(0); // default batch size
+      await expect(store.purgeExpired({ batchSize: 0 })).rejects.toThrow(/batchSize must be an integer from 1 to 100000/);
+      await expect(store.purgeExpired({ batchSize: 2.5 })).rejects.toThrow(TypeError);
+      await expect(store.purgeExpired({ batchsize: 5 } as never)).rejects.toThrow(/unknown option batchsize; did you mean batchSize\?/);
+    } finally {
+      await rec.end();
+    }
+  });
+
+  it('purgeExpired() walks the expires_at index (EXPLAIN) on a table of 10^5 rows, in every batch', async () => {
+    const name = `jobhook_purge_plan_${process.pid}`;
+    const { pool: rec, sent } = recordingPool();
+    const store = new PostgresIdempotencyStore({ pool: rec, table: name });
+    try {
+      await store.migrate();
+      await pool.query(`DELETE FROM ${name}`);
+      // 100,000 live rows (completed marks and claims), 2,500 completed marks past their retention.
+      await pool.query(
+        `INSERT INTO ${name} (job_id, token, state, expires_at)
+           SELECT 'live-' || g, 'token-' || g, CASE WHEN g % 3 = 0 THEN 'claimed' ELSE 'completed' END, now() + interval '1 hour' + g * interval '1 ms'
+             FROM generate_series(1, 100000) g`,
+      );
+      await pool.query(
+        `INSERT INTO ${name} (job_id, token, state, expires_at) SELECT 'old-' || g, 'token-' || g, 'completed', now() - interval '1 hour' + g * interval '1 ms' FROM generate_series(1, 2500) g`,
+      );
+      await pool.query(`ANALYZE ${name}`);
+      expect(await store.purgeExpired({ batchSize: 1000 })).toBe(2500);
+      const statements = purges(sent);
+      expect(statements).toHaveLength(3);
+      expect((await pool.query(`SELECT count(*)::int AS n FROM ${name}`)).rows[0].n).toBe(100_000);
+      // Nothing to delete now: the same statement, as a purge sends it.
+      expect(await store.purgeExpired({ batchSize: 1000 })).toBe(0);
+      // The plans of the four statements sent, with the backlog back in place (so the
+      // planner sees rows to delete in every batch's range): only the expires_at index
+      // picks rows, only their ctids (a TID scan) reach them for the DELETE; nothing
+      // reads the table or the whole range (a hash join on job_id did, 80 ms a batch).
+      await pool.query(
+        `INSERT INTO ${name} (job_id, token, state, expires_at) SELECT 'old-' || g, 'token-' || g, 'completed', now() - interval '1 hour' + g * interval '1 ms' FROM generate_series(1, 2500) g`,
+      );
+      expect(purges(sent)).toHaveLength(4);
+      for (const { sql, params } of purges(sent)) {
+        const { rows } = await pool.query(`EXPLAIN (FORMAT JSON) ${sql}`, params);
+        const nodes: Array<Record<string, unknown>> = [];
+        const walk = (node: Record<string, unknown>): void => {
+          nodes.push(node);
+          for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
+        };
+        walk(rows[0]['QUERY PLAN'][0].Plan);
+        const scans = nodes.filter((n) => n['Relation Name'] === name && n['Node Type'] !== 'ModifyTable').map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`.trim());
+        expect(scans.sort()).toEqual([`Index Scan ${name}_expires_at`, 'Tid Scan']);
+        expect(nodes.map((n) => n['Node Type'])).not.toContain('Hash Join');
+      }
+    } finally {
+      await rec.end();
+      await pool.query(`DROP TABLE IF EXISTS ${name}`);
+    }
+  });
+
+  it('migrate() on an existing table does not wait for open write transactions (no CREATE INDEX lock when the indexes exist)', async () => {
+    const name = `jobhook_migrate_busy_${process.pid}`;
+    const first = new PostgresIdempotencyStore({ pool, table: name });
+    await first.migrate();
+    const busy = await pool.connect();
+    const again = new PostgresIdempotencyStore({ connectionString: url, table: name, operationTimeoutMs: 3000 });
+    try {
+      await busy.query('BEGIN');
+      await busy.query(`INSERT INTO ${name} (job_id, token, state, expires_at) VALUES ('held', 'held-token-1', 'claimed', now() + interval '1 minute')`);
+      await busy.query(`INSERT INTO ${name}_pending (job_id, since_ms) VALUES ('held', 0)`);
+      await expect(again.migrate()).resolves.toBeUndefined();
+    } finally {
+      await busy.query('ROLLBACK');
+      busy.release();
+      await again.close();
+    }
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_indexes WHERE tablename IN ($1, $2)', [name, `${name}_pending`]);
+    expect(rows[0].n).toBe(4); // two primary keys, expires_at, since_ms
   });
 
   it('refuses identifiers that are not plain SQL names', () => {

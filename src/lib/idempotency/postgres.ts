@@ -1,6 +1,6 @@
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { checkMs, optionalNumber } from '../options.js';
-import { checkOptionNames, POSTGRES_STORE_OPTIONS } from '../option-names.js';
+import { checkOptionNames, POSTGRES_STORE_OPTIONS, PURGE_OPTIONS } from '../option-names.js';
 import { requirePeer } from './peer.js';
 import { guarded } from './timeout.js';
 import { StoreUnavailableError } from '../errors.js';
@@ -60,6 +60,24 @@ export interface PostgresStoreOptions {
   now?: () => number;
 }
 
+/** Options of `purgeExpired()`. */
+export interface PurgeOptions {
+  /** Rows deleted per statement (default 1,000): each statement holds its row locks only that long. */
+  batchSize?: number;
+}
+
+/**
+ * The retention rule, in one place: the condition under which `purgeExpired()` deletes a
+ * row `t` whose `expires_at` is at or before `now` (a completed mark's retention or a
+ * claim's lease is over). Completed marks go then; a claim is kept `keepMs`
+ * (LAPSED_CLAIM_KEEP_MS) past its lease end, or past its takeover-grace mark when later,
+ * so a purge never cuts a grace short. The purge scans only the `expires_at <= now`
+ * range of the index: whatever this rule lets go must lie in it.
+ */
+function purgeable(now: string, keepMs: string): string {
+  return `(t.state <> 'claimed' OR greatest(t.expires_at, t.stale_at) <= ${now} - ${keepMs} * interval '1 millisecond')`;
+}
+
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 function ident(value: string, what: string): string {
@@ -79,7 +97,7 @@ function ident(value: string, what: string): string {
  *
  * const store = new PostgresIdempotencyStore({ connectionString: process.env.DATABASE_URL! }); // or { pool }
  * await store.migrate();
- * setInterval(() => store.purgeExpired().catch(console.error), 3_600_000).unref();
+ * setInterval(() => store.purgeExpired({ batchSize: 1000 }).catch(console.error), 3_600_000).unref();
  * app.post('/webhooks/gateway', webhookReceiver({ publicKey, store, onEvent }));
  * ```
  */
@@ -92,6 +110,8 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
   private readonly pendingTable: string;
   private readonly pendingIndex: string;
   private readonly index: string;
+  /** The two index names as written (for the catalog). */
+  private readonly indexNames: { jobs: string; pending: string };
   private readonly lockKey: string;
   private readonly fenceSeq: string;
   private readonly timeoutMs: number;
@@ -110,9 +130,10 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     const table = options.table ?? 'jobhook_jobs';
     this.table = `${ident(schema, 'schema')}.${ident(table, 'table')}`;
     this.names = [schema, table];
-    this.index = ident(`${table.slice(0, 50)}_expires_at`, 'table');
+    this.indexNames = { jobs: `${table.slice(0, 50)}_expires_at`, pending: `${table.slice(0, 50)}_pending_since` };
+    this.index = ident(this.indexNames.jobs, 'table');
     this.pendingTable = `${ident(schema, 'schema')}.${ident(`${table.slice(0, 54)}_pending`, 'table')}`;
-    this.pendingIndex = ident(`${table.slice(0, 50)}_pending_since`, 'table');
+    this.pendingIndex = ident(this.indexNames.pending, 'table');
     this.lockKey = `jobhook:${schema}.${table}`;
     this.fenceSeq = `${ident(schema, 'schema')}.${ident(`${table.slice(0, 50)}_fence_seq`, 'table')}`;
     if (options.transactional !== undefined && typeof options.transactional !== 'boolean') throw new TypeError('transactional must be true or false');
@@ -209,7 +230,6 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
         }
         // Fencing numbers: one sequence per table, so a takeover always gets a larger one.
         await client.query(`CREATE SEQUENCE IF NOT EXISTS ${this.fenceSeq}`);
-        await client.query(`CREATE INDEX IF NOT EXISTS ${this.index} ON ${this.table} (expires_at)`);
         await client.query(
           `CREATE TABLE IF NOT EXISTS ${this.pendingTable} (
              job_id text PRIMARY KEY,
@@ -217,7 +237,17 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
              user_parameters jsonb
            )`,
         );
-        await client.query(`CREATE INDEX IF NOT EXISTS ${this.pendingIndex} ON ${this.pendingTable} (since_ms)`);
+        // The indexes (purgeExpired() walks expires_at's; listPending since_ms's), looked up
+        // first: CREATE INDEX IF NOT EXISTS takes a SHARE lock on the table before it finds
+        // the index there, so it would wait for every open write transaction (a
+        // transactional handler's) and hold up every claim behind it on each start.
+        const indexes = await client.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = ANY($2)`, [
+          this.names[0],
+          [this.indexNames.jobs, this.indexNames.pending],
+        ]);
+        const present = new Set(indexes.rows.map((r) => r.indexname));
+        if (!present.has(this.indexNames.jobs)) await client.query(`CREATE INDEX IF NOT EXISTS ${this.index} ON ${this.table} (expires_at)`);
+        if (!present.has(this.indexNames.pending)) await client.query(`CREATE INDEX IF NOT EXISTS ${this.pendingIndex} ON ${this.pendingTable} (since_ms)`);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
@@ -539,18 +569,56 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
    * LAPSED_CLAIM_KEEP_MS (24 h) past their lease (or past the takeover grace's mark), so
    * a delivery or the reconciler coming later still finds a lapsed claim and reports its
    * takeover; returns how many rows went. Schedule it (e.g. hourly).
+   *
+   * One cutoff for the whole purge (the store's clock, else the server's at the first
+   * statement); rows go in batches of `batchSize` (default 1,000), one statement each,
+   * oldest first, until a batch comes back short. Each statement walks the `expires_at`
+   * index from where the previous one stopped, so its cost follows the rows it deletes,
+   * and it skips rows a claim holds locked (the next purge takes them) instead of waiting.
+   * A batch that fails throws; the batches before it stay deleted.
+   *
+   * @example
+   * ```ts
+   * setInterval(() => store.purgeExpired({ batchSize: 1000 }).catch(console.error), 3_600_000).unref();
+   * ```
    */
-  async purgeExpired(): Promise<number> {
-    return this.run('purgeExpired', async (pool) => {
-      // One stable "now" for the statement (statement_timestamp(), unlike clock_timestamp(),
-      // lets the planner use the expires_at index).
-      const r = await pool.query(
-        `DELETE FROM ${this.table} WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp())
-           AND (state <> 'claimed' OR greatest(expires_at, stale_at) <= coalesce($2::timestamptz, statement_timestamp()) - $1 * interval '1 millisecond')`,
-        [LAPSED_CLAIM_KEEP_MS, this.clock()],
+  async purgeExpired(options: PurgeOptions = {}): Promise<number> {
+    checkOptionNames(options, PURGE_OPTIONS);
+    const batchSize = optionalNumber(options?.batchSize, 'batchSize', 1000, { integer: true, max: 100_000 });
+    // $1 the cutoff (NULL: the server's clock, read once by the first statement and
+    // passed to the next ones as it came back), $2 how long a lapsed claim is kept, $3
+    // where the previous batch stopped in expires_at order, $4 the batch size.
+    const now = `date_trunc('milliseconds', coalesce($1::timestamptz, statement_timestamp()))`;
+    // The rows are picked (and locked) by the inner SELECT and deleted by their ctid (a
+    // TID scan). Joined by job_id instead, with the range condition repeated outside,
+    // the planner hashed every row of the range once a backlog was there (80 ms a batch
+    // at 10^6 rows): outside, nothing an index could serve. A row updated after the
+    // statement's snapshot has a ctid that snapshot cannot see: it stays, for the next
+    // purge; the rule is checked again on the row deleted.
+    const sql = `WITH gone AS (
+         DELETE FROM ${this.table} t
+          WHERE t.ctid = ANY (ARRAY(
+                  SELECT t.ctid FROM ${this.table} t
+                   WHERE t.expires_at <= ${now} AND t.expires_at >= $3::timestamptz AND ${purgeable(now, '$2')}
+                   ORDER BY t.expires_at LIMIT $4
+                   FOR UPDATE SKIP LOCKED))
+            AND ${purgeable(now, '$2')}
+         RETURNING t.expires_at)
+       SELECT count(*)::int AS n, date_trunc('milliseconds', max(expires_at)) AS last, ${now} AS cutoff FROM gone`;
+    let cutoff: Date | null = this.clock();
+    let from: Date | string = '-infinity';
+    let total = 0;
+    for (;;) {
+      const r = await this.run('purgeExpired', (pool) =>
+        pool.query<{ n: number; last: Date | null; cutoff: Date }>(sql, [cutoff, LAPSED_CLAIM_KEEP_MS, from, batchSize]),
       );
-      return r.rowCount ?? 0;
-    });
+      const { n, last, cutoff: used } = r.rows[0]!;
+      total += n;
+      if (n < batchSize || last === null) return total;
+      cutoff = used;
+      // Rows at `last` the rule keeps are scanned again; everything before it is done.
+      from = last;
+    }
   }
 
   /** Ends the pool if the store created it (from `connectionString`); a pool you passed is left to you. */
