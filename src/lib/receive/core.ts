@@ -17,6 +17,10 @@ import { checkReplayWindow } from '../verify/options.js';
 import { runnerFor, type ClaimContext, type FailureStage, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
 import { fail } from '../telemetry/otel.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
+import { DeliveryGuard, digestKey, type AdmissionOptions } from './guard.js';
+import type { OpenedSignature } from '../verify/core.js';
+import { ClientAbortedError } from '../adapters/body-limits.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../protocol.js';
 
 /** What every handler call gets besides the event. */
 export interface EventContextBase<Tx = unknown> {
@@ -71,7 +75,7 @@ export type EventContext<Req = unknown, Tx = unknown> = WebhookEventContext<Req,
 export type { FailureStage };
 
 /** Options of every receiver, besides the verifier's. */
-export interface ReceiverOptionsBase<Req, Tx = unknown> extends JobRunnerOptions {
+export interface ReceiverOptionsBase<Req, Tx = unknown> extends JobRunnerOptions, AdmissionOptions {
   /**
    * Called once per job id, after the signature is verified and the job claimed. Throw to
    * have the gateway retry. With a transactional store, write through `context.transaction`.
@@ -130,10 +134,16 @@ export interface ResolvedReceiver<Req> {
   windowMs: number;
   onDelivery: ((outcome: DeliveryOutcome) => void) | undefined;
   adapter: AdapterName;
+  /** Bodies in flight, verifications per digest, digests known completed. */
+  guard: DeliveryGuard;
 }
 
 /** Checks the receiver options (TypeError for mistakes) and takes or builds the job runner, once. */
-export function resolveReceiver<Req, Tx>(options: ReceiverOptionsBase<Req, Tx> & { maxAgeSeconds?: number | false }, adapter: AdapterName = 'agnostic'): ResolvedReceiver<Req> {
+export function resolveReceiver<Req, Tx>(
+  options: ReceiverOptionsBase<Req, Tx> & { maxAgeSeconds?: number | false },
+  adapter: AdapterName = 'agnostic',
+  maxBodyBytes: number = DEFAULT_MAX_BODY_BYTES,
+): ResolvedReceiver<Req> {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with publicKey and onEvent');
   if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
   const runner = runnerFor(options as JobRunnerOptions & { runner?: JobRunner });
@@ -150,6 +160,7 @@ export function resolveReceiver<Req, Tx>(options: ReceiverOptionsBase<Req, Tx> &
     windowMs: (maxAgeSeconds ?? 0) * 1000,
     onDelivery: checkHook(options.onDelivery),
     adapter,
+    guard: new DeliveryGuard(options, maxBodyBytes),
   };
 }
 
@@ -236,13 +247,18 @@ function delivered<Req>(
 
 /** Logs why a delivery was refused: debug when anyone could have sent it, info when it was signed. */
 export function logRefusal(log: Logger, err: unknown): void {
-  if (!isWebhookError(err)) log.error('jobhook: the receiver failed unexpectedly', errorDetails(err));
+  if (err instanceof ClientAbortedError) log.debug(`jobhook: ${err.message}`);
+  else if (!isWebhookError(err)) log.error('jobhook: the receiver failed unexpectedly', errorDetails(err));
   else if (err.code === 'BODY_UNAVAILABLE') log.error(`jobhook: ${err.message}`);
   else if (UNSIGNED.has(err.code)) log.debug(`jobhook: refused a delivery: ${err.code}`, { message: err.message });
   else log.info(`jobhook: refused a signed delivery: ${err.code}`, { message: err.message });
 }
 
-/** Receives one delivery whose raw bytes are in hand. `started`: when the request began (performance.now()). */
+/**
+ * Receives one delivery whose raw bytes are in hand. `started`: when the request began
+ * (performance.now()); `signature`: what opened it, so that requests carrying the same
+ * one share a verification (the guard).
+ */
 export async function receive<Req>(
   r: ResolvedReceiver<Req>,
   verify: (body: string | Uint8Array, headers: HeadersInput) => VerifiedDelivery | Promise<VerifiedDelivery>,
@@ -250,6 +266,7 @@ export async function receive<Req>(
   headers: HeadersInput,
   request: Req,
   started: number = performance.now(),
+  signature?: OpenedSignature,
 ): Promise<ReceiverAnswer> {
   const { telemetry } = r.runner.options;
   const bodyBytes = typeof body === 'string' ? body.length : body.byteLength;
@@ -259,7 +276,7 @@ export async function receive<Req>(
     let delivery: VerifiedDelivery;
     const verifying = performance.now();
     try {
-      delivery = await telemetry.phase('jobhook.verify', () => verify(body, headers));
+      delivery = await telemetry.phase('jobhook.verify', () => (signature === undefined ? verify(body, headers) : r.guard.once(digestKey(signature), () => verify(body, headers))));
     } catch (err) {
       fail(span, err);
       return refusal(r, err, started, bodyBytes);
