@@ -3,6 +3,7 @@ import { answerForError } from '../receive/answers.js';
 import { logRefusal, receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import { createNodeVerifier, type NodeVerifierOptions } from '../verify/node-verifier.js';
 import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
+import { nodeBuiltins } from './node-threads.js';
 import { boundUnreadBody, closeWhenAnswered, sendAnswer, signedNodeBody, type NodeWebhookRequest } from './node-http.js';
 import type { BodyLimits } from './body-limits.js';
 import { withControls, type ReceiverControls } from './controls.js';
@@ -20,7 +21,7 @@ export type NodeHandler = (req: NodeWebhookRequest, res: ServerResponse, next?: 
 export interface ExpressReceiverOptions<Tx = unknown> extends NodeVerifierOptions, ReceiverOptionsBase<NodeWebhookRequest, Tx>, WorkerOptions {}
 
 /** Options of `createMiddleware`. */
-export interface MiddlewareOptions extends NodeVerifierOptions, AdmissionOptions {
+export interface MiddlewareOptions extends NodeVerifierOptions, AdmissionOptions, WorkerOptions {
   /** `respond` (default): answer failures with the receiver's status codes. `next`: pass the WebhookError to `next(err)`. */
   errors?: 'respond' | 'next';
   /** A body still arriving after this long is answered 408 (default 30 s). */
@@ -47,7 +48,7 @@ export function createNodeReceiver<Tx>(options: ExpressReceiverOptions<Tx>): Nod
   checkOptionNames(options, NODE_RECEIVER_OPTIONS);
   const verifier = createNodeVerifier(options);
   const r = resolveReceiver(options, 'express', verifier.options.maxBodyBytes);
-  const offload = offloading(verifier, options, r.log);
+  const offload = offloading(verifier, options, r.log, nodeBuiltins);
   const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };
   const handler: NodeHandler = (req, res, next) => {
     const started = performance.now();
@@ -71,13 +72,14 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
   if (mode !== 'respond' && mode !== 'next') throw new TypeError("errors must be 'respond' or 'next'");
   const log = resolveLogger(options.log);
   const guard = new DeliveryGuard(options, verifier.options.maxBodyBytes);
+  const offload = offloading(verifier, options, log, nodeBuiltins);
   const limits = {
     maxBodyBytes: verifier.options.maxBodyBytes,
     timeoutMs: optionalNumber(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS),
   };
   return (req, res, next) => {
-    signedNodeBody(req, limits, verifier.open, (_, declared) => guard.admit(declared))
-      .then(({ signature, bytes, ticket }) => guard.once(digestKey(signature), () => verifier.verifyOpened(bytes, signature)).finally(() => ticket?.release()))
+    signedNodeBody(req, limits, offload.open, (_, declared) => guard.admit(declared))
+      .then(({ signature, bytes, ticket }) => guard.once(digestKey(signature), () => offload.verifyOpened(bytes, signature)).finally(() => ticket?.release()))
       .then(
         (delivery) => {
           req.webhook = delivery;

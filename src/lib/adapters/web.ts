@@ -12,6 +12,9 @@ import type { BodyLimits } from './body-limits.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding, type ContentCoding } from './encoding.js';
 import { checkOptionNames, WEB_RECEIVER_OPTIONS } from '../option-names.js';
+import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
+import type { OpenedSignature } from '../verify/core.js';
+import { runtimeBuiltins } from './runtime-threads.js';
 
 /** Counts the bytes that pass and errors the stream past `limit`. */
 function limited(limit: number): TransformStream<Uint8Array, Uint8Array> {
@@ -120,18 +123,21 @@ export function toResponse(answer: ReceiverAnswer): Response {
 }
 
 /** Options of `createReceiver` from `jobhook/web`. */
-export interface WebReceiverOptions<Tx = unknown> extends WebVerifierOptions, ReceiverOptionsBase<Request, Tx> {}
+/** Options of `createReceiver` from `jobhook/web` (the worker options apply where it runs on Node). */
+export interface WebReceiverOptions<Tx = unknown> extends WebVerifierOptions, ReceiverOptionsBase<Request, Tx>, WorkerOptions {}
 
 export function createFetchReceiver<Tx>(options: WebReceiverOptions<Tx>): ((request: Request) => Promise<Response>) & ReceiverControls {
   checkOptionNames(options, WEB_RECEIVER_OPTIONS);
   const verifier = createWebVerifierCore(options);
   const r = resolveReceiver(options, 'fetch', verifier.options.maxBodyBytes);
+  // On Node, costly bodies go to the same worker pool as the Node receivers'; elsewhere all is verified here.
+  const offload = offloading(verifier, options, r.log, runtimeBuiltins());
   const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };
   const handler = async (request: Request): Promise<Response> => {
     const started = performance.now();
     let signed;
     try {
-      signed = await signedRequestBody(request, limits, verifier.open, (_, declared) => r.guard.admit(declared));
+      signed = await signedRequestBody(request, limits, offload.open as (headers: Headers) => Promise<OpenedSignature>, (_, declared) => r.guard.admit(declared));
     } catch (err) {
       const answer = refuse(r, err, started);
       // Refused with its body unread: the connection ends with the answer (servers that honour the header).
@@ -140,10 +146,10 @@ export function createFetchReceiver<Tx>(options: WebReceiverOptions<Tx>): ((requ
     }
     const { signature, bytes, ticket } = signed;
     try {
-      return toResponse(await receive(r, (b) => verifier.verifyOpened(b, signature), bytes, request.headers, request, started, signature));
+      return toResponse(await receive(r, (b) => offload.verifyOpened(b, signature), bytes, request.headers, request, started, signature));
     } finally {
       ticket?.release();
     }
   };
-  return withControls(handler, r.runner);
+  return withControls(handler, r.runner, offload);
 }
