@@ -135,7 +135,7 @@ const adapters: Adapter[] = [
   },
 ];
 
-describe.each(adapters)('$name', ({ start, offloads }) => {
+describe.each(adapters)('$name', ({ name, start, offloads }) => {
   it('maxInFlightBytes: a request that would pass it gets 503 + Retry-After before its body is read; released on every path', async () => {
     const { port } = await start({ maxBodyBytes: 1_000_000, maxInFlightBytes: 1_000_000 });
     // A large delivery being uploaded slowly holds 900 kB.
@@ -220,6 +220,29 @@ describe.each(adapters)('$name', ({ start, offloads }) => {
     // bound (on this thread the verification holds it 0.7–3 s; on a worker, a few ms).
     if (controls !== undefined) expect(busy).toBe(1);
     else expect(loop.max / 1e6).toBeLessThan(300);
+  });
+
+  // The middleware verifies only: it never learns whether the job completed.
+  it.runIf(name !== 'createMiddleware in Express')('a signature already verified and completed here costs no canonical work: its bytes again are duplicate, any other body 401', async () => {
+    let verified = 0;
+    let runs = 0;
+    const { port, controls } = await start({ now: () => (verified++, Date.now()), onEvent: () => void runs++ });
+    const id = jobId('known');
+    const genuine = signDelivery(payloadText(id), key);
+    expect((await post(port, genuine.body, genuine.headers).answer).status).toBe(200);
+    expect(verified).toBe(1);
+    // The gateway's retry: the same bytes.
+    const retry = await post(port, genuine.body, genuine.headers).answer;
+    expect([retry.status, retry.body.status, retry.body.job_id]).toEqual([200, 'duplicate', id]);
+    // A replay with a costly body (on a worker it would take seconds): refused without canonical work, no worker used.
+    let busy = 0;
+    const watch = setInterval(() => void controls?.health().then((h) => (busy = Math.max(busy, h.workers.busy))), 5);
+    const replay = await post(port, floatBody(id, 150_000), genuine.headers).answer;
+    clearInterval(watch);
+    expect({ status: replay.status, code: replay.body.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
+    expect(busy).toBe(0);
+    expect(verified).toBe(1);
+    expect(runs).toBe(1);
   });
 
   it('a replay that fails verification never blocks the genuine delivery with the same signature', async () => {

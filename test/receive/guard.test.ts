@@ -64,7 +64,11 @@ describe('DeliveryGuard: one verification per digest', () => {
     });
     const others = [g.once(key, () => (runs++, 'other')), g.once(key, () => (runs++, 'other'))];
     finish('verified');
-    expect(await Promise.all([first, ...others])).toEqual(['verified', 'verified', 'verified']);
+    expect(await Promise.all([first, ...others])).toEqual([
+      { result: 'verified', own: true },
+      { result: 'verified', own: false },
+      { result: 'verified', own: false },
+    ]);
     expect(runs).toBe(1);
     expect(key).toBe('0:0102ff;');
   });
@@ -85,23 +89,24 @@ describe('DeliveryGuard: one verification per digest', () => {
         return name;
       });
     const results = await Promise.allSettled([attempt('replay-1', false), attempt('replay-2', false), attempt('genuine', true), attempt('replay-3', false)]);
-    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : 'failed'))).toEqual(['failed', 'failed', 'genuine', 'genuine']);
+    expect(results.map((r) => (r.status === 'fulfilled' ? `${r.value.result}${r.value.own ? '' : ' (shared)'}` : 'failed'))).toEqual(['failed', 'failed', 'genuine', 'genuine (shared)']);
     expect(order).toEqual(['replay-1', 'replay-2', 'genuine']);
     expect(most).toBe(1);
     // Nothing left in flight: a later request verifies again.
-    expect(await g.once(key, () => 'later')).toBe('later');
+    expect(await g.once(key, () => 'later')).toEqual({ result: 'later', own: true });
   });
 });
 
 describe('DeliveryGuard: known digests', () => {
-  it('remembers completed digests until their window closes, bounded', () => {
+  it('remembers completed digests and the bodies that verified under them until their window closes, bounded', () => {
     const g = new DeliveryGuard({}, MiB);
-    g.remember('a', 'job-a', 1_000);
-    expect(g.completed('a', 999)).toBe('job-a');
+    g.remember('a', 'job-a', 'body-1', 1_000);
+    g.remember('a', 'job-a', 'body-2', 900);
+    expect(g.completed('a', 999)).toEqual({ jobId: 'job-a', bodies: ['body-1', 'body-2'], until: 1_000 });
     expect(g.completed('a', 1_000)).toBeUndefined();
     expect(g.completed('a', 0)).toBeUndefined();
-    for (let k = 0; k <= 10_000; k++) g.remember(`k${k}`, `job-${k}`, 5_000);
+    for (let k = 0; k <= 10_000; k++) g.remember(`k${k}`, `job-${k}`, 'b', 5_000);
     expect(g.completed('k0', 0)).toBeUndefined();
-    expect(g.completed('k10000', 0)).toBe('job-10000');
+    expect(g.completed('k10000', 0)?.jobId).toBe('job-10000');
   });
 });

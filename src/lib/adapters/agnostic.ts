@@ -17,6 +17,7 @@ import { contentCoding } from './encoding.js';
 import { checkOptionNames, NODE_RECEIVER_OPTIONS } from '../option-names.js';
 import { loadZlib } from './node-http.js';
 import { nodeBuiltins } from './node-threads.js';
+import { sha256Hex } from '../crypto/node.js';
 import type { Ticket } from '../receive/guard.js';
 
 /** A request as the agnostic receiver takes it: the raw body and the headers. */
@@ -64,7 +65,7 @@ function openResponse(value: unknown): value is ServerResponse {
 export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
   checkOptionNames(options, NODE_RECEIVER_OPTIONS);
   const verifier = createNodeVerifier(options);
-  const r = resolveReceiver(options, 'agnostic', verifier.options.maxBodyBytes);
+  const r = resolveReceiver(options, 'agnostic', verifier.options.maxBodyBytes, sha256Hex);
   const offload = offloading(verifier, options, r.log, nodeBuiltins);
   const handler = async (request: ReceiverRequest, response?: unknown): Promise<ReceiverAnswer> => {
     if (typeof request !== 'object' || request === null) throw new TypeError('createReceiver handles { body, headers }');

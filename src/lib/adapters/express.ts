@@ -4,6 +4,7 @@ import { logRefusal, receive, refuse, resolveReceiver, type ReceiverOptionsBase 
 import { createNodeVerifier, type NodeVerifierOptions } from '../verify/node-verifier.js';
 import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
 import { nodeBuiltins } from './node-threads.js';
+import { sha256Hex } from '../crypto/node.js';
 import { boundUnreadBody, closeWhenAnswered, sendAnswer, signedNodeBody, type NodeWebhookRequest } from './node-http.js';
 import type { BodyLimits } from './body-limits.js';
 import { withControls, type ReceiverControls } from './controls.js';
@@ -47,7 +48,7 @@ function passOn(err: unknown, req: NodeWebhookRequest, res: ServerResponse, next
 export function createNodeReceiver<Tx>(options: ExpressReceiverOptions<Tx>): NodeHandler & ReceiverControls {
   checkOptionNames(options, NODE_RECEIVER_OPTIONS);
   const verifier = createNodeVerifier(options);
-  const r = resolveReceiver(options, 'express', verifier.options.maxBodyBytes);
+  const r = resolveReceiver(options, 'express', verifier.options.maxBodyBytes, sha256Hex);
   const offload = offloading(verifier, options, r.log, nodeBuiltins);
   const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };
   const handler: NodeHandler = (req, res, next) => {
@@ -79,7 +80,12 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
   };
   return (req, res, next) => {
     signedNodeBody(req, limits, offload.open, (_, declared) => guard.admit(declared))
-      .then(({ signature, bytes, ticket }) => guard.once(digestKey(signature), () => offload.verifyOpened(bytes, signature)).finally(() => ticket?.release()))
+      .then(({ signature, bytes, ticket }) =>
+        guard
+          .once(digestKey(signature), () => offload.verifyOpened(bytes, signature))
+          .then((shared) => shared.result)
+          .finally(() => ticket?.release()),
+      )
       .then(
         (delivery) => {
           req.webhook = delivery;

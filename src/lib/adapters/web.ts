@@ -15,6 +15,7 @@ import { checkOptionNames, WEB_RECEIVER_OPTIONS } from '../option-names.js';
 import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
 import type { OpenedSignature } from '../verify/core.js';
 import { runtimeBuiltins } from './runtime-threads.js';
+import { sha256HexWeb } from '../crypto/web.js';
 
 /** Counts the bytes that pass and errors the stream past `limit`. */
 function limited(limit: number): TransformStream<Uint8Array, Uint8Array> {
@@ -129,7 +130,7 @@ export interface WebReceiverOptions<Tx = unknown> extends WebVerifierOptions, Re
 export function createFetchReceiver<Tx>(options: WebReceiverOptions<Tx>): ((request: Request) => Promise<Response>) & ReceiverControls {
   checkOptionNames(options, WEB_RECEIVER_OPTIONS);
   const verifier = createWebVerifierCore(options);
-  const r = resolveReceiver(options, 'fetch', verifier.options.maxBodyBytes);
+  const r = resolveReceiver(options, 'fetch', verifier.options.maxBodyBytes, sha256HexWeb);
   // On Node, costly bodies go to the same worker pool as the Node receivers'; elsewhere all is verified here.
   const offload = offloading(verifier, options, r.log, runtimeBuiltins());
   const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };

@@ -20,7 +20,7 @@ import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js'
 import { DeliveryGuard, digestKey, type AdmissionOptions } from './guard.js';
 import type { OpenedSignature } from '../verify/core.js';
 import { ClientAbortedError } from '../adapters/body-limits.js';
-import { DEFAULT_MAX_BODY_BYTES } from '../protocol.js';
+import { SignatureInvalidError } from '../errors.js';
 
 /** What every handler call gets besides the event. */
 export interface EventContextBase<Tx = unknown> {
@@ -136,13 +136,16 @@ export interface ResolvedReceiver<Req> {
   adapter: AdapterName;
   /** Bodies in flight, verifications per digest, digests known completed. */
   guard: DeliveryGuard;
+  /** Lowercase hex SHA-256 of raw bytes (node:crypto or WebCrypto): how a known digest's body is recognised. */
+  hashRaw: (body: Uint8Array) => string | Promise<string>;
 }
 
 /** Checks the receiver options (TypeError for mistakes) and takes or builds the job runner, once. */
 export function resolveReceiver<Req, Tx>(
   options: ReceiverOptionsBase<Req, Tx> & { maxAgeSeconds?: number | false },
-  adapter: AdapterName = 'agnostic',
-  maxBodyBytes: number = DEFAULT_MAX_BODY_BYTES,
+  adapter: AdapterName,
+  maxBodyBytes: number,
+  hashRaw: (body: Uint8Array) => string | Promise<string>,
 ): ResolvedReceiver<Req> {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with publicKey and onEvent');
   if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
@@ -161,6 +164,7 @@ export function resolveReceiver<Req, Tx>(
     onDelivery: checkHook(options.onDelivery),
     adapter,
     guard: new DeliveryGuard(options, maxBodyBytes),
+    hashRaw,
   };
 }
 
@@ -273,10 +277,30 @@ export async function receive<Req>(
   telemetry.bodySize?.record(bodyBytes, { adapter: r.adapter });
   return telemetry.within('jobhook.receive', 'server', async (span) => {
     span?.setAttribute('jobhook.adapter', r.adapter);
+    const key = signature === undefined ? undefined : digestKey(signature);
+    const known = key === undefined ? undefined : r.guard.completed(key, r.runner.options.clock.now());
+    // Hashed before verifying: a body verified on a worker is moved there, not copied.
+    const rawHash = key === undefined ? undefined : await r.hashRaw(bytesOf(body));
+    if (known !== undefined && rawHash !== undefined) {
+      // The gateway's retry of a job done here: no canonical work. Any other body under this signature is not what was verified.
+      if (known.bodies.includes(rawHash)) {
+        r.log.debug(`jobhook: job ${known.jobId}: duplicate (its signature and bytes were verified and completed here)`);
+        return delivered(r, answerForRun({ kind: 'duplicate' }, known.jobId, undefined), { outcome: 'duplicate', jobId: known.jobId, started, bodyBytes });
+      }
+      const err = new SignatureInvalidError(`The event this signature covers (job ${known.jobId}) was verified and completed here with another body: this one is not what was signed.`);
+      fail(span, err);
+      return refusal(r, err, started, bodyBytes);
+    }
     let delivery: VerifiedDelivery;
+    let own = true;
     const verifying = performance.now();
     try {
-      delivery = await telemetry.phase('jobhook.verify', () => (signature === undefined ? verify(body, headers) : r.guard.once(digestKey(signature), () => verify(body, headers))));
+      delivery = await telemetry.phase('jobhook.verify', async () => {
+        if (key === undefined) return verify(body, headers);
+        const shared = await r.guard.once(key, () => verify(body, headers));
+        own = shared.own;
+        return shared.result;
+      });
     } catch (err) {
       fail(span, err);
       return refusal(r, err, started, bodyBytes);
@@ -311,6 +335,9 @@ export async function receive<Req>(
       { retainMs },
     );
     if (result.kind === 'duplicate' || result.kind === 'in_progress') r.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
+    // Completed: the same signature and bytes again are answered duplicate without canonical work, while the window is open.
+    // Only bytes this request verified itself (a shared result says nothing of this body).
+    if (key !== undefined && rawHash !== undefined && own && (result.kind === 'processed' || result.kind === 'duplicate')) r.guard.remember(key, jobId, rawHash, now + retainMs);
     const answer = answerForRun(result, jobId, r.retryAfterSeconds);
     if (result.kind === 'processed' || result.kind === 'duplicate') return delivered(r, answer, { outcome: result.kind, jobId, dialect, started, bodyBytes });
     const code = RUN_CODE[result.kind];
@@ -318,6 +345,9 @@ export async function receive<Req>(
     return delivered(r, answer, { outcome: outcomeOf(answer.status, code), code, jobId, dialect, started, bodyBytes });
   });
 }
+
+const encoder = new TextEncoder();
+const bytesOf = (body: string | Uint8Array): Uint8Array => (typeof body === 'string' ? encoder.encode(body) : body);
 
 /** The error code answered for each run result that is not a 2xx. */
 const RUN_CODE: Record<Exclude<RunResult['kind'], 'processed' | 'duplicate'>, string> = {

@@ -11,8 +11,10 @@
  *   what was signed) lets the next verify its own body, so a replay never blocks the
  *   genuine delivery;
  * - known digests: a digest this receiver verified and whose job completed is answered
- *   `duplicate` without reading or canonicalizing the body, until the replay window
- *   closes on its event (bounded, least recently used first out).
+ *   without canonical work, until the replay window closes on its event (bounded, least
+ *   recently used first out): `duplicate` for the bytes that verified (the gateway's
+ *   retries), SIGNATURE_INVALID for any other body (it is not what was verified; the job
+ *   is done, so refusing it loses nothing). The raw bytes are hashed, not canonicalized.
  */
 import { ReceiverBusyError } from '../errors.js';
 import { optionalNumber } from '../options.js';
@@ -36,12 +38,11 @@ export const BUSY_RETRY_AFTER_SECONDS = 2;
 /** Completed digests remembered. */
 const KNOWN_DIGESTS = 10_000;
 
-/**
- * A verified digest whose job completed: thrown by `admit` so the adapter answers
- * `duplicate` (refuse turns it into the answer) without reading the body.
- */
-export class KnownDelivery {
-  constructor(readonly jobId: string) {}
+/** A digest whose job completed here: its job, and the SHA-256 (hex) of each raw body that verified under it. */
+export interface KnownDigest {
+  jobId: string;
+  bodies: string[];
+  until: number;
 }
 
 /** The bytes one request holds in flight; `release` is idempotent. */
@@ -71,7 +72,7 @@ export class DeliveryGuard {
   /** What large bodies may hold at most: the rest is kept for small ones. */
   private readonly largeMax: number;
   private readonly flights = new Map<string, Promise<unknown>>();
-  private readonly known = new Map<string, { jobId: string; until: number }>();
+  private readonly known = new Map<string, KnownDigest>();
 
   constructor(options: AdmissionOptions, maxBodyBytes: number) {
     this.max = optionalNumber(options.maxInFlightBytes, 'maxInFlightBytes', Math.max(DEFAULT_MAX_IN_FLIGHT_BYTES, maxBodyBytes));
@@ -113,13 +114,13 @@ export class DeliveryGuard {
 
   /**
    * Runs `verify` for a signature unless a verification of the same digest is in
-   * flight: then waits for it and shares its result. One that fails does not count:
-   * the next waiter verifies its own body.
+   * flight: then waits for it and shares its result (`own` false: this request's body
+   * was not looked at). One that fails does not count: the next waiter verifies its own body.
    */
-  async once<T>(key: string, verify: () => T | Promise<T>): Promise<T> {
+  async once<T>(key: string, verify: () => T | Promise<T>): Promise<{ result: T; own: boolean }> {
     for (let current = this.flights.get(key); current !== undefined; current = this.flights.get(key)) {
       try {
-        return (await current) as T;
+        return { result: (await current) as T, own: false };
       } catch {
         // That body was not what was signed (or could not be verified): verify this one.
       }
@@ -127,26 +128,28 @@ export class DeliveryGuard {
     const flight = (async () => verify())();
     this.flights.set(key, flight);
     try {
-      return await flight;
+      return { result: await flight, own: true };
     } finally {
       if (this.flights.get(key) === flight) this.flights.delete(key);
     }
   }
 
-  /** The job of a digest this receiver verified and completed, while its replay window is open. */
-  completed(key: string, now: number): string | undefined {
+  /** A digest this receiver verified and completed, while its replay window is open. */
+  completed(key: string, now: number): KnownDigest | undefined {
     const entry = this.known.get(key);
     if (entry === undefined) return undefined;
     this.known.delete(key);
     if (entry.until <= now) return undefined;
     this.known.set(key, entry);
-    return entry.jobId;
+    return entry;
   }
 
-  /** Remembers that the job of a digest completed, until `until` (epoch ms). */
-  remember(key: string, jobId: string, until: number): void {
+  /** Remembers that the job of a digest completed with the raw body hashed `body`, until `until` (epoch ms). */
+  remember(key: string, jobId: string, body: string, until: number): void {
+    const entry = this.known.get(key);
     this.known.delete(key);
-    this.known.set(key, { jobId, until });
+    const bodies = entry === undefined ? [body] : entry.bodies.includes(body) ? entry.bodies : [...entry.bodies, body].slice(-4);
+    this.known.set(key, { jobId, bodies, until: Math.max(until, entry?.until ?? 0) });
     if (this.known.size > KNOWN_DIGESTS) this.known.delete(this.known.keys().next().value!);
   }
 }
