@@ -260,6 +260,26 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
   });
 });
 
+describe('client aborts', () => {
+  it.each([
+    ['createReceiver (jobhook/express)', (log: object) => createExpressReceiver({ publicKey, onEvent: () => undefined, log })],
+    ['createMiddleware', (log: object) => createMiddleware({ publicKey, log })],
+  ])('%s: a request closed mid-upload is logged at debug, not as an error', async (_name, make) => {
+    const lines: Record<string, string[]> = { debug: [], info: [], warn: [], error: [] };
+    const log = Object.fromEntries(Object.keys(lines).map((level) => [level, (m: string) => void lines[level]!.push(m)]));
+    const handler = make(log);
+    const port = await listen(createServer((req, res) => handler(req, res)));
+    const d = paddedDelivery(500_000);
+    const upload = post(port, undefined, d.headers, 500_000);
+    upload.send(d.body.slice(0, 1000));
+    await sleep(200);
+    upload.abort();
+    await sleep(300);
+    expect(lines.error).toEqual([]);
+    expect(lines.debug.join('\n')).toMatch(/aborted/);
+  });
+});
+
 describe('createReceiver (jobhook, agnostic)', () => {
   it('shares one verification per signature and refuses past maxInFlightBytes', async () => {
     let verified = 0;
