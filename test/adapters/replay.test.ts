@@ -276,7 +276,7 @@ describe('client aborts', () => {
     upload.abort();
     await sleep(300);
     expect(lines.error).toEqual([]);
-    expect(lines.debug.join('\n')).toMatch(/aborted/);
+    expect((lines.debug ?? []).join('\n')).toMatch(/aborted/);
   });
 });
 
