@@ -42,7 +42,12 @@ interface Answer {
 }
 
 /** POSTs over a real socket; `hold` keeps the body from being sent until the answer came (or `send` is called). */
-function post(port: number, body: string | undefined, headers: Record<string, string>, declared?: number): { answer: Promise<Answer>; sent: () => number; send: (more: string) => void; abort: () => void } {
+function post(
+  port: number,
+  body: string | undefined,
+  headers: Record<string, string>,
+  declared?: number,
+): { answer: Promise<Answer>; sent: () => number; send: (more: string) => void; abort: () => void; flushed: Promise<void> } {
   let written = 0;
   const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', ...headers, ...(declared === undefined ? {} : { 'content-length': String(declared) }) } });
   const answer = new Promise<Answer>((resolve, reject) => {
@@ -54,6 +59,9 @@ function post(port: number, body: string | undefined, headers: Record<string, st
     req.on('error', reject);
   });
   answer.catch(() => undefined);
+  const flushed = new Promise<void>((resolve) => {
+    req.once('finish', () => resolve());
+  });
   const send = (more: string) => {
     written += Buffer.byteLength(more);
     req.write(more);
@@ -62,7 +70,17 @@ function post(port: number, body: string | undefined, headers: Record<string, st
     send(body);
     req.end();
   } else req.flushHeaders();
-  return { answer, sent: () => written, send, abort: () => req.destroy() };
+  return { answer, sent: () => written, send, abort: () => req.destroy(), flushed };
+}
+
+/** Until a request's verification is on a worker (where the adapter reports its workers), or its body sent and a moment passed. */
+async function started(request: { flushed: Promise<void> }, controls: ReceiverControls | undefined): Promise<void> {
+  await request.flushed;
+  if (controls === undefined) {
+    await sleep(300);
+    return;
+  }
+  while ((await controls.health()).workers.busy === 0) await sleep(5);
 }
 
 /** A body of exactly `size` bytes, signed. */
@@ -187,10 +205,10 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
   // Sharing needs the verification off the event loop (while it runs, nothing else is read).
   it.runIf(offloads)('requests carrying one signature share one verification; bodies that are not what was signed get its answer, not their own', async () => {
     let verified = 0;
-    const { port } = await start({ workerThresholdBytes: 1024, now: () => (verified++, Date.now()) });
+    const { port, controls } = await start({ workerThresholdBytes: 1024, now: () => (verified++, Date.now()) });
     const genuine = signDelivery(floatBody(jobId('shared'), 150_000), key);
     const first = post(port, genuine.body, genuine.headers);
-    await sleep(150);
+    await started(first, controls);
     // Replays of the same signature with other bodies (one of them not even JSON) while it is verified.
     const replays = ['{', genuine.body.replace('"status":"success"', '"status":"fail"')].map((b) => post(port, b, genuine.headers));
     const answers = await Promise.all([first.answer, ...replays.map((r) => r.answer)]);
@@ -246,12 +264,12 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
   });
 
   it('a replay that fails verification never blocks the genuine delivery with the same signature', async () => {
-    const { port } = await start({ workerThresholdBytes: 1024 });
+    const { port, controls } = await start({ workerThresholdBytes: 1024 });
     const id = jobId('genuine');
     const genuine = signDelivery(payloadText(id), key);
     // The replay: the genuine signature with a costly body that is not what was signed, sent first.
     const replay = post(port, floatBody(id, 150_000), genuine.headers);
-    await sleep(150);
+    await started(replay, controls);
     const delivery = post(port, genuine.body, genuine.headers);
     const [r, d] = await Promise.all([replay.answer, delivery.answer]);
     expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });

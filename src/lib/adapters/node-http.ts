@@ -99,7 +99,7 @@ export async function signedNodeBody<S>(
   const ticket = admit?.(signature, kept?.byteLength ?? (coding === 'identity' ? declared : undefined));
   if (kept !== undefined) return { signature, bytes: kept, ticket };
   try {
-    return { signature, bytes: await readStream(req, coding, await decoder(coding), limits, ticket), ticket };
+    return { signature, bytes: await readStream(req, coding, await decoder(coding), limits, ticket, coding === 'identity' ? declared : undefined), ticket };
   } catch (err) {
     ticket?.release();
     throw err;
@@ -111,8 +111,12 @@ export async function signedNodeBody<S>(
  * as the body, raw or decoded, passes `maxBodyBytes`; 408 when it is not complete
  * within `timeoutMs`; gzip, deflate and br decoded).
  */
-function readStream(req: NodeWebhookRequest, coding: ContentCoding, unzip: Decoder | undefined, limits: BodyLimits, ticket: Ticket | undefined): Promise<Uint8Array> {
+function readStream(req: NodeWebhookRequest, coding: ContentCoding, unzip: Decoder | undefined, limits: BodyLimits, ticket: Ticket | undefined, declared: number | undefined): Promise<Uint8Array> {
   const limit = limits.maxBodyBytes;
+  // A declared size (within the limit, admitted) is filled as it arrives: copying a large
+  // body at its end held the event loop for hundreds of milliseconds on a loaded machine
+  // (the pages of a fresh buffer are touched then); this spreads that over the chunks.
+  const whole = declared !== undefined && Number.isInteger(declared) && declared > 64 * 1024 && declared <= limit ? Buffer.allocUnsafeSlow(declared) : undefined;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -143,12 +147,13 @@ function readStream(req: NodeWebhookRequest, coding: ContentCoding, unzip: Decod
       } catch (err) {
         return fail(err as Error);
       }
-      chunks.push(chunk);
+      if (whole !== undefined && size <= whole.length) chunk.copy(whole, size - chunk.length);
+      else chunks.push(chunk);
     };
     const finish = () => {
       if (settled) return;
       cleanup();
-      const body = Buffer.concat(chunks, size);
+      const body = whole !== undefined && size === whole.length ? whole : Buffer.concat(whole === undefined ? chunks : [whole.subarray(0, Math.min(size, whole.length)), ...chunks], size);
       ownedBodies.add(body);
       resolve(body);
     };

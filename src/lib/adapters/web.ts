@@ -12,7 +12,7 @@ import type { BodyLimits } from './body-limits.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding, type ContentCoding } from './encoding.js';
 import { checkOptionNames, WEB_RECEIVER_OPTIONS } from '../option-names.js';
-import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
+import { offloading, ownedBodies, type WorkerOptions } from '../verify/worker-pool.js';
 import type { OpenedSignature } from '../verify/core.js';
 import { runtimeBuiltins } from './runtime-threads.js';
 import { sha256HexWeb } from '../crypto/web.js';
@@ -76,7 +76,7 @@ export async function signedRequestBody<S>(
   // The bound on bodies in flight, from the declared size (503 before a byte is read), then counted as the body arrives.
   const ticket = admit?.(signature, coding === 'identity' ? declared : undefined);
   try {
-    return { signature, bytes: await readRequestBody(request, coding, limits, ticket), ticket };
+    return { signature, bytes: await readRequestBody(request, coding, limits, ticket, coding === 'identity' ? declared : undefined), ticket };
   } catch (err) {
     ticket?.release();
     throw err;
@@ -88,7 +88,7 @@ export async function signedRequestBody<S>(
  * `maxBodyBytes`, raw or decoded; 408 when it is not complete within `timeoutMs`;
  * gzip and deflate (and br where the runtime can) decoded.
  */
-async function readRequestBody(request: Request, coding: ContentCoding, limits: BodyLimits, ticket: Ticket | undefined): Promise<Uint8Array> {
+async function readRequestBody(request: Request, coding: ContentCoding, limits: BodyLimits, ticket: Ticket | undefined, declared?: number): Promise<Uint8Array> {
   const limit = limits.maxBodyBytes;
   if (request.body === null) return new Uint8Array(0);
   let stream = request.body.pipeThrough(limited(limit));
@@ -100,13 +100,16 @@ async function readRequestBody(request: Request, coding: ContentCoding, limits: 
   });
   const chunks: Uint8Array[] = [];
   let size = 0;
+  // A declared size is filled as it arrives (copying a large body at its end held the event loop: see node-http.ts).
+  const whole = declared !== undefined && Number.isInteger(declared) && declared > 64 * 1024 && declared <= limit ? new Uint8Array(declared) : undefined;
   try {
     for (;;) {
       const { done, value } = await Promise.race([reader.read(), deadline]);
       if (done) break;
       size += value.byteLength;
       ticket?.cover(size);
-      chunks.push(value);
+      if (whole !== undefined && size <= whole.length) whole.set(value, size - value.byteLength);
+      else chunks.push(value);
     }
   } catch (err) {
     await reader.cancel().catch(() => undefined);
@@ -116,7 +119,10 @@ async function readRequestBody(request: Request, coding: ContentCoding, limits: 
   } finally {
     clearTimeout(timer);
   }
-  return chunks.length === 0 ? new Uint8Array(0) : concatBytes(chunks);
+  const body = whole !== undefined && size === whole.length && chunks.length === 0 ? whole : whole !== undefined ? concatBytes([whole.subarray(0, Math.min(size, whole.length)), ...chunks]) : chunks.length === 0 ? new Uint8Array(0) : concatBytes(chunks);
+  // Read here, held by nobody else: moved to a verification worker rather than copied.
+  ownedBodies.add(body);
+  return body;
 }
 
 export function toResponse(answer: ReceiverAnswer): Response {

@@ -21,6 +21,7 @@ import { DeliveryGuard, digestKey, type AdmissionOptions } from './guard.js';
 import type { OpenedSignature } from '../verify/core.js';
 import { ClientAbortedError } from '../adapters/body-limits.js';
 import { SignatureInvalidError } from '../errors.js';
+import { rawHashes } from '../verify/worker-pool.js';
 
 /** What every handler call gets besides the event. */
 export interface EventContextBase<Tx = unknown> {
@@ -279,9 +280,8 @@ export async function receive<Req>(
     span?.setAttribute('jobhook.adapter', r.adapter);
     const key = signature === undefined ? undefined : digestKey(signature);
     const known = key === undefined ? undefined : r.guard.completed(key, r.runner.options.clock.now());
-    // Hashed before verifying: a body verified on a worker is moved there, not copied.
-    const rawHash = key === undefined ? undefined : await r.hashRaw(bytesOf(body));
-    if (known !== undefined && rawHash !== undefined) {
+    if (known !== undefined) {
+      const rawHash = await r.hashRaw(bytesOf(body));
       // The gateway's retry of a job done here: no canonical work. Any other body under this signature is not what was verified.
       if (known.bodies.includes(rawHash)) {
         r.log.debug(`jobhook: job ${known.jobId}: duplicate (its signature and bytes were verified and completed here)`);
@@ -337,7 +337,11 @@ export async function receive<Req>(
     if (result.kind === 'duplicate' || result.kind === 'in_progress') r.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
     // Completed: the same signature and bytes again are answered duplicate without canonical work, while the window is open.
     // Only bytes this request verified itself (a shared result says nothing of this body).
-    if (key !== undefined && rawHash !== undefined && own && (result.kind === 'processed' || result.kind === 'duplicate')) r.guard.remember(key, jobId, rawHash, now + retainMs);
+    if (key !== undefined && own && (result.kind === 'processed' || result.kind === 'duplicate')) {
+      // A body verified on a worker was moved there and hashed there; one verified here is hashed now.
+      const rawHash = rawHashes.get(delivery) ?? (typeof body === 'string' || body.byteLength === bodyBytes ? await r.hashRaw(bytesOf(body)) : undefined);
+      if (rawHash !== undefined) r.guard.remember(key, jobId, rawHash, now + retainMs);
+    }
     const answer = answerForRun(result, jobId, r.retryAfterSeconds);
     if (result.kind === 'processed' || result.kind === 'duplicate') return delivered(r, answer, { outcome: result.kind, jobId, dialect, started, bodyBytes });
     const code = RUN_CODE[result.kind];

@@ -7,6 +7,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { isWebhookError } from '../errors.js';
 import { drive, matching, type ParsedBody } from './core.js';
 import { matchingSteps } from './node-verifier.js';
+import { sha256Hex } from '../crypto/node.js';
 import { resolveOptions, type VerifyOptionsBase } from './options.js';
 import { splitPlan, type Plan } from './split.js';
 
@@ -19,7 +20,7 @@ export interface WorkerRequest {
 
 /** What the worker answers. */
 export type WorkerResponse = { id: number; body: Uint8Array } & (
-  | { ok: { dialect: string; keyIndex: number; canonicalSha256: string; plan: Plan | undefined } }
+  | { ok: { dialect: string; keyIndex: number; canonicalSha256: string; plan: Plan | undefined; rawSha256: string } }
   | { error: { code?: string; name: string; message: string; offset?: number; limit?: number } }
 );
 
@@ -30,7 +31,8 @@ const perform = matchingSteps(o);
 function conclude(parsed: ParsedBody, body: Uint8Array, dialect: string, keyIndex: number, canonicalSha256: string): NonNullable<Extract<WorkerResponse, { ok: unknown }>['ok']> {
   // Values that need the tree (-0, big integers in the exact modes) are built on the main thread at once.
   const plain = !parsed.flags.negativeZero && (o.integers === 'number' || !parsed.flags.unsafeInteger);
-  return { dialect, keyIndex, canonicalSha256, plan: plain ? splitPlan(body) : undefined };
+  // The raw bytes' hash too: the receiver remembers which bytes verified (a retry of them costs nothing), and the body is here, not there.
+  return { dialect, keyIndex, canonicalSha256, plan: plain ? splitPlan(body) : undefined, rawSha256: sha256Hex(body) };
 }
 
 parentPort!.on('message', (m: WorkerRequest) => {

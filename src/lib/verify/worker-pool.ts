@@ -45,6 +45,9 @@ export const DEFAULT_WORKER_THRESHOLD_BYTES = 1024 * 1024;
  */
 export const ownedBodies = new WeakSet<Uint8Array>();
 
+/** The SHA-256 (hex) of the raw body of each delivery verified on a worker (its body was moved there, so it is hashed there). */
+export const rawHashes = new WeakMap<VerifiedDelivery, string>();
+
 interface Task {
   request: WorkerRequest;
   resolve: (r: WorkerResponse) => void;
@@ -203,11 +206,13 @@ export function offloading(verifier: LocalVerifier, options: WorkerOptions, log:
       next();
     });
     if ('error' in response) throw reviveError(response.error);
-    const { dialect, keyIndex, canonicalSha256, plan } = response.ok;
+    const { dialect, keyIndex, canonicalSha256, plan, rawSha256 } = response.ok;
     // The body came back (moved, or the worker's copy).
     const back = response.body;
     const value = plan === undefined ? documentValue(parseDocument(back, { maxDepth: o.maxDepth }), o.integers, dialect as DialectName) : await buildValue(back, plan);
-    return deliveryFrom(value, o, dialect as DialectName, keyIndex, canonicalSha256);
+    const delivery = deliveryFrom(value, o, dialect as DialectName, keyIndex, canonicalSha256);
+    rawHashes.set(delivery, rawSha256);
+    return delivery;
   }
 
   return {
