@@ -11,6 +11,7 @@
 // after warm-up. Goals: loop max ≤ 50 ms, genuine p99 ≤ 100 ms and never 503,
 // RSS ≤ maxInFlightBytes + a constant.
 //   npm run build && node bench/replay-flood.mjs [seconds per round, default 20] [rounds, default 2]
+//   (ADAPTERS=express,fetch for some; RECEIVER_FLAGS=--cpu-prof to profile the receivers)
 import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
@@ -23,7 +24,7 @@ const publicKey = readFileSync(new URL('test-2048-public.pem', keys), 'utf8');
 const privateKey = readFileSync(new URL('test-2048-private.pem', keys), 'utf8'); // TEST-ONLY
 const SECONDS = Number(process.argv[2] ?? 20);
 const ROUNDS = Number(process.argv[3] ?? 2);
-const ADAPTERS = ['express', 'middleware', 'fetch', 'agnostic'];
+const ADAPTERS = (process.env.ADAPTERS ?? 'express,middleware,fetch,agnostic').split(',');
 const stamp = () => new Date().toISOString();
 const genuineText = (id) =>
   `{"event":"async_job_completed","job_id":"${id}","status":"success","feature":"ocr","subfeature":"ocr","provider":"acme","model":null,` +
@@ -146,7 +147,7 @@ if (process.argv[2] === '--receiver') {
     });
   let n = 0;
   async function run(kind) {
-    const child = fork(fileURLToPath(import.meta.url), ['--receiver', kind], { stdio: 'inherit', execArgv: ['--expose-gc'] });
+    const child = fork(fileURLToPath(import.meta.url), ['--receiver', kind], { stdio: 'inherit', execArgv: ['--expose-gc', ...(process.env.RECEIVER_FLAGS ?? '').split(' ').filter(Boolean)] });
     const { port } = await new Promise((r) => child.once('message', r));
     // Warm up: genuine deliveries, one costly replay of each kind (JIT, WebAssembly, worker start).
     for (let k = 0; k < 20; k++) await post(port, signDelivery(genuineText(`warm-${n++}`), privateKey));

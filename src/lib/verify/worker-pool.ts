@@ -194,7 +194,14 @@ export function offloading(verifier: LocalVerifier, options: WorkerOptions, log:
   async function inWorker(body: Uint8Array, signature: OpenedSignature): Promise<VerifiedDelivery> {
     if (closed) throw closing();
     if (start === undefined) {
-      const loaded = await loadThreads(builtins!);
+      let loaded: Threads;
+      try {
+        loaded = await loadThreads(builtins!);
+      } catch (err) {
+        // No worker threads after all (a runtime that names the module but cannot start one): verify here.
+        log.warn('jobhook: verification workers are unavailable; verifying on the calling thread', errorDetails(err));
+        return verifier.verifyOpened(body, signature);
+      }
       if (closed) throw closing();
       size = given ?? Math.max(1, Math.min(4, loaded.cores - 1));
       start = loaded.start;
