@@ -47,7 +47,7 @@ function post(
   body: string | undefined,
   headers: Record<string, string>,
   declared?: number,
-): { answer: Promise<Answer>; sent: () => number; send: (more: string) => void; abort: () => void; flushed: Promise<void> } {
+): { answer: Promise<Answer>; sent: () => number; send: (more: string) => void; end: () => void; abort: () => void; flushed: Promise<void> } {
   let written = 0;
   const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', ...headers, ...(declared === undefined ? {} : { 'content-length': String(declared) }) } });
   const answer = new Promise<Answer>((resolve, reject) => {
@@ -70,7 +70,7 @@ function post(
     send(body);
     req.end();
   } else req.flushHeaders();
-  return { answer, sent: () => written, send, abort: () => req.destroy(), flushed };
+  return { answer, sent: () => written, send, end: () => req.end(), abort: () => req.destroy(), flushed };
 }
 
 /** Until a request's verification is on a worker (where the adapter reports its workers), or its body sent and a moment passed. */
@@ -183,6 +183,19 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
     await sleep(200);
     const again = paddedDelivery(900_000);
     expect((await post(port, again.body, again.headers).answer).status).toBe(200);
+  });
+
+  it('a large body sent at once is read whole (filled as it arrives, the loop let turn after each MiB), declared or chunked', async () => {
+    const { port } = await start({});
+    const declared = paddedDelivery(3_000_000);
+    const d = await post(port, declared.body, declared.headers).answer;
+    expect([d.status, d.body.job_id]).toEqual([200, JSON.parse(declared.body).job_id]);
+    const chunked = paddedDelivery(3_000_000);
+    const c = post(port, undefined, { ...chunked.headers, 'transfer-encoding': 'chunked' });
+    for (let at = 0; at < chunked.body.length; at += 700_000) c.send(chunked.body.slice(at, at + 700_000));
+    c.end();
+    const a = await c.answer;
+    expect([a.status, a.body.job_id]).toEqual([200, JSON.parse(chunked.body).job_id]);
   });
 
   it('a chunked body is counted as it arrives: 503 once it would pass maxInFlightBytes', async () => {
