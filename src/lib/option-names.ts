@@ -61,6 +61,7 @@ const RECEIVER_BASE = {
   onDelivery: true,
   meterProvider: true,
   tracerProvider: true,
+  maxInFlightBytes: true,
 } as const satisfies Names<ReceiverOptionsBase<unknown>>;
 
 const WORKERS = { workerThresholdBytes: true, workerPoolSize: true } as const satisfies Names<WorkerOptions>;
@@ -72,9 +73,9 @@ export const WEB_VERIFIER_OPTIONS = { ...VERIFY_BASE, publicKey: true } as const
 /** `createReceiver` from `jobhook` and from `jobhook/express`. */
 export const NODE_RECEIVER_OPTIONS = { ...VERIFIER_OPTIONS, ...RECEIVER_BASE, ...WORKERS } as const satisfies Names<ReceiverOptions> & Names<ExpressReceiverOptions>;
 /** `createReceiver` from `jobhook/web`. */
-export const WEB_RECEIVER_OPTIONS = { ...WEB_VERIFIER_OPTIONS, ...RECEIVER_BASE } as const satisfies Names<WebReceiverOptions>;
+export const WEB_RECEIVER_OPTIONS = { ...WEB_VERIFIER_OPTIONS, ...RECEIVER_BASE, ...WORKERS } as const satisfies Names<WebReceiverOptions>;
 /** `createMiddleware` from `jobhook/express`. */
-export const MIDDLEWARE_OPTIONS = { ...VERIFIER_OPTIONS, errors: true, bodyTimeoutMs: true, log: true } as const satisfies Names<MiddlewareOptions>;
+export const MIDDLEWARE_OPTIONS = { ...VERIFIER_OPTIONS, ...WORKERS, errors: true, bodyTimeoutMs: true, log: true, maxInFlightBytes: true } as const satisfies Names<MiddlewareOptions>;
 
 export const MEMORY_STORE_OPTIONS = { maxEntries: true, now: true, log: true } as const satisfies Names<MemoryStoreOptions>;
 export const REDIS_STORE_OPTIONS = { client: true, url: true, keyPrefix: true, pendingKey: true, operationTimeoutMs: true, log: true, now: true } as const satisfies Names<RedisStoreOptions>;

@@ -101,7 +101,8 @@ async function mix(post: Post, throwing: string) {
   const K = 4;
   const ids = Array.from({ length: N }, () => jobId('otel'));
   for (const id of ids) expect(await post(signed(id))).toBe(200);
-  for (const id of ids.slice(0, M)) expect(await post(signed(id))).toBe(200);
+  // Duplicates by job id under new signatures (the same signature again is answered before its body is read: replay.test.ts).
+  for (const id of ids.slice(0, M)) expect(await post(signed(id, ',"attempt":2'))).toBe(200);
   for (let k = 0; k < K; k++) expect(await post(forged())).toBe(401);
   expect(await post(signed(throwing))).toBe(500);
   return { N, M, K };

@@ -16,6 +16,9 @@ import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding } from './encoding.js';
 import { checkOptionNames, NODE_RECEIVER_OPTIONS } from '../option-names.js';
 import { loadZlib } from './node-http.js';
+import { nodeBuiltins } from './node-threads.js';
+import { sha256Hex } from '../crypto/node.js';
+import type { Ticket } from '../receive/guard.js';
 
 /** A request as the agnostic receiver takes it: the raw body and the headers. */
 export interface ReceiverRequest {
@@ -62,8 +65,8 @@ function openResponse(value: unknown): value is ServerResponse {
 export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
   checkOptionNames(options, NODE_RECEIVER_OPTIONS);
   const verifier = createNodeVerifier(options);
-  const r = resolveReceiver(options, 'agnostic');
-  const offload = offloading(verifier, options, r.log);
+  const r = resolveReceiver(options, 'agnostic', verifier.options.maxBodyBytes, sha256Hex);
+  const offload = offloading(verifier, options, r.log, nodeBuiltins);
   const handler = async (request: ReceiverRequest, response?: unknown): Promise<ReceiverAnswer> => {
     if (typeof request !== 'object' || request === null) throw new TypeError('createReceiver handles { body, headers }');
     if (isNodeRequest(request)) {
@@ -78,15 +81,24 @@ export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): ((requ
     const started = performance.now();
     let body: string | Uint8Array;
     let signature: OpenedSignature;
+    let ticket: Ticket | undefined;
     try {
-      // The size as received, then the signature (401 before anything is decoded or parsed), then the body.
+      // The size as received, then the signature (401 before anything is decoded or parsed),
+      // then the bound on bodies in flight (503), then the body.
       checkBodySize(request.body, verifier.options);
       signature = await offload.open(request.headers);
+      ticket = r.guard.admit(typeof request.body === 'string' ? request.body.length : request.body.byteLength);
       body = await decodeBody(request.body, request.headers, verifier.options.maxBodyBytes);
+      ticket.cover(typeof body === 'string' ? body.length : body.byteLength);
     } catch (err) {
+      ticket?.release();
       return refuse(r, err, started);
     }
-    return receive(r, (b) => offload.verifyOpened(b, signature), body, request.headers, request, started);
+    try {
+      return await receive(r, (b) => offload.verifyOpened(b, signature), body, request.headers, request, started, signature);
+    } finally {
+      ticket.release();
+    }
   };
   return withControls(handler, r.runner, offload);
 }

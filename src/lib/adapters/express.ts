@@ -3,6 +3,8 @@ import { answerForError } from '../receive/answers.js';
 import { logRefusal, receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import { createNodeVerifier, type NodeVerifierOptions } from '../verify/node-verifier.js';
 import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
+import { nodeBuiltins } from './node-threads.js';
+import { sha256Hex } from '../crypto/node.js';
 import { boundUnreadBody, closeWhenAnswered, sendAnswer, signedNodeBody, type NodeWebhookRequest } from './node-http.js';
 import type { BodyLimits } from './body-limits.js';
 import { withControls, type ReceiverControls } from './controls.js';
@@ -10,6 +12,7 @@ import { resolveLogger } from '../log.js';
 import { DEFAULT_BODY_TIMEOUT_MS } from '../protocol.js';
 import { optionalNumber } from '../options.js';
 import { checkOptionNames, MIDDLEWARE_OPTIONS, NODE_RECEIVER_OPTIONS } from '../option-names.js';
+import { DeliveryGuard, digestKey, type AdmissionOptions } from '../receive/guard.js';
 
 export type NextFunction = (err?: unknown) => void;
 /** A handler for Express 4 and 5, Connect and node:http (`next` is optional). */
@@ -19,7 +22,7 @@ export type NodeHandler = (req: NodeWebhookRequest, res: ServerResponse, next?: 
 export interface ExpressReceiverOptions<Tx = unknown> extends NodeVerifierOptions, ReceiverOptionsBase<NodeWebhookRequest, Tx>, WorkerOptions {}
 
 /** Options of `createMiddleware`. */
-export interface MiddlewareOptions extends NodeVerifierOptions {
+export interface MiddlewareOptions extends NodeVerifierOptions, AdmissionOptions, WorkerOptions {
   /** `respond` (default): answer failures with the receiver's status codes. `next`: pass the WebhookError to `next(err)`. */
   errors?: 'respond' | 'next';
   /** A body still arriving after this long is answered 408 (default 30 s). */
@@ -45,14 +48,14 @@ function passOn(err: unknown, req: NodeWebhookRequest, res: ServerResponse, next
 export function createNodeReceiver<Tx>(options: ExpressReceiverOptions<Tx>): NodeHandler & ReceiverControls {
   checkOptionNames(options, NODE_RECEIVER_OPTIONS);
   const verifier = createNodeVerifier(options);
-  const r = resolveReceiver(options, 'express');
-  const offload = offloading(verifier, options, r.log);
+  const r = resolveReceiver(options, 'express', verifier.options.maxBodyBytes, sha256Hex);
+  const offload = offloading(verifier, options, r.log, nodeBuiltins);
   const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };
   const handler: NodeHandler = (req, res, next) => {
     const started = performance.now();
-    signedNodeBody(req, limits, offload.open)
+    signedNodeBody(req, limits, offload.open, (_, declared) => r.guard.admit(declared))
       .then(
-        ({ signature, bytes }) => receive(r, (body) => offload.verifyOpened(body, signature), bytes, req.headers, req, started),
+        ({ signature, bytes, ticket }) => receive(r, (body) => offload.verifyOpened(body, signature), bytes, req.headers, req, started, signature).finally(() => ticket?.release()),
         (err: unknown) => refuse(r, err, started),
       )
       .then(
@@ -69,13 +72,20 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
   const mode = options.errors ?? 'respond';
   if (mode !== 'respond' && mode !== 'next') throw new TypeError("errors must be 'respond' or 'next'");
   const log = resolveLogger(options.log);
+  const guard = new DeliveryGuard(options, verifier.options.maxBodyBytes);
+  const offload = offloading(verifier, options, log, nodeBuiltins);
   const limits = {
     maxBodyBytes: verifier.options.maxBodyBytes,
     timeoutMs: optionalNumber(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS),
   };
   return (req, res, next) => {
-    signedNodeBody(req, limits, verifier.open)
-      .then(({ signature, bytes }) => verifier.verifyOpened(bytes, signature))
+    signedNodeBody(req, limits, offload.open, (_, declared) => guard.admit(declared))
+      .then(({ signature, bytes, ticket }) =>
+        guard
+          .once(digestKey(signature), () => offload.verifyOpened(bytes, signature))
+          .then((shared) => shared.result)
+          .finally(() => ticket?.release()),
+      )
       .then(
         (delivery) => {
           req.webhook = delivery;

@@ -3,7 +3,8 @@
  * `Request` within the limits, and turn an answer into a `Response`. No node:* import.
  */
 import { concatBytes } from '../bytes.js';
-import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, EncodingUnsupportedError } from '../errors.js';
+import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, EncodingUnsupportedError, ReceiverBusyError } from '../errors.js';
+import type { Ticket } from '../receive/guard.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
 import { receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import { createWebVerifierCore, type WebVerifierOptions } from '../verify/web-verifier.js';
@@ -11,6 +12,10 @@ import type { BodyLimits } from './body-limits.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding, type ContentCoding } from './encoding.js';
 import { checkOptionNames, WEB_RECEIVER_OPTIONS } from '../option-names.js';
+import { offloading, ownedBodies, type WorkerOptions } from '../verify/worker-pool.js';
+import type { OpenedSignature } from '../verify/core.js';
+import { runtimeBuiltins } from './runtime-threads.js';
+import { sha256HexWeb } from '../crypto/web.js';
 
 /** Counts the bytes that pass and errors the stream past `limit`. */
 function limited(limit: number): TransformStream<Uint8Array, Uint8Array> {
@@ -57,11 +62,25 @@ function decompressed(stream: ReadableStream<Uint8Array>, coding: 'gzip' | 'defl
  * throws uncaught inside Node when cancelled before its first chunk is taken, killing
  * the process for one forged request.
  */
-export async function signedRequestBody<S>(request: Request, limits: BodyLimits, open: (headers: Headers) => Promise<S>): Promise<{ signature: S; bytes: Uint8Array }> {
+export async function signedRequestBody<S>(
+  request: Request,
+  limits: BodyLimits,
+  open: (headers: Headers) => Promise<S>,
+  admit?: (signature: S, declared: number | undefined) => Ticket,
+): Promise<{ signature: S; bytes: Uint8Array; ticket: Ticket | undefined }> {
   const coding = contentCoding(request.headers);
-  if (Number(request.headers.get('content-length')) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
+  const length = request.headers.get('content-length');
+  const declared = length === null ? undefined : Number(length);
+  if (Number(declared) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
   const signature = await open(request.headers);
-  return { signature, bytes: await readRequestBody(request, coding, limits) };
+  // The bound on bodies in flight, from the declared size (503 before a byte is read), then counted as the body arrives.
+  const ticket = admit?.(signature, coding === 'identity' ? declared : undefined);
+  try {
+    return { signature, bytes: await readRequestBody(request, coding, limits, ticket, coding === 'identity' ? declared : undefined), ticket };
+  } catch (err) {
+    ticket?.release();
+    throw err;
+  }
 }
 
 /**
@@ -69,7 +88,7 @@ export async function signedRequestBody<S>(request: Request, limits: BodyLimits,
  * `maxBodyBytes`, raw or decoded; 408 when it is not complete within `timeoutMs`;
  * gzip and deflate (and br where the runtime can) decoded.
  */
-async function readRequestBody(request: Request, coding: ContentCoding, limits: BodyLimits): Promise<Uint8Array> {
+async function readRequestBody(request: Request, coding: ContentCoding, limits: BodyLimits, ticket: Ticket | undefined, declared?: number): Promise<Uint8Array> {
   const limit = limits.maxBodyBytes;
   if (request.body === null) return new Uint8Array(0);
   let stream = request.body.pipeThrough(limited(limit));
@@ -80,21 +99,30 @@ async function readRequestBody(request: Request, coding: ContentCoding, limits: 
     timer = setTimeout(() => reject(new BodyTimeoutError(limits.timeoutMs)), limits.timeoutMs);
   });
   const chunks: Uint8Array[] = [];
+  let size = 0;
+  // A declared size is filled as it arrives (copying a large body at its end held the event loop: see node-http.ts).
+  const whole = declared !== undefined && Number.isInteger(declared) && declared > 64 * 1024 && declared <= limit ? new Uint8Array(declared) : undefined;
   try {
     for (;;) {
       const { done, value } = await Promise.race([reader.read(), deadline]);
       if (done) break;
-      chunks.push(value);
+      size += value.byteLength;
+      ticket?.cover(size);
+      if (whole !== undefined && size <= whole.length) whole.set(value, size - value.byteLength);
+      else chunks.push(value);
     }
   } catch (err) {
     await reader.cancel().catch(() => undefined);
-    if (err instanceof BodyTooLargeError || err instanceof BodyTimeoutError) throw err;
+    if (err instanceof BodyTooLargeError || err instanceof BodyTimeoutError || err instanceof ReceiverBusyError) throw err;
     if (coding !== 'identity') throw new BodyMalformedError(`the body is not valid ${coding} data (Content-Encoding: ${coding})`, 0);
     throw err;
   } finally {
     clearTimeout(timer);
   }
-  return chunks.length === 0 ? new Uint8Array(0) : concatBytes(chunks);
+  const body = whole !== undefined && size === whole.length && chunks.length === 0 ? whole : whole !== undefined ? concatBytes([whole.subarray(0, Math.min(size, whole.length)), ...chunks]) : chunks.length === 0 ? new Uint8Array(0) : concatBytes(chunks);
+  // Read here, held by nobody else: moved to a verification worker rather than copied.
+  ownedBodies.add(body);
+  return body;
 }
 
 export function toResponse(answer: ReceiverAnswer): Response {
@@ -102,26 +130,33 @@ export function toResponse(answer: ReceiverAnswer): Response {
 }
 
 /** Options of `createReceiver` from `jobhook/web`. */
-export interface WebReceiverOptions<Tx = unknown> extends WebVerifierOptions, ReceiverOptionsBase<Request, Tx> {}
+/** Options of `createReceiver` from `jobhook/web` (the worker options apply where it runs on Node). */
+export interface WebReceiverOptions<Tx = unknown> extends WebVerifierOptions, ReceiverOptionsBase<Request, Tx>, WorkerOptions {}
 
 export function createFetchReceiver<Tx>(options: WebReceiverOptions<Tx>): ((request: Request) => Promise<Response>) & ReceiverControls {
   checkOptionNames(options, WEB_RECEIVER_OPTIONS);
   const verifier = createWebVerifierCore(options);
-  const r = resolveReceiver(options, 'fetch');
+  const r = resolveReceiver(options, 'fetch', verifier.options.maxBodyBytes, sha256HexWeb);
+  // On Node, costly bodies go to the same worker pool as the Node receivers'; elsewhere all is verified here.
+  const offload = offloading(verifier, options, r.log, runtimeBuiltins());
   const limits = { maxBodyBytes: verifier.options.maxBodyBytes, timeoutMs: r.bodyTimeoutMs };
   const handler = async (request: Request): Promise<Response> => {
     const started = performance.now();
     let signed;
     try {
-      signed = await signedRequestBody(request, limits, verifier.open);
+      signed = await signedRequestBody(request, limits, offload.open as (headers: Headers) => Promise<OpenedSignature>, (_, declared) => r.guard.admit(declared));
     } catch (err) {
       const answer = refuse(r, err, started);
       // Refused with its body unread: the connection ends with the answer (servers that honour the header).
       if (request.body !== null && !request.bodyUsed) answer.headers.connection = 'close';
       return toResponse(answer);
     }
-    const { signature, bytes } = signed;
-    return toResponse(await receive(r, (b) => verifier.verifyOpened(b, signature), bytes, request.headers, request, started));
+    const { signature, bytes, ticket } = signed;
+    try {
+      return toResponse(await receive(r, (b) => offload.verifyOpened(b, signature), bytes, request.headers, request, started, signature));
+    } finally {
+      ticket?.release();
+    }
   };
-  return withControls(handler, r.runner);
+  return withControls(handler, r.runner, offload);
 }

@@ -1,6 +1,7 @@
 import { isWebhookError, type WebhookErrorCode } from '../errors.js';
 import { STATUS_BY_CODE } from '../protocol.js';
 import type { RunResult } from '../jobs/runner.js';
+import { BUSY_RETRY_AFTER_SECONDS } from './guard.js';
 
 /** Codes that appear in error bodies besides the WebhookError codes. */
 export type ReceiverErrorCode = WebhookErrorCode | 'IN_PROGRESS' | 'HANDLER_FAILED' | 'INTERNAL_ERROR';
@@ -23,7 +24,7 @@ const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache
  */
 const GENERIC_5XX: Partial<Record<ReceiverErrorCode, string>> = {
   STORE_UNAVAILABLE: 'The idempotency store is unavailable; retry later.',
-  RECEIVER_BUSY: 'The receiver is busy with large deliveries; retry later.',
+  RECEIVER_BUSY: 'The receiver is busy with other deliveries; retry later.',
   BODY_UNAVAILABLE: 'The receiver is misconfigured and cannot read the raw body; see its logs.',
   HANDLER_FAILED: 'The handler failed; the job was released so a retry can process it.',
   CLAIM_LOST: 'This receiver lost its claim on the job before its work was committed; nothing was applied. Retry later.',
@@ -47,6 +48,7 @@ export function answerForError(err: unknown): ReceiverAnswer {
   const status = STATUS_BY_CODE[err.code];
   // The rest of an oversized or stalled body is not read: close the connection after the answer.
   const headers: Record<string, string> = err.code === 'BODY_TOO_LARGE' || err.code === 'BODY_TIMEOUT' ? { connection: 'close' } : {};
+  if (err.code === 'RECEIVER_BUSY') headers['retry-after'] = String(BUSY_RETRY_AFTER_SECONDS);
   return errorAnswer(status, err.code, err.message, headers);
 }
 

@@ -17,6 +17,11 @@ import { checkReplayWindow } from '../verify/options.js';
 import { runnerFor, type ClaimContext, type FailureStage, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
 import { fail } from '../telemetry/otel.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
+import { DeliveryGuard, digestKey, type AdmissionOptions } from './guard.js';
+import type { OpenedSignature } from '../verify/core.js';
+import { ClientAbortedError } from '../adapters/body-limits.js';
+import { SignatureInvalidError } from '../errors.js';
+import { rawHashes } from '../verify/worker-pool.js';
 
 /** What every handler call gets besides the event. */
 export interface EventContextBase<Tx = unknown> {
@@ -71,7 +76,7 @@ export type EventContext<Req = unknown, Tx = unknown> = WebhookEventContext<Req,
 export type { FailureStage };
 
 /** Options of every receiver, besides the verifier's. */
-export interface ReceiverOptionsBase<Req, Tx = unknown> extends JobRunnerOptions {
+export interface ReceiverOptionsBase<Req, Tx = unknown> extends JobRunnerOptions, AdmissionOptions {
   /**
    * Called once per job id, after the signature is verified and the job claimed. Throw to
    * have the gateway retry. With a transactional store, write through `context.transaction`.
@@ -130,10 +135,19 @@ export interface ResolvedReceiver<Req> {
   windowMs: number;
   onDelivery: ((outcome: DeliveryOutcome) => void) | undefined;
   adapter: AdapterName;
+  /** Bodies in flight, verifications per digest, digests known completed. */
+  guard: DeliveryGuard;
+  /** Lowercase hex SHA-256 of raw bytes (node:crypto or WebCrypto): how a known digest's body is recognised. */
+  hashRaw: (body: Uint8Array) => string | Promise<string>;
 }
 
 /** Checks the receiver options (TypeError for mistakes) and takes or builds the job runner, once. */
-export function resolveReceiver<Req, Tx>(options: ReceiverOptionsBase<Req, Tx> & { maxAgeSeconds?: number | false }, adapter: AdapterName = 'agnostic'): ResolvedReceiver<Req> {
+export function resolveReceiver<Req, Tx>(
+  options: ReceiverOptionsBase<Req, Tx> & { maxAgeSeconds?: number | false },
+  adapter: AdapterName,
+  maxBodyBytes: number,
+  hashRaw: (body: Uint8Array) => string | Promise<string>,
+): ResolvedReceiver<Req> {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with publicKey and onEvent');
   if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
   const runner = runnerFor(options as JobRunnerOptions & { runner?: JobRunner });
@@ -150,6 +164,8 @@ export function resolveReceiver<Req, Tx>(options: ReceiverOptionsBase<Req, Tx> &
     windowMs: (maxAgeSeconds ?? 0) * 1000,
     onDelivery: checkHook(options.onDelivery),
     adapter,
+    guard: new DeliveryGuard(options, maxBodyBytes),
+    hashRaw,
   };
 }
 
@@ -236,13 +252,18 @@ function delivered<Req>(
 
 /** Logs why a delivery was refused: debug when anyone could have sent it, info when it was signed. */
 export function logRefusal(log: Logger, err: unknown): void {
-  if (!isWebhookError(err)) log.error('jobhook: the receiver failed unexpectedly', errorDetails(err));
+  if (err instanceof ClientAbortedError) log.debug(`jobhook: ${err.message}`);
+  else if (!isWebhookError(err)) log.error('jobhook: the receiver failed unexpectedly', errorDetails(err));
   else if (err.code === 'BODY_UNAVAILABLE') log.error(`jobhook: ${err.message}`);
   else if (UNSIGNED.has(err.code)) log.debug(`jobhook: refused a delivery: ${err.code}`, { message: err.message });
   else log.info(`jobhook: refused a signed delivery: ${err.code}`, { message: err.message });
 }
 
-/** Receives one delivery whose raw bytes are in hand. `started`: when the request began (performance.now()). */
+/**
+ * Receives one delivery whose raw bytes are in hand. `started`: when the request began
+ * (performance.now()); `signature`: what opened it, so that requests carrying the same
+ * one share a verification (the guard).
+ */
 export async function receive<Req>(
   r: ResolvedReceiver<Req>,
   verify: (body: string | Uint8Array, headers: HeadersInput) => VerifiedDelivery | Promise<VerifiedDelivery>,
@@ -250,16 +271,36 @@ export async function receive<Req>(
   headers: HeadersInput,
   request: Req,
   started: number = performance.now(),
+  signature?: OpenedSignature,
 ): Promise<ReceiverAnswer> {
   const { telemetry } = r.runner.options;
   const bodyBytes = typeof body === 'string' ? body.length : body.byteLength;
   telemetry.bodySize?.record(bodyBytes, { adapter: r.adapter });
   return telemetry.within('jobhook.receive', 'server', async (span) => {
     span?.setAttribute('jobhook.adapter', r.adapter);
+    const key = signature === undefined ? undefined : digestKey(signature);
+    const known = key === undefined ? undefined : r.guard.completed(key, r.runner.options.clock.now());
+    if (known !== undefined) {
+      const rawHash = await r.hashRaw(bytesOf(body));
+      // The gateway's retry of a job done here: no canonical work. Any other body under this signature is not what was verified.
+      if (known.bodies.includes(rawHash)) {
+        r.log.debug(`jobhook: job ${known.jobId}: duplicate (its signature and bytes were verified and completed here)`);
+        return delivered(r, answerForRun({ kind: 'duplicate' }, known.jobId, undefined), { outcome: 'duplicate', jobId: known.jobId, started, bodyBytes });
+      }
+      const err = new SignatureInvalidError(`The event this signature covers (job ${known.jobId}) was verified and completed here with another body: this one is not what was signed.`);
+      fail(span, err);
+      return refusal(r, err, started, bodyBytes);
+    }
     let delivery: VerifiedDelivery;
+    let own = true;
     const verifying = performance.now();
     try {
-      delivery = await telemetry.phase('jobhook.verify', () => verify(body, headers));
+      delivery = await telemetry.phase('jobhook.verify', async () => {
+        if (key === undefined) return verify(body, headers);
+        const shared = await r.guard.once(key, () => verify(body, headers));
+        own = shared.own;
+        return shared.result;
+      });
     } catch (err) {
       fail(span, err);
       return refusal(r, err, started, bodyBytes);
@@ -294,6 +335,13 @@ export async function receive<Req>(
       { retainMs },
     );
     if (result.kind === 'duplicate' || result.kind === 'in_progress') r.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
+    // Completed: the same signature and bytes again are answered duplicate without canonical work, while the window is open.
+    // Only bytes this request verified itself (a shared result says nothing of this body).
+    if (key !== undefined && own && (result.kind === 'processed' || result.kind === 'duplicate')) {
+      // A body verified on a worker was moved there and hashed there; one verified here is hashed now.
+      const rawHash = rawHashes.get(delivery) ?? (typeof body === 'string' || body.byteLength === bodyBytes ? await r.hashRaw(bytesOf(body)) : undefined);
+      if (rawHash !== undefined) r.guard.remember(key, jobId, rawHash, now + retainMs);
+    }
     const answer = answerForRun(result, jobId, r.retryAfterSeconds);
     if (result.kind === 'processed' || result.kind === 'duplicate') return delivered(r, answer, { outcome: result.kind, jobId, dialect, started, bodyBytes });
     const code = RUN_CODE[result.kind];
@@ -301,6 +349,9 @@ export async function receive<Req>(
     return delivered(r, answer, { outcome: outcomeOf(answer.status, code), code, jobId, dialect, started, bodyBytes });
   });
 }
+
+const encoder = new TextEncoder();
+const bytesOf = (body: string | Uint8Array): Uint8Array => (typeof body === 'string' ? encoder.encode(body) : body);
 
 /** The error code answered for each run result that is not a 2xx. */
 const RUN_CODE: Record<Exclude<RunResult['kind'], 'processed' | 'duplicate'>, string> = {

@@ -44,8 +44,6 @@ export interface NodeVerifierCore extends Verifier {
   open(headers: HeadersInput): OpenedSignature | Promise<OpenedSignature>;
   /** The second half: the body against a signature `open` returned (`conclude` replaces building the delivery: the worker pool). */
   verifyOpened<T = VerifiedDelivery>(body: string | Uint8Array, signature: OpenedSignature, conclude?: Conclude<T>): T;
-  /** The keys as given (or as the key function gave them), for the worker threads; only once `open` has succeeded. */
-  keyInputs(): readonly NodePublicKeyInput[];
 }
 
 /**
@@ -72,6 +70,15 @@ function hashCanonical(body: ParsedBody, dialect: DialectName, limit: number): s
   return hex!;
 }
 
+/** The steps of matching a body, on node:crypto (no keys: the signature was opened already); the verification workers run these. */
+export function matchingSteps(o: ResolvedOptions): (step: Step) => unknown {
+  return (step) => {
+    if (step.op === 'digest') return hashCanonical(step.body, step.dialect, o.maxCanonicalBytes);
+    if (step.op === 'hashOfDigest') return sha256OfHex(step.digest);
+    throw new Error('a signature is opened on the main thread, not here');
+  };
+}
+
 export function createNodeVerifier(options: NodeVerifierOptions): NodeVerifierCore {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
   // Probed here too so a runtime without a working RSA operation is named as such, not as a bad publicKey[0].
@@ -95,7 +102,6 @@ export function createNodeVerifier(options: NodeVerifierOptions): NodeVerifierCo
     verify: (body, headers) => drive(verification(body, headers, o, ring.getSync().modulusBytes, decodeHex), perform),
     open: (headers) => (ring.ready !== undefined ? open(ring.ready.modulusBytes, headers) : ring.get().then((keys) => open(keys.modulusBytes, headers))),
     verifyOpened: (body, signature, conclude) => drive(matching(body, signature, o, conclude), perform),
-    keyInputs: () => ring.ready!.inputs,
   };
 }
 

@@ -5,8 +5,10 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { isWebhookError } from '../errors.js';
-import type { ParsedBody } from './core.js';
-import { createNodeVerifier, type VerifierOptions } from './node-verifier.js';
+import { drive, matching, type ParsedBody } from './core.js';
+import { matchingSteps } from './node-verifier.js';
+import { sha256Hex } from '../crypto/node.js';
+import { resolveOptions, type VerifyOptionsBase } from './options.js';
 import { splitPlan, type Plan } from './split.js';
 
 /** What the main thread sends: the body, and what the keys that opened its signature say was signed. */
@@ -18,22 +20,28 @@ export interface WorkerRequest {
 
 /** What the worker answers. */
 export type WorkerResponse = { id: number; body: Uint8Array } & (
-  | { ok: { dialect: string; keyIndex: number; canonicalSha256: string; plan: Plan | undefined } }
+  | { ok: { dialect: string; keyIndex: number; canonicalSha256: string; plan: Plan | undefined; rawSha256: string } }
   | { error: { code?: string; name: string; message: string; offset?: number; limit?: number } }
 );
 
-const verifier = createNodeVerifier({ ...(workerData as VerifierOptions), maxAgeSeconds: false });
+// No keys here: the main thread opened the signature and sends what the keys recovered.
+const o = resolveOptions({ ...(workerData as VerifyOptionsBase), maxAgeSeconds: false });
+const perform = matchingSteps(o);
 
 function conclude(parsed: ParsedBody, body: Uint8Array, dialect: string, keyIndex: number, canonicalSha256: string): NonNullable<Extract<WorkerResponse, { ok: unknown }>['ok']> {
   // Values that need the tree (-0, big integers in the exact modes) are built on the main thread at once.
-  const plain = !parsed.flags.negativeZero && (verifier.options.integers === 'number' || !parsed.flags.unsafeInteger);
-  return { dialect, keyIndex, canonicalSha256, plan: plain ? splitPlan(body) : undefined };
+  const plain = !parsed.flags.negativeZero && (o.integers === 'number' || !parsed.flags.unsafeInteger);
+  // The raw bytes' hash too: the receiver remembers which bytes verified (a retry of them costs nothing), and the body is here, not there.
+  return { dialect, keyIndex, canonicalSha256, plan: plain ? splitPlan(body) : undefined, rawSha256: sha256Hex(body) };
 }
 
 parentPort!.on('message', (m: WorkerRequest) => {
   let response: WorkerResponse;
   try {
-    const ok = verifier.verifyOpened(m.body, { opened: m.opened }, (parsed, dialect, keyIndex, digest) => conclude(parsed, m.body, dialect, keyIndex, digest));
+    const ok = drive(
+      matching(m.body, { opened: m.opened }, o, (parsed, dialect, keyIndex, digest) => conclude(parsed, m.body, dialect, keyIndex, digest)),
+      perform,
+    );
     response = { id: m.id, body: m.body, ok };
   } catch (err) {
     const e = err as Error & { code?: string; offset?: number; limit?: number };

@@ -18,7 +18,8 @@ import { errorDetails, type Logger } from '../log.js';
 import { checkNumber } from '../options.js';
 import { deliveryFrom, type OpenedSignature, type VerifiedDelivery } from './core.js';
 import type { HeadersInput } from './headers.js';
-import type { NodeVerifierCore, NodeVerifierOptions, VerifierOptions } from './node-verifier.js';
+import type { ResolvedOptions, VerifyOptionsBase } from './options.js';
+import { onWorker } from './cost.js';
 import { buildValue } from './split.js';
 import type { WorkerRequest, WorkerResponse } from './verify-worker.js';
 
@@ -26,7 +27,9 @@ import type { WorkerRequest, WorkerResponse } from './verify-worker.js';
 export interface WorkerOptions {
   /**
    * Bodies of at least this many bytes are verified on a worker thread, and their event
-   * built in slices (default 1 MiB; `false`: always on the calling thread).
+   * built in slices (default 1 MiB; `false`: always on the calling thread). A smaller
+   * body goes to a worker too when its parsed layout says its canonical work is costly
+   * (deep nesting, many floats to format per dialect).
    */
   workerThresholdBytes?: number | false;
   /** Worker threads, started on first use (default: cores − 1, 1 to 4). */
@@ -41,6 +44,9 @@ export const DEFAULT_WORKER_THRESHOLD_BYTES = 1024 * 1024;
  * worker and back instead of copied (a 25 MB copy holds the event loop ~20 ms).
  */
 export const ownedBodies = new WeakSet<Uint8Array>();
+
+/** The SHA-256 (hex) of the raw body of each delivery verified on a worker (its body was moved there, so it is hashed there). */
+export const rawHashes = new WeakMap<VerifiedDelivery, string>();
 
 interface Task {
   request: WorkerRequest;
@@ -62,12 +68,24 @@ interface Threads {
   cores: number;
 }
 
+/**
+ * How the pool reaches Node's modules: `import()` in the Node entries (adapters/node-threads.ts);
+ * `process.getBuiltinModule` in jobhook/web, which must name no node: module a bundler
+ * for an edge runtime would try to resolve.
+ */
+export interface NodeBuiltins {
+  workerThreads(): Promise<typeof import('node:worker_threads')>;
+  os(): Promise<typeof import('node:os')>;
+  module(): Promise<{ createRequire: typeof import('node:module').createRequire }>;
+  url(): Promise<{ pathToFileURL: typeof import('node:url').pathToFileURL }>;
+}
+
 let threads: Promise<Threads> | undefined;
 
 /** Loads node:worker_threads and finds the worker file: the built one next to this chunk. */
-function loadThreads(): Promise<Threads> {
+function loadThreads(builtins: NodeBuiltins): Promise<Threads> {
   threads ??= (async (): Promise<Threads> => {
-    const [{ Worker }, { availableParallelism }] = await Promise.all([import('node:worker_threads'), import('node:os')]);
+    const [{ Worker }, { availableParallelism }] = await Promise.all([builtins.workerThreads(), builtins.os()]);
     const cores = availableParallelism();
     const here = import.meta.url;
     if (!here.endsWith('.ts')) {
@@ -77,7 +95,7 @@ function loadThreads(): Promise<Threads> {
     }
     // Running from source (this repository's tests): the worker is TypeScript too, loaded
     // through tsx's loader registered inside the worker (hooks are not inherited in Node 20).
-    const [{ createRequire }, { pathToFileURL }] = await Promise.all([import('node:module'), import('node:url')]);
+    const [{ createRequire }, { pathToFileURL }] = await Promise.all([builtins.module(), builtins.url()]);
     const tsx = new URL('dist/esm/api/index.mjs', pathToFileURL(createRequire(here).resolve('tsx/package.json'))).href;
     const file = new URL('./verify-worker.ts', here).href;
     const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(file)}); });`;
@@ -90,12 +108,17 @@ function loadThreads(): Promise<Threads> {
   return threads;
 }
 
-/** The verifier options a worker can receive: the keys as resolved, no functions, no receiver options. */
-function portable(options: VerifierOptions | NodeVerifierOptions, publicKey: VerifierOptions['publicKey']): VerifierOptions {
-  const { dialects, signatureHeader, algorithmHeader, maxBodyBytes, maxCanonicalBytes, integers, maxDepth } = options;
-  const out: Record<string, unknown> = { publicKey, dialects, signatureHeader, algorithmHeader, maxBodyBytes, maxCanonicalBytes, integers, maxDepth };
-  for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k];
-  return out as unknown as VerifierOptions;
+/** The options a worker needs to match a body: no keys (the signature is opened here), no functions. */
+function portable(o: ResolvedOptions): VerifyOptionsBase {
+  const { dialects, maxBodyBytes, maxCanonicalBytes, integers, maxDepth } = o;
+  return { dialects, maxBodyBytes, maxCanonicalBytes, integers, maxDepth };
+}
+
+/** What the pool offloads from: a verifier that opens signatures and can match small bodies itself. */
+export interface LocalVerifier {
+  readonly options: ResolvedOptions;
+  open(headers: HeadersInput): OpenedSignature | Promise<OpenedSignature>;
+  verifyOpened(body: string | Uint8Array, signature: OpenedSignature): VerifiedDelivery | Promise<VerifiedDelivery>;
 }
 
 export interface OffloadingVerifier {
@@ -111,8 +134,12 @@ export interface OffloadingVerifier {
 
 const closing = () => new ReceiverBusyError('The receiver is shutting down; retry later.');
 
-/** `verifier.verifyOpened` for small bodies, a worker for large ones. */
-export function offloading(verifier: NodeVerifierCore, options: NodeVerifierOptions & WorkerOptions, log: Logger): OffloadingVerifier {
+/**
+ * `verifier.verifyOpened` for cheap bodies, a worker for costly ones (`onWorker`: by
+ * size, then by the parsed layout). `builtins` undefined: no worker threads here (an
+ * edge runtime), everything is verified on the calling thread.
+ */
+export function offloading(verifier: LocalVerifier, options: WorkerOptions, log: Logger, builtins: NodeBuiltins | undefined): OffloadingVerifier {
   const threshold = options.workerThresholdBytes === false ? Infinity : checkNumber(options.workerThresholdBytes ?? DEFAULT_WORKER_THRESHOLD_BYTES, 'workerThresholdBytes', { min: 0 });
   const given = options.workerPoolSize === undefined ? undefined : checkNumber(options.workerPoolSize, 'workerPoolSize', { integer: true, max: 64 });
   // Known once the threads are loaded (the default counts the cores).
@@ -125,7 +152,7 @@ export function offloading(verifier: NodeVerifierCore, options: NodeVerifierOpti
   let closed = false;
 
   function spawn(): Slot {
-    const slot: Slot = { worker: start!(portable(options, verifier.keyInputs())), task: undefined };
+    const slot: Slot = { worker: start!(portable(o)), task: undefined };
     slot.worker.unref();
     slot.worker.on('message', (r: WorkerResponse) => {
       const task = slot.task;
@@ -167,7 +194,14 @@ export function offloading(verifier: NodeVerifierCore, options: NodeVerifierOpti
   async function inWorker(body: Uint8Array, signature: OpenedSignature): Promise<VerifiedDelivery> {
     if (closed) throw closing();
     if (start === undefined) {
-      const loaded = await loadThreads();
+      let loaded: Threads;
+      try {
+        loaded = await loadThreads(builtins!);
+      } catch (err) {
+        // No worker threads after all (a runtime that names the module but cannot start one): verify here.
+        log.warn('jobhook: verification workers are unavailable; verifying on the calling thread', errorDetails(err));
+        return verifier.verifyOpened(body, signature);
+      }
       if (closed) throw closing();
       size = given ?? Math.max(1, Math.min(4, loaded.cores - 1));
       start = loaded.start;
@@ -179,19 +213,20 @@ export function offloading(verifier: NodeVerifierCore, options: NodeVerifierOpti
       next();
     });
     if ('error' in response) throw reviveError(response.error);
-    const { dialect, keyIndex, canonicalSha256, plan } = response.ok;
+    const { dialect, keyIndex, canonicalSha256, plan, rawSha256 } = response.ok;
     // The body came back (moved, or the worker's copy).
     const back = response.body;
     const value = plan === undefined ? documentValue(parseDocument(back, { maxDepth: o.maxDepth }), o.integers, dialect as DialectName) : await buildValue(back, plan);
-    return deliveryFrom(value, o, dialect as DialectName, keyIndex, canonicalSha256);
+    const delivery = deliveryFrom(value, o, dialect as DialectName, keyIndex, canonicalSha256);
+    rawHashes.set(delivery, rawSha256);
+    return delivery;
   }
 
   return {
     workers: () => ({ busy: slots.filter((s) => s.task !== undefined).length, queued: queue.length }),
     open: (headers) => verifier.open(headers),
     verifyOpened(body, signature) {
-      const n = typeof body === 'string' ? body.length : body.byteLength;
-      if (n < threshold || n > o.maxBodyBytes) return verifier.verifyOpened(body, signature);
+      if (builtins === undefined || !onWorker(body, o, threshold)) return verifier.verifyOpened(body, signature);
       return inWorker(typeof body === 'string' ? new TextEncoder().encode(body) : body, signature);
     },
     async close() {

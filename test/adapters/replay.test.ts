@@ -1,0 +1,330 @@
+/**
+ * A replayed genuine signature buys an attacker nothing, on every adapter, on real
+ * servers: bodies in flight are bounded before they are read (503 + Retry-After),
+ * requests carrying one signature share one verification, and a replay that fails
+ * never blocks the genuine delivery with the same signature.
+ */
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createReceiver as createAgnosticReceiver, signDelivery, type ReceiverControls } from '../../src/index.js';
+import { createMiddleware, createReceiver as createExpressReceiver, type NodeWebhookRequest } from '../../src/express.js';
+import { createReceiver as createFetchReceiver } from '../../src/web.js';
+import { jobId, payloadText } from '../helpers/deliveries.js';
+import { privatePem, publicPem } from '../helpers/keys.js';
+
+const publicKey = publicPem(2048);
+const key = privatePem(2048);
+const quiet = { log: {} };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const servers: Server[] = [];
+afterEach(() => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    s.close();
+  }
+});
+
+async function listen(server: Server): Promise<number> {
+  servers.push(server);
+  server.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  return (server.address() as AddressInfo).port;
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: { status?: string; job_id?: string; error?: { code: string } };
+}
+
+/** POSTs over a real socket; `hold` keeps the body from being sent until the answer came (or `send` is called). */
+function post(
+  port: number,
+  body: string | undefined,
+  headers: Record<string, string>,
+  declared?: number,
+): { answer: Promise<Answer>; sent: () => number; send: (more: string) => void; end: () => void; abort: () => void; flushed: Promise<void> } {
+  let written = 0;
+  const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', ...headers, ...(declared === undefined ? {} : { 'content-length': String(declared) }) } });
+  const answer = new Promise<Answer>((resolve, reject) => {
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text === '' ? {} : (JSON.parse(text) as Answer['body']) }));
+    });
+    req.on('error', reject);
+  });
+  answer.catch(() => undefined);
+  const flushed = new Promise<void>((resolve) => {
+    req.once('finish', () => resolve());
+  });
+  const send = (more: string) => {
+    written += Buffer.byteLength(more);
+    req.write(more);
+  };
+  if (body !== undefined) {
+    send(body);
+    req.end();
+  } else req.flushHeaders();
+  return { answer, sent: () => written, send, end: () => req.end(), abort: () => req.destroy(), flushed };
+}
+
+/** Until a request's verification is on a worker (where the adapter reports its workers), or its body sent and a moment passed. */
+async function started(request: { flushed: Promise<void> }, controls: ReceiverControls | undefined): Promise<void> {
+  await request.flushed;
+  if (controls === undefined) {
+    await sleep(300);
+    return;
+  }
+  while ((await controls.health()).workers.busy === 0) await sleep(5);
+}
+
+/** A body of exactly `size` bytes, signed. */
+function paddedDelivery(size: number): { body: string; headers: Record<string, string> } {
+  const base = payloadText(jobId('padded'), ',"pad":""');
+  const body = base.replace('"pad":""', `"pad":"${'x'.repeat(size - Buffer.byteLength(base))}"`);
+  return signDelivery(body, key);
+}
+
+/** `depth` arrays nested around a float: the canonical layout grows with the square of the depth. */
+function nested(depth: number): string {
+  return '['.repeat(depth) + '0.5e-7' + ']'.repeat(depth);
+}
+
+/** A costly body of floats (a worker's work) with the genuine fields. */
+function floatBody(id: string, floats: number): string {
+  const items = Array.from({ length: floats }, (_, k) => `${k}.${(k * 7919) % 1000}5e-3`).join(',');
+  return payloadText(id, `,"values":[${items}]`);
+}
+
+type Adapter = { name: string; offloads: boolean; start: (options: Record<string, unknown>) => Promise<{ port: number; controls?: ReceiverControls }> };
+
+const adapters: Adapter[] = [
+  {
+    name: 'createReceiver (jobhook/express) on node:http',
+    offloads: true,
+    async start(options) {
+      const receiver = createExpressReceiver({ publicKey, onEvent: () => undefined, ...quiet, ...options });
+      return { port: await listen(createServer((req, res) => receiver(req, res))), controls: receiver };
+    },
+  },
+  {
+    name: 'createMiddleware in Express',
+    offloads: true,
+    async start(options) {
+      const app = express();
+      const { onEvent: _ignored, ...rest } = options;
+      app.post('/hook', createMiddleware({ publicKey, ...quiet, ...rest }), (req, res) => {
+        res.json({ status: 'verified', job_id: (req as NodeWebhookRequest).webhook!.jobId });
+      });
+      return { port: await listen(createServer(app)) };
+    },
+  },
+  {
+    name: 'Fetch createReceiver on node:http',
+    offloads: true,
+    async start(options) {
+      const receiver = createFetchReceiver({ publicKey, onEvent: () => undefined, ...quiet, ...options });
+      const server = createServer(async (req, res) => {
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
+        let open = true;
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            req.on('data', (c: Buffer) => open && controller.enqueue(new Uint8Array(c)));
+            req.on('end', () => open && ((open = false), controller.close()));
+            req.on('error', (e) => open && ((open = false), controller.error(e)));
+          },
+          cancel() {
+            open = false;
+            req.pause();
+          },
+        });
+        const response = await receiver(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body, duplex: 'half' } as RequestInit));
+        res.writeHead(response.status, Object.fromEntries(response.headers));
+        res.end(await response.text());
+      });
+      return { port: await listen(server), controls: receiver };
+    },
+  },
+];
+
+describe.each(adapters)('$name', ({ name, start, offloads }) => {
+  it('maxInFlightBytes: a request that would pass it gets 503 + Retry-After before its body is read; released on every path', async () => {
+    const { port } = await start({ maxBodyBytes: 1_000_000, maxInFlightBytes: 1_000_000 });
+    // A large delivery being uploaded slowly holds 900 kB.
+    const big = paddedDelivery(900_000);
+    const a = post(port, undefined, big.headers, 900_000);
+    a.send(big.body.slice(0, 1000));
+    await sleep(300);
+    // Another that declares 200 kB: refused on its headers, not a byte of its body sent.
+    const other = paddedDelivery(200_000);
+    const b = post(port, undefined, other.headers, 200_000);
+    const refused = await b.answer;
+    expect({ status: refused.status, code: refused.body.error?.code, retryAfter: refused.headers['retry-after'] }).toEqual({ status: 503, code: 'RECEIVER_BUSY', retryAfter: '2' });
+    expect(b.sent()).toBe(0);
+    // A small genuine delivery still gets in meanwhile.
+    const small = signDelivery(payloadText(jobId('small')), key);
+    expect((await post(port, small.body, small.headers).answer).status).toBe(200);
+    // The slow one finishes and is processed; its bytes are released.
+    a.send(big.body.slice(1000));
+    expect((await a.answer).status).toBe(200);
+    expect((await post(port, other.body, other.headers).answer).status).toBe(200);
+    // An upload aborted mid-way releases its bytes too: the next large one is admitted.
+    const aborted = paddedDelivery(900_000);
+    const c = post(port, undefined, aborted.headers, 900_000);
+    c.send(aborted.body.slice(0, 1000));
+    await sleep(200);
+    c.abort();
+    await sleep(200);
+    const again = paddedDelivery(900_000);
+    expect((await post(port, again.body, again.headers).answer).status).toBe(200);
+  });
+
+  it('a large body sent at once is read whole (filled as it arrives, the loop let turn after each MiB), declared or chunked', async () => {
+    const { port } = await start({});
+    const declared = paddedDelivery(3_000_000);
+    const d = await post(port, declared.body, declared.headers).answer;
+    expect([d.status, d.body.job_id]).toEqual([200, JSON.parse(declared.body).job_id]);
+    const chunked = paddedDelivery(3_000_000);
+    const c = post(port, undefined, { ...chunked.headers, 'transfer-encoding': 'chunked' });
+    for (let at = 0; at < chunked.body.length; at += 700_000) c.send(chunked.body.slice(at, at + 700_000));
+    c.end();
+    const a = await c.answer;
+    expect([a.status, a.body.job_id]).toEqual([200, JSON.parse(chunked.body).job_id]);
+  });
+
+  it('a chunked body is counted as it arrives: 503 once it would pass maxInFlightBytes', async () => {
+    const { port } = await start({ maxBodyBytes: 1_000_000, maxInFlightBytes: 1_000_000 });
+    const big = paddedDelivery(900_000);
+    const a = post(port, undefined, big.headers, 900_000);
+    a.send(big.body.slice(0, 1000));
+    await sleep(300);
+    const other = paddedDelivery(300_000);
+    const b = post(port, undefined, { ...other.headers, 'transfer-encoding': 'chunked' });
+    b.send(other.body.slice(0, 50_000));
+    await sleep(100);
+    b.send(other.body.slice(50_000));
+    const refused = await b.answer;
+    expect({ status: refused.status, code: refused.body.error?.code, retryAfter: refused.headers['retry-after'] }).toEqual({ status: 503, code: 'RECEIVER_BUSY', retryAfter: '2' });
+    a.send(big.body.slice(1000));
+    expect((await a.answer).status).toBe(200);
+  });
+
+  // Sharing needs the verification off the event loop (while it runs, nothing else is read).
+  it.runIf(offloads)('requests carrying one signature share one verification; bodies that are not what was signed get its answer, not their own', async () => {
+    let verified = 0;
+    const { port, controls } = await start({ workerThresholdBytes: 1024, now: () => (verified++, Date.now()) });
+    const genuine = signDelivery(floatBody(jobId('shared'), 150_000), key);
+    const first = post(port, genuine.body, genuine.headers);
+    await started(first, controls);
+    // Replays of the same signature with other bodies (one of them not even JSON) while it is verified.
+    const replays = ['{', genuine.body.replace('"status":"success"', '"status":"fail"')].map((b) => post(port, b, genuine.headers));
+    const answers = await Promise.all([first.answer, ...replays.map((r) => r.answer)]);
+    expect(answers[0]!.status).toBe(200);
+    // Shared: none of them got a 400 or 401 of its own body.
+    for (const a of answers.slice(1)) expect([200, 503]).toContain(a.status);
+    for (const a of answers.slice(1)) expect(a.body.error?.code ?? 'ok').not.toMatch(/BODY_MALFORMED|SIGNATURE_INVALID/);
+    expect(verified).toBe(1);
+  });
+
+  it('a replayed signature with a small costly body (deep nesting, floats) is verified on a worker: the event loop stays free', async () => {
+    const { port, controls } = await start({});
+    const id = jobId('costly');
+    const genuine = signDelivery(payloadText(id), key);
+    // ~190 kB, far under the 1 MiB size threshold, but ~100 MB of canonical text over the dialects.
+    const costly = payloadText(id, `,"deep":[${Array(90).fill(nested(400)).join(',')}]`);
+    expect(Buffer.byteLength(costly)).toBeLessThan(400_000);
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    loop.enable();
+    let busy = 0;
+    const watch = setInterval(() => void controls?.health().then((h) => (busy = Math.max(busy, h.workers.busy))), 5);
+    const answer = await post(port, costly, genuine.headers).answer;
+    clearInterval(watch);
+    loop.disable();
+    expect({ status: answer.status, code: answer.body.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
+    // Structural where the adapter reports its workers; elsewhere the loop delay, a generous
+    // bound (on this thread the verification holds it 0.7–3 s; on a worker, a few ms).
+    if (controls !== undefined) expect(busy).toBe(1);
+    else expect(loop.max / 1e6).toBeLessThan(300);
+  });
+
+  // The middleware verifies only: it never learns whether the job completed.
+  it.runIf(name !== 'createMiddleware in Express')('a signature already verified and completed here costs no canonical work: its bytes again are duplicate, any other body 401', async () => {
+    let verified = 0;
+    let runs = 0;
+    const { port, controls } = await start({ now: () => (verified++, Date.now()), onEvent: () => void runs++ });
+    const id = jobId('known');
+    const genuine = signDelivery(payloadText(id), key);
+    expect((await post(port, genuine.body, genuine.headers).answer).status).toBe(200);
+    expect(verified).toBe(1);
+    // The gateway's retry: the same bytes.
+    const retry = await post(port, genuine.body, genuine.headers).answer;
+    expect([retry.status, retry.body.status, retry.body.job_id]).toEqual([200, 'duplicate', id]);
+    // A replay with a costly body (on a worker it would take seconds): refused without canonical work, no worker used.
+    let busy = 0;
+    const watch = setInterval(() => void controls?.health().then((h) => (busy = Math.max(busy, h.workers.busy))), 5);
+    const replay = await post(port, floatBody(id, 150_000), genuine.headers).answer;
+    clearInterval(watch);
+    expect({ status: replay.status, code: replay.body.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
+    expect(busy).toBe(0);
+    expect(verified).toBe(1);
+    expect(runs).toBe(1);
+  });
+
+  it('a replay that fails verification never blocks the genuine delivery with the same signature', async () => {
+    const { port, controls } = await start({ workerThresholdBytes: 1024 });
+    const id = jobId('genuine');
+    const genuine = signDelivery(payloadText(id), key);
+    // The replay: the genuine signature with a costly body that is not what was signed, sent first.
+    const replay = post(port, floatBody(id, 150_000), genuine.headers);
+    await started(replay, controls);
+    const delivery = post(port, genuine.body, genuine.headers);
+    const [r, d] = await Promise.all([replay.answer, delivery.answer]);
+    expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
+    expect(d.status).toBe(200);
+    expect(d.body.job_id).toBe(id);
+  });
+});
+
+describe('client aborts', () => {
+  it.each([
+    ['createReceiver (jobhook/express)', (log: object) => createExpressReceiver({ publicKey, onEvent: () => undefined, log })],
+    ['createMiddleware', (log: object) => createMiddleware({ publicKey, log })],
+  ])('%s: a request closed mid-upload is logged at debug, not as an error', async (_name, make) => {
+    const lines: Record<string, string[]> = { debug: [], info: [], warn: [], error: [] };
+    const log = Object.fromEntries(Object.keys(lines).map((level) => [level, (m: string) => void lines[level]!.push(m)]));
+    const handler = make(log);
+    const port = await listen(createServer((req, res) => handler(req, res)));
+    const d = paddedDelivery(500_000);
+    const upload = post(port, undefined, d.headers, 500_000);
+    upload.send(d.body.slice(0, 1000));
+    await sleep(200);
+    upload.abort();
+    await sleep(300);
+    expect(lines.error).toEqual([]);
+    expect((lines.debug ?? []).join('\n')).toMatch(/aborted/);
+  });
+});
+
+describe('createReceiver (jobhook, agnostic)', () => {
+  it('shares one verification per signature and refuses past maxInFlightBytes', async () => {
+    let verified = 0;
+    const receive = createAgnosticReceiver({ publicKey, onEvent: () => undefined, workerThresholdBytes: 1024, maxBodyBytes: 4_000_000, maxInFlightBytes: 4_000_000, now: () => (verified++, Date.now()), ...quiet });
+    const genuine = signDelivery(floatBody(jobId('agnostic'), 150_000), key);
+    const answers = await Promise.all([receive(genuine), receive({ body: '{', headers: genuine.headers }), receive({ body: '[]', headers: genuine.headers })]);
+    expect(answers.map((a) => a.status)).toEqual([200, expect.any(Number), expect.any(Number)]);
+    for (const a of answers.slice(1)) expect(a.body).not.toMatch(/BODY_MALFORMED|SIGNATURE_INVALID/);
+    expect(verified).toBe(1);
+    // Bodies already in hand count too: three of 1.5 MB do not fit in 4 MB at once.
+    const big = [paddedDelivery(1_500_000), paddedDelivery(1_500_000), paddedDelivery(1_500_000)];
+    const busy = await Promise.all(big.map((d) => receive(d)));
+    expect(busy.map((a) => a.status).sort()).toEqual([200, 200, 503]);
+    expect(busy.find((a) => a.status === 503)!.headers['retry-after']).toBe('2');
+    await receive.close();
+  });
+});
