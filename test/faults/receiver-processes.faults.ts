@@ -1,6 +1,6 @@
 /**
  * Issue 18, item 7: receiver faults. Three receivers, each a process of its own
- * (harness/receiver-process.ts, run with tsx), share one store (Redis with AOF, or
+ * (harness/receiver-process.ts, bundled once with esbuild), share one store (Redis with AOF, or
  * PostgreSQL, plain or `transactional: true`); the gateway-like sender (3 retries,
  * backoff 1 s doubling, 30 s per attempt) offers the jobs at a fixed rate, 20 % of them
  * sent twice at once to two different receivers; each handler records its effect in an
@@ -11,7 +11,7 @@
  * load, the reconciler polls the jobs still pending at the gateway simulator.
  *
  *   npm run test:faults -- receiver-processes          # full: 10,000 jobs per case at 200 jobs/s
- *   JOBHOOK_FAULTS=short npm run test:faults           # CI: 500 jobs per case, 6 cases, two at a time
+ *   JOBHOOK_FAULTS=short npm run test:faults           # CI: 400 jobs per case, 6 cases, two at a time
  *   JOBHOOK_FAULTS_JOBS=2000 …                          # another count (not for the recorded figures)
  *   JOBHOOK_FAULTS_KEEP_LOGS=1 …                        # keep the receivers' logs (in the OS temp dir)
  *
@@ -30,12 +30,13 @@ import { privatePem } from '../helpers/keys.js';
 import { ROOT } from '../helpers/paths.js';
 import { availability } from '../helpers/servers.js';
 import { buildCorpus, distinctJobs, type Corpus } from './harness/corpus.js';
+import { bundleReceiver } from './harness/processes.js';
 import { runProcessCase, type ProcessCaseDef, type ProcessCaseResult, type ProcessRunConfig } from './harness/process-run.js';
 import { machineAndGit } from './harness/report.js';
 import { GATEWAY_POLICY } from './harness/sender.js';
 
 const mode = process.env.JOBHOOK_FAULTS === 'short' ? 'short' : 'full';
-const JOBS = Number(process.env.JOBHOOK_FAULTS_JOBS) || (mode === 'short' ? 500 : 10_000);
+const JOBS = Number(process.env.JOBHOOK_FAULTS_JOBS) || (mode === 'short' ? 400 : 10_000);
 // 20 % of the jobs are sent twice at once: duplicates are a sixth of the deliveries.
 const DUPLICATE_SHARE = 1 / 6;
 const DELIVERIES = Math.round(JOBS * 1.2);
@@ -109,10 +110,12 @@ describe(`receiver faults (issue 18; ${mode}: ${JOBS} jobs per case at ${config.
   let corpus!: Corpus;
   let sim!: GatewaySimulator;
   let client!: GatewayClient;
+  let bundle: Awaited<ReturnType<typeof bundleReceiver>> | undefined;
   const results: ProcessCaseResult[] = [];
   const meta = { mode, startedAt: new Date().toISOString(), jobs: JOBS, deliveries: DELIVERIES, config, ...machineAndGit() };
 
   beforeAll(async () => {
+    bundle = await bundleReceiver();
     // The gateway: jobs created at the simulator (finished at once, no webhook of its own), read back by the reconciler.
     sim = await startGatewaySimulator({ privateKey: privatePem(2048), delayMs: 0 });
     client = createGatewayClient({ baseUrl: sim.url, token: sim.token });
@@ -132,6 +135,7 @@ describe(`receiver faults (issue 18; ${mode}: ${JOBS} jobs per case at ${config.
 
   afterAll(async () => {
     await sim?.close();
+    bundle?.remove();
     if (results.length === 0) return;
     const dir = join(ROOT, '.tmp');
     mkdirSync(dir, { recursive: true });
@@ -143,7 +147,7 @@ describe(`receiver faults (issue 18; ${mode}: ${JOBS} jobs per case at ${config.
 
   for (const c of cases) {
     it(c.title, { skip: skip(c), concurrent: mode === 'short', timeout: 900_000 }, async ({ expect }) => {
-      const r = await runProcessCase(c, corpus, config, client);
+      const r = await runProcessCase(c, corpus, config, client, bundle!.file);
       results.push(r);
       results.sort((a, b) => cases.findIndex((x) => x.id === a.id) - cases.findIndex((x) => x.id === b.id));
       const why = `${r.title}: ${JSON.stringify({ lost: r.lostJobs.slice(0, 3), doubled: r.doubledJobs.filter((d) => !d.reported || !d.inWindow || c.transactional).slice(0, 3) })}`;

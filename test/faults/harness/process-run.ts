@@ -136,7 +136,7 @@ function parentStore(def: ProcessCaseDef, url: string): IdempotencyStore & { clo
     : new PostgresIdempotencyStore({ connectionString: url, table: STORE_TABLE, transactional: def.transactional });
 }
 
-export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config: ProcessRunConfig, client: Pick<GatewayClient, 'getJob'>): Promise<ProcessCaseResult> {
+export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config: ProcessRunConfig, client: Pick<GatewayClient, 'getJob'>, script: string): Promise<ProcessCaseResult> {
   const dir = mkdtempSync(join(tmpdir(), `jobhook-faults18-${def.id}-`));
   const server: FaultableServer = def.store === 'redis' ? await startRedis({ appendOnly: true }) : await startPostgres({ maxConnections: 300 });
   const store = parentStore(def, server.url);
@@ -155,7 +155,7 @@ export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config
 
     if (def.fault.kind === 'blackhole') proxy = await startProxy(server.url);
     const storeUrls = Array.from({ length: config.receivers }, (_, i) => (i === 0 && proxy !== undefined ? proxy.url : server.url));
-    const env = { publicKey: publicPem(2048), store: def.store, storeUrls, transactional: def.transactional, dir };
+    const env = { script, publicKey: publicPem(2048), store: def.store, storeUrls, transactional: def.transactional, dir };
     for (let i = 0; i < config.receivers; i++) {
       const port = await freePort();
       slots.push({ index: i, port, url: `http://127.0.0.1:${port}/webhooks/gateway`, child: undefined, logFiles: [], running: new Set(), incarnations: 0, stderr: [] });

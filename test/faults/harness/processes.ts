@@ -5,12 +5,27 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { build } from 'esbuild';
 import { ROOT } from '../../helpers/paths.js';
 
 const SCRIPT = join(ROOT, 'test', 'faults', 'harness', 'receiver-process.ts');
+
+/**
+ * receiver-process.ts and the library's source bundled into one file (packages left to
+ * node_modules), once per suite: a receiver restarted after a kill -9 then listens in
+ * about a second on this loaded 2-core machine, where `node --import tsx` took 2 s alone
+ * and up to 25 s with six receivers starting at once (it transforms each source file).
+ */
+export async function bundleReceiver(): Promise<{ file: string; remove(): void }> {
+  const dir = join(ROOT, '.tmp');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `faults-receiver-process-${process.pid}.mjs`);
+  await build({ entryPoints: [SCRIPT], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outfile: file, logLevel: 'warning' });
+  return { file, remove: () => rmSync(file, { force: true }) };
+}
 
 export interface ReceiverSlot {
   index: number;
@@ -29,6 +44,8 @@ export interface ReceiverSlot {
 }
 
 export interface ReceiverEnv {
+  /** The bundled receiver script (`bundleReceiver`). */
+  script: string;
   publicKey: string;
   store: 'redis' | 'postgres';
   /** Store URL per slot (a slot behind the proxy gets the proxy's). */
@@ -42,7 +59,7 @@ export async function startSlot(slot: ReceiverSlot, env: ReceiverEnv): Promise<v
   const logFile = join(env.dir, `receiver-${slot.index}-${slot.incarnations++}.log`);
   slot.logFiles.push(logFile);
   slot.running = new Set();
-  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT], {
+  const child = spawn(process.execPath, [env.script], {
     env: {
       ...process.env,
       PORT: String(slot.port),
