@@ -1,8 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
-// The fault suite of issue 10 (test/faults): long, one file at a time, never part of `npm test`.
-//   npm run test:faults                        full: 20,000 deliveries per case
-//   JOBHOOK_FAULTS=short npm run test:faults   CI:    2,000 deliveries per case, two cases at a time
+// The fault suites (test/faults): long, one file at a time, never part of `npm test`.
+//   npm run test:faults                        full: 20,000 deliveries per store-fault case (issue 10),
+//                                              10,000 jobs per receiver-fault case (issue 18)
+//   JOBHOOK_FAULTS=short npm run test:faults   CI: 2,000 deliveries / 400 jobs per case, two cases at a time
 export default defineConfig({
   test: {
     include: ['test/faults/**/*.faults.ts'],

@@ -151,7 +151,12 @@ function childrenOf(pid: number): number[] {
   return found;
 }
 
-export async function startPostgres(): Promise<FaultableServer> {
+export interface PostgresThrowawayOptions {
+  /** `max_connections` (default the server's, 100). */
+  maxConnections?: number;
+}
+
+export async function startPostgres(settings: PostgresThrowawayOptions = {}): Promise<FaultableServer> {
   const bin = postgresBin();
   if (bin === undefined) throw new Error('PostgreSQL (initdb, pg_ctl) is not installed');
   const port = await freePort();
@@ -177,7 +182,7 @@ export async function startPostgres(): Promise<FaultableServer> {
     await execFileAsync(file, argv);
   };
   await run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-  const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${root} -c fsync=off -c full_page_writes=off`;
+  const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${root} -c fsync=off -c full_page_writes=off${settings.maxConnections === undefined ? '' : ` -c max_connections=${settings.maxConnections}`}`;
   const start = async () => {
     await run('pg_ctl', ['start', '-w', '-t', '30', '-D', data, '-l', join(root, 'log'), '-o', options]);
   };

@@ -40,6 +40,13 @@ export interface CorpusOptions {
   /** Receiver instances (default 2). */
   instances?: number;
   seed?: number;
+  /** The job ids to use (at least `distinctJobs(options)` of them), e.g. jobs created at a gateway simulator; default: random from the seed. */
+  jobIds?: string[];
+}
+
+/** How many distinct jobs a corpus of these options has. */
+export function distinctJobs(options: Pick<CorpusOptions, 'deliveries' | 'duplicateShare'>): number {
+  return options.deliveries - Math.round(options.deliveries * (options.duplicateShare ?? 0.2));
 }
 
 /** mulberry32: a small seeded PRNG, enough to make the schedule reproducible. */
@@ -92,7 +99,9 @@ export function buildCorpus(options: CorpusOptions): Corpus {
   const duplicates = Math.round(total * (options.duplicateShare ?? 0.2));
   const distinct = total - duplicates;
   const concurrent = Math.round(duplicates * (options.concurrentShare ?? 0.5));
-  const jobIds = Array.from({ length: distinct }, () => uuid(rand));
+  const generated = Array.from({ length: distinct }, () => uuid(rand));
+  if (options.jobIds !== undefined && options.jobIds.length < distinct) throw new Error(`buildCorpus: ${distinct} job ids needed, ${options.jobIds.length} given`);
+  const jobIds = options.jobIds?.slice(0, distinct) ?? generated;
   const workMs = new Map(jobIds.map((id) => [id, 1 + Math.floor(rand() * 20)]));
 
   // Which jobs get a duplicate, and of which kind (a job gets at most one).

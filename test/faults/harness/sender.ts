@@ -55,6 +55,11 @@ export interface SendRunOptions {
   /** One URL per receiver instance; `delivery.instance` picks it. */
   urls: string[];
   concurrency: number;
+  /**
+   * Jobs per second: new deliveries start no faster than this (a duplicate sent at once
+   * with its original goes with it). Default: as fast as `concurrency` allows.
+   */
+  ratePerSecond?: number;
   policy: GatewayPolicy;
   /** Called when the `count`-th delivery makes its first attempt. */
   onDispatch?: (count: number) => void;
@@ -105,14 +110,31 @@ export function sendAll(options: SendRunOptions): Promise<void> {
   let inFlight = 0;
   let ended = 0;
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const rate = options.ratePerSecond;
+  const started = performance.now();
+  let paced = 0;
+  let wake: ReturnType<typeof setTimeout> | undefined;
+  /** Whether the next new delivery may start now (else a timer pumps again when it may). */
+  const mayStart = (d: Delivery): boolean => {
+    if (rate === undefined || d.kind === 'duplicate-concurrent') return true;
+    const at = started + (paced * 1000) / rate;
+    if (performance.now() >= at) return true;
+    wake ??= setTimeout(() => {
+      wake = undefined;
+      pump();
+    }, Math.max(1, at - performance.now()));
+    return false;
+  };
+  let pump: () => void = () => undefined;
   return new Promise<void>((resolve, reject) => {
     if (deliveries.length === 0) return resolve();
-    const pump = () => {
+    pump = () => {
       while (inFlight < concurrency) {
         // Retries that are due go before deliveries not yet tried.
         let next: { d: Delivery; attempt: number } | undefined;
         if (dueHead < due.length) next = due[dueHead++];
-        else if (fresh < deliveries.length) {
+        else if (fresh < deliveries.length && mayStart(deliveries[fresh]!)) {
+          if (deliveries[fresh]!.kind !== 'duplicate-concurrent') paced++;
           next = { d: deliveries[fresh++]!, attempt: 1 };
           options.onDispatch?.(fresh);
         }
@@ -144,5 +166,8 @@ export function sendAll(options: SendRunOptions): Promise<void> {
       pump();
     };
     pump();
-  }).finally(() => agent.destroy());
+  }).finally(() => {
+    clearTimeout(wake);
+    agent.destroy();
+  });
 }

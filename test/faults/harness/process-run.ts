@@ -1,0 +1,386 @@
+/**
+ * One case of the receiver-fault suite (issue 18): a throwaway store, three receiver
+ * processes sharing it, the gateway-like sender, one kind of fault, then the
+ * reconciler, then counting effects from the receivers' fsync'd logs (and, in
+ * transactional mode, from the effects table, which is what counts there).
+ */
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { open } from 'node:fs/promises';
+import { createReconciler, type GatewayClient, type IdempotencyStore } from '../../../src/index.js';
+import { PostgresIdempotencyStore } from '../../../src/postgres.js';
+import { RedisIdempotencyStore } from '../../../src/redis.js';
+import { publicPem } from '../../helpers/keys.js';
+import { freePort, startPostgres, startRedis, type FaultableServer } from '../../helpers/servers.js';
+import type { Corpus } from './corpus.js';
+import { EFFECTS_TABLE, REDIS_KEY_PREFIX, STORE_TABLE } from './process-shared.js';
+import { killSlot, readLogs, signalSlot, startProxy, startSlot, type BlackholeProxy, type EffectLine, type ReceiverSlot } from './processes.js';
+import { sendAll, type AttemptRecord, type GatewayPolicy } from './sender.js';
+
+export type ProcessFault =
+  | { kind: 'kill-every'; everyMs: number }
+  | { kind: 'sigstop'; ms: number }
+  | { kind: 'blackhole'; ms: number }
+  | { kind: 'store-pause'; ms: number }
+  | { kind: 'store-crash'; ms: number };
+
+export interface ProcessCaseDef {
+  id: string;
+  title: string;
+  store: 'redis' | 'postgres';
+  /** PostgreSQL `transactional: true`, the effect written through `context.transaction`. */
+  transactional: boolean;
+  fault: ProcessFault;
+}
+
+export interface ProcessRunConfig {
+  receivers: number;
+  /** Most attempts in flight. */
+  concurrency: number;
+  /** Jobs per second offered. */
+  ratePerSecond: number;
+  policy: GatewayPolicy;
+  /** Share of the deliveries started before a one-off fault (pause, black hole, store fault). */
+  faultAt: number;
+  /** The receivers' lease (their default), for the crash windows. */
+  leaseMs: number;
+  takeoverGraceMs: number;
+}
+
+export interface FaultWindow {
+  what: string;
+  slot?: number;
+  /** Epoch ms. */
+  from: number;
+  to: number;
+}
+
+export interface ProcessCaseResult {
+  id: string;
+  title: string;
+  store: string;
+  fault: string;
+  transactional: boolean;
+  deliveries: number;
+  distinctJobs: number;
+  attempts: number;
+  answers2xx: number;
+  answers4xx: number;
+  answers5xx: number;
+  noAnswer: number;
+  gaveUp: number;
+  answers: Record<string, number>;
+  /** Jobs with no effect once the gateway was done (before the reconciler). */
+  lostBeforeReconciler: number;
+  /** Jobs the reconciler ran. */
+  reconcilerProcessed: number;
+  reconcilerRounds: number;
+  /** Jobs with no effect at the end (transactional: no row in the effects table). */
+  lost: number;
+  /** Jobs with more than one effect (transactional: rows). */
+  runTwice: number;
+  /** Of those, with a `superseded` report (onError) naming the job. */
+  reportedDoubles: number;
+  silentDoubles: number;
+  /** Doubles whose first effect lies outside every fault window. */
+  doublesOutsideWindow: number;
+  /** superseded reports, and jobs they named. */
+  supersededReports: number;
+  supersededJobs: number;
+  /** Transactional mode: handler runs whose effect was written in a transaction (committed or rolled back). */
+  handlerEffects: number;
+  /** Effects counted (rows in transactional mode). */
+  effects: number;
+  receiverRestarts: number;
+  windows: Array<{ what: string; slot?: number; fromS: number; toS: number }>;
+  receiverLog: Record<string, number>;
+  reportsByStage: Record<string, number>;
+  sendSeconds: number;
+  /** Lost and doubled jobs, with what happened to them. */
+  lostJobs: Array<{ jobId: string; story: string }>;
+  doubledJobs: Array<{ jobId: string; reported: boolean; inWindow: boolean; story: string }>;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function faultText(f: ProcessFault): string {
+  switch (f.kind) {
+    case 'kill-every':
+      return `kill -9 a receiver every ${f.everyMs / 1000} s (in turn), restarted at once`;
+    case 'sigstop':
+      return `SIGSTOP a receiver while a handler runs, SIGCONT after ${f.ms / 1000} s`;
+    case 'blackhole':
+      return `one receiver's store link black-holed ${f.ms / 1000} s (TCP proxy stops forwarding, nothing closed)`;
+    case 'store-pause':
+      return `store SIGSTOP ${f.ms / 1000} s, then SIGCONT`;
+    case 'store-crash':
+      return `store killed (Redis SIGKILL / PostgreSQL stop -m immediate), started again after ${f.ms / 1000} s`;
+  }
+}
+
+async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+/** The store of the suite process (pending records, the reconciler), on the case's server. */
+function parentStore(def: ProcessCaseDef, url: string): IdempotencyStore & { close(): Promise<void> } {
+  return def.store === 'redis'
+    ? new RedisIdempotencyStore({ url, keyPrefix: REDIS_KEY_PREFIX, log: {} })
+    : new PostgresIdempotencyStore({ connectionString: url, table: STORE_TABLE, transactional: def.transactional });
+}
+
+export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config: ProcessRunConfig, client: Pick<GatewayClient, 'getJob'>, script: string): Promise<ProcessCaseResult> {
+  const dir = mkdtempSync(join(tmpdir(), `jobhook-faults18-${def.id}-`));
+  const server: FaultableServer = def.store === 'redis' ? await startRedis({ appendOnly: true }) : await startPostgres({ maxConnections: 300 });
+  const store = parentStore(def, server.url);
+  let proxy: BlackholeProxy | undefined;
+  const slots: ReceiverSlot[] = [];
+  const windows: FaultWindow[] = [];
+  let faultRun: Promise<void> | undefined;
+  let loadDone = false;
+  const pg = def.store === 'postgres' ? new (await import('pg')).default.Pool({ connectionString: server.url, max: 2 }) : undefined;
+  pg?.on('error', () => undefined);
+  try {
+    if (store instanceof PostgresIdempotencyStore) await store.migrate();
+    await pg?.query(`CREATE TABLE ${EFFECTS_TABLE} (id bigserial PRIMARY KEY, job_id text NOT NULL, pid integer NOT NULL, fence bigint NOT NULL)`);
+    // What createGatewayClient({ store }).createJob does for each job it creates: record it as pending.
+    await pool(corpus.jobIds, 16, (jobId) => store.trackPending!(jobId, { since: Date.now() - 1000 }));
+
+    if (def.fault.kind === 'blackhole') proxy = await startProxy(server.url);
+    const storeUrls = Array.from({ length: config.receivers }, (_, i) => (i === 0 && proxy !== undefined ? proxy.url : server.url));
+    const env = { script, publicKey: publicPem(2048), store: def.store, storeUrls, transactional: def.transactional, dir };
+    for (let i = 0; i < config.receivers; i++) {
+      const port = await freePort();
+      slots.push({ index: i, port, url: `http://127.0.0.1:${port}/webhooks/gateway`, child: undefined, logFiles: [], running: new Set(), incarnations: 0, stderr: [] });
+    }
+    await Promise.all(slots.map((s) => startSlot(s, env)));
+
+    const fault = def.fault;
+    const oneOff = async (): Promise<void> => {
+      const from = Date.now();
+      if (fault.kind === 'sigstop') {
+        // Mid-handler: wait (up to 3 s) until the receiver says a handler of its own is running.
+        const slot = slots[1]!;
+        const t = Date.now();
+        while (slot.running.size === 0 && Date.now() - t < 3000) await sleep(2);
+        const at = Date.now();
+        signalSlot(slot, 'SIGSTOP');
+        await sleep(fault.ms);
+        signalSlot(slot, 'SIGCONT');
+        windows.push({ what: `receiver 1 stopped (${slot.running.size} handler(s) running)`, slot: 1, from: at, to: Date.now() });
+      } else if (fault.kind === 'blackhole') {
+        proxy!.blackhole();
+        await sleep(fault.ms);
+        proxy!.heal();
+        windows.push({ what: 'receiver 0 cut off from the store', slot: 0, from, to: Date.now() });
+      } else if (fault.kind === 'store-pause') {
+        await server.pause();
+        await sleep(fault.ms);
+        await server.resume();
+        windows.push({ what: 'store paused', from, to: Date.now() });
+      } else if (fault.kind === 'store-crash') {
+        await server.kill();
+        await sleep(fault.ms);
+        await server.start();
+        windows.push({ what: 'store down', from, to: Date.now() });
+      }
+    };
+    const killLoop = async (everyMs: number): Promise<void> => {
+      let k = 0;
+      await sleep(everyMs / 2);
+      while (!loadDone) {
+        const slot = slots[k++ % slots.length]!;
+        const from = Date.now();
+        await killSlot(slot);
+        await startSlot(slot, env);
+        windows.push({ what: `receiver ${slot.index} killed`, slot: slot.index, from, to: Date.now() });
+        const wait = everyMs - (Date.now() - from);
+        const t = Date.now();
+        while (!loadDone && Date.now() - t < wait) await sleep(50);
+      }
+    };
+
+    const attemptsBySeq = new Map<number, AttemptRecord[]>();
+    const answers = new Map<string, number>();
+    const counts = { attempts: 0, a2: 0, a4: 0, a5: 0, none: 0, gaveUp: 0 };
+    const faultAfter = Math.max(1, Math.floor(corpus.deliveries.length * config.faultAt));
+    const t0 = Date.now();
+    if (fault.kind === 'kill-every') faultRun = killLoop(fault.everyMs);
+    await sendAll({
+      deliveries: corpus.deliveries,
+      urls: slots.map((s) => s.url),
+      concurrency: config.concurrency,
+      ratePerSecond: config.ratePerSecond,
+      policy: config.policy,
+      onDispatch: (count) => {
+        if (count === faultAfter && fault.kind !== 'kill-every') faultRun = oneOff();
+        if (count === corpus.deliveries.length) loadDone = true;
+      },
+      onAttempt: (r) => {
+        counts.attempts++;
+        answers.set(r.label, (answers.get(r.label) ?? 0) + 1);
+        const list = attemptsBySeq.get(r.delivery.seq);
+        if (list === undefined) attemptsBySeq.set(r.delivery.seq, [r]);
+        else list.push(r);
+        if (r.status === undefined) counts.none++;
+        else if (r.status >= 500) counts.a5++;
+        else if (r.status >= 400) counts.a4++;
+        else if (r.status >= 200 && r.status < 300) counts.a2++;
+        if (r.outcome === 'gave-up') counts.gaveUp++;
+      },
+    });
+    loadDone = true;
+    const sendSeconds = Math.round((Date.now() - t0) / 100) / 10;
+    await faultRun;
+
+    // The gateway is done. Let the receivers finish what they hold (handlers, completions in their repair queues).
+    const g0 = Date.now();
+    while (Date.now() - g0 < 30_000 && slots.some((s) => s.running.size > 0)) await sleep(50);
+    await sleep(config.leaseMs);
+
+    const receiverFiles = () => slots.flatMap((s) => s.logFiles);
+    const effectJobs = (lines: EffectLine[]) => new Set(lines.map((e) => e.jobId));
+    const beforeReconciler = def.transactional
+      ? new Set(((await pg!.query<{ job_id: string }>(`SELECT DISTINCT job_id FROM ${EFFECTS_TABLE}`)).rows).map((r) => r.job_id))
+      : effectJobs(readLogs(receiverFiles()).effects);
+    const lostBeforeReconciler = corpus.jobIds.filter((id) => !beforeReconciler.has(id)).length;
+
+    // The reconciler, in this process, on the same store: polls the jobs still pending at the gateway simulator.
+    const reconcilerLog = join(dir, 'reconciler.log');
+    const fh = await open(reconcilerLog, 'a');
+    const write = async (line: string) => {
+      await fh.appendFile(`${line}\n`);
+      await fh.datasync();
+    };
+    const reconciler = createReconciler<import('pg').PoolClient>({
+      client,
+      store,
+      graceMs: 0,
+      batchSize: 1000,
+      concurrency: 8,
+      log: {},
+      onError: (error, { jobId, stage }) => {
+        const e = error as { code?: string; message?: string };
+        void write(`R ${Date.now()} ${jobId ?? '-'} ${stage} ${e?.code ?? 'error'} ${(e?.message ?? String(error)).replace(/\s+/g, ' ')}`);
+      },
+      onEvent: async (_event, ctx) => {
+        if (def.transactional) await ctx.transaction!.query(`INSERT INTO ${EFFECTS_TABLE} (job_id, pid, fence) VALUES ($1, $2, $3)`, [ctx.jobId, process.pid, ctx.fencingToken]);
+        await write(`E ${Date.now()} ${ctx.jobId} ${process.pid} ${ctx.fencingToken}`);
+      },
+    });
+    let reconcilerProcessed = 0;
+    let rounds = 0;
+    const r0 = Date.now();
+    while (Date.now() - r0 < 120_000) {
+      const left = await store.listPending!({ before: Date.now(), limit: 1 }).catch(() => [1]);
+      if (left.length === 0) break;
+      const report = await reconciler.runOnce();
+      rounds++;
+      reconcilerProcessed += report.processed;
+      if (report.checked === 0 || report.pending + report.failed > 0) await sleep(500);
+    }
+    await reconciler.stop();
+    await sleep(200);
+    await fh.close();
+
+    // Count.
+    const logs = readLogs([...receiverFiles(), reconcilerLog]);
+    const handlerEffects = logs.effects.length;
+    let effects: Array<{ jobId: string; at: number; pid: number; fence: number; file: string }> = logs.effects;
+    if (def.transactional) {
+      const rows = (await pg!.query<{ job_id: string; pid: number; fence: string }>(`SELECT job_id, pid, fence FROM ${EFFECTS_TABLE} ORDER BY id`)).rows;
+      // A row's time and file: the log line of the same job, pid and fence (written right after the insert).
+      const lineOf = new Map(logs.effects.map((e) => [`${e.jobId} ${e.pid} ${e.fence}`, e]));
+      effects = rows.map((r) => {
+        const line = lineOf.get(`${r.job_id} ${r.pid} ${r.fence}`);
+        return { jobId: r.job_id, pid: r.pid, fence: Number(r.fence), at: line?.at ?? NaN, file: line?.file ?? '(no log line)' };
+      });
+    }
+    const byJob = new Map<string, typeof effects>();
+    for (const e of effects) byJob.set(e.jobId, [...(byJob.get(e.jobId) ?? []), e]);
+    const superseded = logs.reports.filter((r) => r.stage === 'superseded');
+    const reportedJobs = new Set(superseded.map((r) => r.jobId));
+    const reportsByStage = new Map<string, number>();
+    for (const r of logs.reports) {
+      const key = `${r.stage} ${r.code}: ${r.message.split(r.jobId).join('…').slice(0, 110)}`;
+      reportsByStage.set(key, (reportsByStage.get(key) ?? 0) + 1);
+    }
+    const inWindow = (at: number) => windows.some((w) => at >= w.from - config.leaseMs - 1000 && at <= w.to + 2000);
+    const rel = (at: number) => `${((at - t0) / 1000).toFixed(2)} s`;
+    const storyOf = (jobId: string): string => {
+      const deliveries = corpus.deliveries.filter((d) => d.jobId === jobId);
+      const sent = deliveries
+        .map((d) => `→r${d.instance}: ${(attemptsBySeq.get(d.seq) ?? []).map((a) => a.label).join(', ') || 'never sent'} ⇒ ${attemptsBySeq.get(d.seq)?.at(-1)?.outcome ?? '-'}`)
+        .join(' | ');
+      const eff = (byJob.get(jobId) ?? []).map((e) => `effect ${rel(e.at)} pid ${e.pid} fence ${e.fence} (${e.file.split('/').pop()})`).join('; ');
+      const reps = logs.reports.filter((r) => r.jobId === jobId).map((r) => `${r.stage} at ${rel(r.at)} (${r.file.split('/').pop()}): ${r.message.slice(0, 160)}`).join('; ');
+      return `${sent} || ${eff || 'no effect'}${reps ? ` || reports: ${reps}` : ''}`;
+    };
+    const lostIds = corpus.jobIds.filter((id) => !byJob.has(id));
+    const doubledIds = corpus.jobIds.filter((id) => (byJob.get(id)?.length ?? 0) > 1);
+    const doubledJobs = doubledIds.map((jobId) => {
+      const first = Math.min(...byJob.get(jobId)!.map((e) => e.at));
+      return { jobId, reported: reportedJobs.has(jobId), inWindow: inWindow(first), story: storyOf(jobId) };
+    });
+    const receiverLog = new Map(logs.logLines);
+    return {
+      id: def.id,
+      title: def.title,
+      store: def.store === 'redis' ? 'Redis 7, appendonly yes, appendfsync everysec' : `PostgreSQL (fsync off)${def.transactional ? ', transactional: true' : ''}`,
+      fault: faultText(def.fault),
+      transactional: def.transactional,
+      deliveries: corpus.deliveries.length,
+      distinctJobs: corpus.jobIds.length,
+      attempts: counts.attempts,
+      answers2xx: counts.a2,
+      answers4xx: counts.a4,
+      answers5xx: counts.a5,
+      noAnswer: counts.none,
+      gaveUp: counts.gaveUp,
+      answers: Object.fromEntries([...answers.entries()].sort((a, b) => b[1] - a[1])),
+      lostBeforeReconciler,
+      reconcilerProcessed,
+      reconcilerRounds: rounds,
+      lost: lostIds.length,
+      runTwice: doubledIds.length,
+      reportedDoubles: doubledJobs.filter((d) => d.reported).length,
+      silentDoubles: doubledJobs.filter((d) => !d.reported).length,
+      doublesOutsideWindow: doubledJobs.filter((d) => !d.inWindow).length,
+      supersededReports: superseded.length,
+      supersededJobs: reportedJobs.size,
+      handlerEffects,
+      effects: effects.length,
+      receiverRestarts: slots.reduce((n, s) => n + s.incarnations - 1, 0),
+      windows: windows.map((w) => ({ what: w.what, ...(w.slot === undefined ? {} : { slot: w.slot }), fromS: (w.from - t0) / 1000, toS: (w.to - t0) / 1000 })),
+      receiverLog: Object.fromEntries([...receiverLog.entries()].sort((a, b) => b[1] - a[1])),
+      reportsByStage: Object.fromEntries([...reportsByStage.entries()].sort((a, b) => b[1] - a[1])),
+      sendSeconds,
+      lostJobs: lostIds.slice(0, 20).map((jobId) => ({ jobId, story: storyOf(jobId) })),
+      doubledJobs: doubledJobs.slice(0, 40),
+    };
+  } finally {
+    loadDone = true;
+    await faultRun?.catch(() => undefined);
+    proxy?.heal();
+    for (const s of slots) {
+      try {
+        if (s.child?.pid !== undefined) process.kill(s.child.pid, 'SIGCONT');
+      } catch {
+        // gone
+      }
+      await killSlot(s);
+    }
+    await proxy?.close();
+    await store.close();
+    await pg?.end().catch(() => undefined);
+    await server.destroy();
+    if (process.env.JOBHOOK_FAULTS_KEEP_LOGS === undefined) await rm(dir, { recursive: true, force: true });
+  }
+}
