@@ -4,7 +4,7 @@
 // The memory store remembers job ids per isolate only: Cloudflare runs many isolates, so
 // give `store` one that all of them share where a duplicate must never run twice.
 // Workers compile no WebAssembly from bytes: wrangler compiles the .wasm file jobhook ships,
-// which opens signatures several times faster than the BigInt fallback.
+// so signatures are opened in WebAssembly rather than with BigInt arithmetic.
 import { createReceiver, provideRsaWasmModule } from 'jobhook/web';
 import rsaWasm from 'jobhook/rsa.wasm';
 
