@@ -176,7 +176,9 @@ describe('replay window', () => {
     let now = Date.now();
     const store = new MemoryIdempotencyStore({ now: () => now });
     let runs = 0;
-    const receive = createReceiver({ publicKey, store, retainMs: 3_600_000, maxAgeSeconds: 3_600, log: {}, now: () => now, onEvent: () => void runs++ });
+    // One clock for the verifier (now) and the job runner (the receiver remembers what it verified on the runner's).
+    const runner = createJobRunner({ store, retainMs: 3_600_000, log: {} }, { now: () => now, monotonic: systemClock.monotonic });
+    const receive = createReceiver({ publicKey, runner, maxAgeSeconds: 3_600, now: () => now, onEvent: () => void runs++ });
     // finished_at 4 min ahead of this clock (within the 5 min skew).
     const d = at(iso(now + 240_000));
     expect(code(await receive(d))).toBe('200 processed');
@@ -186,6 +188,20 @@ describe('replay window', () => {
     expect(runs).toBe(1);
     // Past finished_at + 1 h the window refuses it (too old) before the store is asked.
     now += 240_000;
+    expect(code(await receive(d))).toBe('401 EVENT_TOO_OLD');
+  });
+
+  it('a delivery received late is answered as known only while its window on finished_at is open: then 401 EVENT_TOO_OLD, not duplicate', async () => {
+    let now = Date.now();
+    const store = new MemoryIdempotencyStore({ now: () => now });
+    const runner = createJobRunner({ store, retainMs: 3_600_000, log: {} }, { now: () => now, monotonic: systemClock.monotonic });
+    const receive = createReceiver({ publicKey, runner, maxAgeSeconds: 3_600, now: () => now, onEvent: () => undefined });
+    // Finished 10 min before it arrives: its window closes 50 min after receipt.
+    const d = at(iso(now - 600_000));
+    expect(code(await receive(d))).toBe('200 processed');
+    now += 49 * 60_000;
+    expect(code(await receive(d))).toBe('200 duplicate');
+    now += 2 * 60_000;
     expect(code(await receive(d))).toBe('401 EVENT_TOO_OLD');
   });
 });

@@ -340,7 +340,9 @@ export async function receive<Req>(
     if (key !== undefined && own && (result.kind === 'processed' || result.kind === 'duplicate')) {
       // A body verified on a worker was moved there and hashed there; one verified here is hashed now.
       const rawHash = rawHashes.get(delivery) ?? (typeof body === 'string' || body.byteLength === bodyBytes ? await r.hashRaw(bytesOf(body)) : undefined);
-      if (rawHash !== undefined) r.guard.remember(key, jobId, rawHash, now + retainMs);
+      // Never past the replay window on finished_at: a replay after it must meet EVENT_TOO_OLD, not a duplicate answer.
+      const until = finished !== undefined && r.windowMs > 0 ? Math.min(now + retainMs, finished + r.windowMs) : now + retainMs;
+      if (rawHash !== undefined) r.guard.remember(key, jobId, rawHash, until);
     }
     const answer = answerForRun(result, jobId, r.retryAfterSeconds);
     if (result.kind === 'processed' || result.kind === 'duplicate') return delivered(r, answer, { outcome: result.kind, jobId, dialect, started, bodyBytes });

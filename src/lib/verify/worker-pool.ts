@@ -97,7 +97,9 @@ function loadThreads(builtins: NodeBuiltins): Promise<Threads> {
     // through tsx's loader registered inside the worker (hooks are not inherited in Node 20).
     const [{ createRequire }, { pathToFileURL }] = await Promise.all([builtins.module(), builtins.url()]);
     const tsx = new URL('dist/esm/api/index.mjs', pathToFileURL(createRequire(here).resolve('tsx/package.json'))).href;
-    const file = new URL('./verify-worker.ts', here).href;
+    // Not new URL('./verify-worker.ts', import.meta.url): bundlers (Next.js's Turbopack) resolve that
+    // pattern at build time, and the built package has no .ts file.
+    const file = here.slice(0, here.lastIndexOf('/') + 1) + 'verify-worker.ts';
     const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(file)}); });`;
     return { cores, start: (workerData) => new Worker(code, { eval: true, workerData }) };
   })();
