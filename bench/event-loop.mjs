@@ -10,7 +10,7 @@ import { createServer } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { ocrBody } from './bodies.mjs';
-import { load, machine, median, table } from './harness.mjs';
+import { bufferingHandler, load, machine, median, table } from './harness.mjs';
 
 const keys = new URL('../fixtures/keys/', import.meta.url);
 const publicKey = readFileSync(new URL('test-2048-public.pem', keys), 'utf8');
@@ -37,14 +37,7 @@ if (process.argv[2] === '--send') {
   } else {
     const { createReceiver } = await import('../dist/index.js');
     const receive = createReceiver(options);
-    handler = (req, res) => {
-      const chunks = [];
-      req.on('data', (c) => chunks.push(c));
-      req.on('end', async () => {
-        const answer = await receive({ body: Buffer.concat(chunks), headers: req.headers });
-        res.writeHead(answer.status, answer.headers).end(answer.body);
-      });
-    };
+    handler = bufferingHandler(receive);
   }
   const server = createServer(handler).listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
   const h = monitorEventLoopDelay({ resolution: 1 });

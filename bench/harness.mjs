@@ -67,3 +67,15 @@ export function load() {
     .map((x) => x.toFixed(2))
     .join(' ');
 }
+
+/** A node:http handler that reads the whole body first (as Fastify, Koa or Lambda do), then asks the agnostic receiver. */
+export function bufferingHandler(receive) {
+  return (req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', async () => {
+      const answer = await receive({ body: Buffer.concat(chunks), headers: req.headers });
+      res.writeHead(answer.status, answer.headers).end(answer.body);
+    });
+  };
+}

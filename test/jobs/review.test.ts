@@ -20,23 +20,11 @@ import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
 import { StoreUnavailableError } from '../../src/lib/errors.js';
 import { createJobRunner, type RunResult } from '../../src/lib/jobs/runner.js';
-import { systemClock, type Clock } from '../../src/lib/jobs/clock.js';
+import { pausableClock, reports } from '../helpers/jobs.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let serial = 0;
 const newId = (what: string) => `review-${what}-${process.pid}-${Date.now()}-${serial++}`;
-
-/** The system clock, with a monotonic reading that can jump ahead as a process pause makes it. */
-function pausableClock(): Clock & { pause(ms: number): void } {
-  let skipped = 0;
-  return { now: () => Date.now() + skipped, monotonic: () => systemClock.monotonic() + skipped, pause: (ms) => void (skipped += ms) };
-}
-
-/** onError's reports, by stage. */
-function reports() {
-  const seen: { stage: string; jobId?: string; error: unknown }[] = [];
-  return { seen, onError: (error: unknown, c: { jobId?: string; stage: string }) => void seen.push({ ...c, error }), stages: () => seen.map((s) => s.stage) };
-}
 
 /**
  * Runs `body` with this process's uncaughtException listeners (vitest's) replaced by one

@@ -14,6 +14,7 @@ import { createJobRunner } from '../../src/lib/jobs/runner.js';
 import { jobId, payloadText, signed } from '../helpers/deliveries.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
 import { signDelivery } from '../../src/index.js';
+import { pausableClock, reports } from '../helpers/jobs.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const publicKey = publicPem(2048);
@@ -21,18 +22,6 @@ const code = (a: ReceiverAnswer) => {
   const body = JSON.parse(a.body) as { status?: string; error?: { code: string } };
   return `${a.status} ${body.status ?? body.error?.code}`;
 };
-
-/** The system clock, with a monotonic reading that can jump ahead as a process pause makes it. */
-function pausableClock(): Clock & { pause(ms: number): void } {
-  let skipped = 0;
-  return { now: () => Date.now() + skipped, monotonic: () => systemClock.monotonic() + skipped, pause: (ms) => void (skipped += ms) };
-}
-
-/** onError's reports, by stage. */
-function reports() {
-  const seen: { stage: string; jobId?: string; error: unknown }[] = [];
-  return { seen, onError: (error: unknown, c: { jobId?: string; stage: string }) => void seen.push({ ...c, error }), stages: () => seen.map((s) => s.stage) };
-}
 
 describe('job runner', () => {
   it('gives the handler its fencing number; a takeover gets a larger one and is reported as a job that may have run twice', async () => {
