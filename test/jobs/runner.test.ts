@@ -9,7 +9,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createReceiver, MemoryIdempotencyStore, type ClaimContext, type IdempotencyStore, type ReceiverAnswer, type TransactionalStore } from '../../src/index.js';
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { StoreUnavailableError } from '../../src/lib/errors.js';
-import { systemClock, type Clock } from '../../src/lib/jobs/clock.js';
+import { systemClock } from '../../src/lib/jobs/clock.js';
 import { createJobRunner } from '../../src/lib/jobs/runner.js';
 import { jobId, payloadText, signed } from '../helpers/deliveries.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
