@@ -5,10 +5,10 @@
  * deliveries gives exactly its counts; spans nest as documented, the application's own
  * span a child of the delivery's; onDelivery; health().
  */
-import { context } from '@opentelemetry/api';
+import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, InMemorySpanExporter, ParentBasedSampler, SimpleSpanProcessor, type ReadableSpan, type Sampler } from '@opentelemetry/sdk-trace-base';
 import express from 'express';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -251,6 +251,61 @@ describe('telemetry of the job runner', () => {
     expect(spans.find((s) => s.name === 'app.recover')!.parentSpanContext?.spanId).toBe(root.spanContext().spanId);
     expect(spans.find((s) => s.name === 'jobhook.handler')!.parentSpanContext?.spanId).toBe(root.spanContext().spanId);
     await reconciler.stop();
+  });
+});
+
+describe('traces sampled out', () => {
+  /** Deliveries sampled out at their root (ParentBased, root AlwaysOff); the application's tracer samples everything it starts at a root. */
+  function sampledOut() {
+    const exporter = new InMemorySpanExporter();
+    const sampler: Sampler = new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    const tracerProvider = new BasicTracerProvider({ sampler, spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const appProvider = new BasicTracerProvider({ sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }), spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    return { exporter, tracerProvider, appProvider };
+  }
+
+  it("records no span, yet the delivery's (non-recording) span is active in onEvent: the application's spans keep its decision", async () => {
+    const t = sampledOut();
+    const seen: Array<{ active: string | undefined; app: string; recording: boolean; activeRecording: boolean | undefined }> = [];
+    const receive = createReceiver({
+      publicKey,
+      log: {},
+      meterProvider: false,
+      tracerProvider: t.tracerProvider,
+      onEvent: async () => {
+        const active = trace.getActiveSpan();
+        const span = t.appProvider.getTracer('app').startSpan('app.save');
+        await new Promise((r) => setTimeout(r, 1));
+        span.end();
+        seen.push({ active: active?.spanContext().traceId, app: span.spanContext().traceId, recording: span.isRecording(), activeRecording: active?.isRecording() });
+      },
+    });
+    expect((await receive(signed(jobId('sampled-out')))).status).toBe(200);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.active).toBeDefined();
+    expect(seen[0]!.activeRecording).toBe(false);
+    // A child of the sampled-out delivery span (same trace, not sampled), not a new root sampled on its own.
+    expect(seen[0]!.app).toBe(seen[0]!.active);
+    expect(seen[0]!.recording).toBe(false);
+    expect(t.exporter.getFinishedSpans()).toEqual([]);
+  });
+
+  it('a throwing handler and a forged delivery are answered as when recorded', async () => {
+    const t = sampledOut();
+    const throwing = jobId('sampled-out-throws');
+    const receive = createReceiver({
+      publicKey,
+      log: {},
+      meterProvider: false,
+      tracerProvider: t.tracerProvider,
+      onEvent: (event) => {
+        if (event.job_id === throwing) throw new Error('handler failed');
+      },
+    });
+    expect((await receive(signed(throwing))).status).toBe(500);
+    expect((await receive(forged())).status).toBe(401);
+    expect((await receive(signed(jobId('sampled-out-ok')))).status).toBe(200);
+    expect(t.exporter.getFinishedSpans()).toEqual([]);
   });
 });
 

@@ -169,7 +169,7 @@ export function createReconcilerCore<Tx>(options: ReconcilerOptions<Tx>): Reconc
     }
     const payload = event as unknown as JsonObjectValue;
     const { telemetry } = runner.options;
-    const result = await telemetry.within('jobhook.reconcile', 'consumer', async (span) => {
+    const result = await telemetry.within('jobhook.reconcile', 'consumer', undefined, async (span) => {
       span?.setAttribute('jobhook.job_id', p.jobId);
       const r = await runner.run(p.jobId, (claim) =>
         options.onEvent(event, {

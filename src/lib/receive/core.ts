@@ -15,7 +15,7 @@ import type { VerifiedDelivery } from '../verify/core.js';
 import type { HeadersInput } from '../verify/headers.js';
 import { checkReplayWindow } from '../verify/options.js';
 import { runnerFor, type ClaimContext, type FailureStage, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
-import { fail } from '../telemetry/otel.js';
+import { AttributeSets, fail } from '../telemetry/otel.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
 import { DeliveryGuard, digestKey, type AdmissionOptions } from './guard.js';
 import type { OpenedSignature } from '../verify/core.js';
@@ -191,7 +191,7 @@ const UNSIGNED: ReadonlySet<WebhookErrorCode> = new Set<WebhookErrorCode>([
  * when the request began (performance.now()); `bodyBytes`: what was read of its body.
  */
 export function refuse<Req>(r: ResolvedReceiver<Req>, err: unknown, started?: number, bodyBytes = 0): ReceiverAnswer {
-  r.runner.options.telemetry.instant('jobhook.receive', 'server', { 'jobhook.adapter': r.adapter }, codeOf(err));
+  r.runner.options.telemetry.instant('jobhook.receive', 'server', SPAN_ADAPTER.get(r.adapter), codeOf(err));
   return refusal(r, err, started, bodyBytes);
 }
 
@@ -223,14 +223,7 @@ function delivered<Req>(
   d: { outcome: DeliveryOutcomeKind; code?: string; jobId?: string; dialect?: DialectName; started: number | undefined; bodyBytes: number },
 ): ReceiverAnswer {
   const { telemetry } = r.runner.options;
-  if (telemetry.deliveries !== undefined) {
-    telemetry.deliveries.add(1, {
-      outcome: d.outcome,
-      adapter: r.adapter,
-      ...(d.code === undefined ? {} : { code: d.code }),
-      ...(d.dialect === undefined ? {} : { dialect: d.dialect }),
-    });
-  }
+  if (telemetry.deliveries !== undefined) telemetry.deliveries.add(1, deliverySets(r.adapter).get(d.outcome, d.code, d.dialect));
   if (r.onDelivery !== undefined) {
     const outcome: DeliveryOutcome = {
       status: answer.status,
@@ -248,6 +241,22 @@ function delivered<Req>(
     }
   }
   return answer;
+}
+
+/**
+ * Attribute sets, made once and reused by every record: `{ adapter }` (metrics),
+ * `{ 'jobhook.adapter' }` (spans), and per adapter `jobhook.deliveries`' `{ outcome, adapter, code?, dialect? }`.
+ */
+const METRIC_ADAPTER = new AttributeSets((adapter) => ({ adapter }));
+const SPAN_ADAPTER = new AttributeSets((adapter) => ({ 'jobhook.adapter': adapter }));
+const DELIVERY_SETS = new Map<AdapterName, AttributeSets>();
+function deliverySets(adapter: AdapterName): AttributeSets {
+  let sets = DELIVERY_SETS.get(adapter);
+  if (sets === undefined) {
+    sets = new AttributeSets((outcome, code, dialect) => ({ outcome, adapter, ...(code === undefined ? {} : { code }), ...(dialect === undefined ? {} : { dialect }) }));
+    DELIVERY_SETS.set(adapter, sets);
+  }
+  return sets;
 }
 
 /** Logs why a delivery was refused: debug when anyone could have sent it, info when it was signed. */
@@ -275,9 +284,8 @@ export async function receive<Req>(
 ): Promise<ReceiverAnswer> {
   const { telemetry } = r.runner.options;
   const bodyBytes = typeof body === 'string' ? body.length : body.byteLength;
-  telemetry.bodySize?.record(bodyBytes, { adapter: r.adapter });
-  return telemetry.within('jobhook.receive', 'server', async (span) => {
-    span?.setAttribute('jobhook.adapter', r.adapter);
+  telemetry.bodySize?.record(bodyBytes, METRIC_ADAPTER.get(r.adapter));
+  return telemetry.within('jobhook.receive', 'server', SPAN_ADAPTER.get(r.adapter), async (span) => {
     const key = signature === undefined ? undefined : digestKey(signature);
     const known = key === undefined ? undefined : r.guard.completed(key, r.runner.options.clock.now());
     if (known !== undefined) {
@@ -305,7 +313,7 @@ export async function receive<Req>(
       fail(span, err);
       return refusal(r, err, started, bodyBytes);
     } finally {
-      telemetry.verifyDuration?.record((performance.now() - verifying) / 1000, { adapter: r.adapter });
+      telemetry.verifyDuration?.record((performance.now() - verifying) / 1000, METRIC_ADAPTER.get(r.adapter));
     }
     const { event, payload, jobId, dialect, keyIndex, canonicalSha256 } = delivery;
     span?.setAttribute('jobhook.job_id', jobId);
@@ -314,7 +322,7 @@ export async function receive<Req>(
     // the receipt relate (a finished_at slightly ahead of this clock included).
     const now = r.runner.options.clock.now();
     const finished = parseRfc3339(event.finished_at);
-    if (finished !== undefined) telemetry.deliveryLag?.record(Math.max(0, now - finished) / 1000, { adapter: r.adapter });
+    if (finished !== undefined) telemetry.deliveryLag?.record(Math.max(0, now - finished) / 1000, METRIC_ADAPTER.get(r.adapter));
     const retainMs = Math.max(finished ?? now, now) + r.windowMs - now;
     const result = await r.runner.run(
       jobId,

@@ -35,6 +35,8 @@ export interface SpanLike {
   setAttribute(key: string, value: string | number | boolean): unknown;
   setStatus(status: { code: number; message?: string }): unknown;
   end(): void;
+  /** False for a span that records nothing (no SDK, or sampled out): jobhook then skips its bookkeeping. */
+  isRecording?(): boolean;
 }
 
 /** What jobhook uses of an OpenTelemetry `Tracer`. */
@@ -145,44 +147,125 @@ export class Telemetry {
   /**
    * Runs `fn` inside a new active root-level span for one delivery (`server`) or one
    * recovered job (`consumer`): spans made meanwhile (jobhook's phases, the application's
-   * own in onEvent) are its children.
+   * own in onEvent) are its children. `attributes`: given when the span starts (samplers see them).
    */
-  within<R>(name: string, kind: 'server' | 'consumer', fn: (span: SpanLike | undefined) => Promise<R>): Promise<R> {
+  within<R>(name: string, kind: 'server' | 'consumer', attributes: Readonly<Attributes> | undefined, fn: (span: SpanLike | undefined) => Promise<R>): Promise<R> {
     if (this.tracer === undefined) return fn(undefined);
-    return this.tracer.startActiveSpan(name, { kind: KIND[kind] }, async (span) => {
+    // No async wrapper: one promise and one await fewer per delivery (each a turn through the context manager's hooks).
+    return this.tracer.startActiveSpan(name, spanOptions(KIND[kind], attributes), (span) => {
+      // A span that records nothing (no SDK registered, or sampled out) is still made active
+      // (the application's spans keep its sampling decision), but ending it does nothing.
+      if (span.isRecording?.() === false) return fn(span);
+      let out: Promise<R>;
       try {
-        return await fn(span);
-      } finally {
+        out = fn(span);
+      } catch (err) {
         span.end();
+        return Promise.reject(err);
       }
+      return out.then(
+        (value) => {
+          span.end();
+          return value;
+        },
+        (err: unknown) => {
+          span.end();
+          throw err;
+        },
+      );
     });
   }
 
   /** A span that begins and ends now (a delivery refused on its headers): `error.type` set when given. */
-  instant(name: string, kind: 'server' | 'consumer', attributes: Attributes, errorType?: string): void {
+  instant(name: string, kind: 'server' | 'consumer', attributes: Readonly<Attributes>, errorType?: string): void {
     if (this.tracer === undefined) return;
-    const span = this.tracer.startSpan(name, { kind: KIND[kind], attributes });
+    const span = this.tracer.startSpan(name, spanOptions(KIND[kind], attributes));
     if (errorType !== undefined) fail(span, undefined, errorType);
     span.end();
   }
 
   /** A child span of the active one around `fn` (not made active: onEvent stays in the delivery's context). */
-  phase<R>(name: string, fn: () => R | Promise<R>, attributes?: Attributes): R | Promise<R> {
+  phase<R>(name: string, fn: () => R | Promise<R>, attributes?: Readonly<Attributes>): R | Promise<R> {
+    const tracer = this.tracer;
     // Without a tracer: `fn` itself, not even a promise more.
-    if (this.tracer === undefined) return fn();
-    return this.traced(this.tracer, name, fn, attributes);
-  }
-
-  private async traced<R>(tracer: TracerLike, name: string, fn: () => R | Promise<R>, attributes?: Attributes): Promise<R> {
-    const span = tracer.startSpan(name, { kind: KIND.internal, ...(attributes === undefined ? {} : { attributes }) });
+    if (tracer === undefined) return fn();
+    const span = tracer.startSpan(name, spanOptions(KIND.internal, attributes));
+    // A span that records nothing (no SDK registered, or its delivery sampled out): ending it
+    // now or later is the same (nothing), so `fn` itself, without a promise more.
+    if (span.isRecording?.() === false) {
+      span.end();
+      return fn();
+    }
+    let out: R | Promise<R>;
     try {
-      return await fn();
+      out = fn();
     } catch (err) {
       fail(span, err);
-      throw err;
-    } finally {
       span.end();
+      throw err;
     }
+    if (typeof (out as { then?: unknown } | null | undefined)?.then !== 'function') {
+      span.end();
+      return out;
+    }
+    // Ended when `fn`'s promise settles, without an async function around it (a promise and an await fewer).
+    return Promise.resolve(out).then(
+      (value) => {
+        span.end();
+        return value;
+      },
+      (err: unknown) => {
+        fail(span, err);
+        span.end();
+        throw err;
+      },
+    );
+  }
+}
+
+/** Span options, made once per kind (and per attribute set given, by identity: callers pass their own constant sets). */
+const OPTIONS_BY_KIND = new Map<number, { kind: number }>();
+const OPTIONS_WITH = new WeakMap<Readonly<Attributes>, Map<number, { kind: number; attributes: Attributes }>>();
+function spanOptions(kind: number, attributes: Readonly<Attributes> | undefined): { kind: number; attributes?: Attributes } {
+  if (attributes === undefined) {
+    let o = OPTIONS_BY_KIND.get(kind);
+    if (o === undefined) OPTIONS_BY_KIND.set(kind, (o = Object.freeze({ kind })));
+    return o;
+  }
+  if (!Object.isFrozen(attributes)) return { kind, attributes: attributes as Attributes };
+  let byKind = OPTIONS_WITH.get(attributes);
+  if (byKind === undefined) OPTIONS_WITH.set(attributes, (byKind = new Map()));
+  let o = byKind.get(kind);
+  if (o === undefined) byKind.set(kind, (o = Object.freeze({ kind, attributes: attributes as Attributes })));
+  return o;
+}
+
+/**
+ * Frozen attribute sets for metrics and spans, one per combination of up to three values
+ * (absent ones undefined), made on first use and reused: no object per record. Bounded: past
+ * `max` combinations, a fresh object each time.
+ */
+export class AttributeSets {
+  private readonly sets = new Map<string | undefined, Map<string | undefined, Map<string | undefined, Readonly<Attributes>>>>();
+  private size = 0;
+  constructor(
+    private readonly make: (a: string, b: string | undefined, c: string | undefined) => Attributes,
+    private readonly max = 256,
+  ) {}
+
+  get(a: string, b?: string, c?: string): Readonly<Attributes> {
+    const known = this.sets.get(a)?.get(b)?.get(c);
+    if (known !== undefined) return known;
+    const set = Object.freeze(this.make(a, b, c));
+    if (this.size < this.max) {
+      let byB = this.sets.get(a);
+      if (byB === undefined) this.sets.set(a, (byB = new Map()));
+      let byC = byB.get(b);
+      if (byC === undefined) byB.set(b, (byC = new Map()));
+      byC.set(c, set);
+      this.size++;
+    }
+    return set;
   }
 }
 

@@ -3,7 +3,7 @@
  * into `jobhook.store.duration` with `op`, `store` and `result` (the reply, or `error`).
  */
 import type { IdempotencyStore, StoreTransaction, TransactionalStore } from '../idempotency/types.js';
-import type { Telemetry } from './otel.js';
+import { AttributeSets, type Telemetry } from './otel.js';
 
 /** A short name for the store in attributes: memory, redis, postgres, or the class name. */
 export function storeName(store: IdempotencyStore): string {
@@ -25,36 +25,40 @@ export function timedStore(store: IdempotencyStore, telemetry: Telemetry): Idemp
   const histogram = telemetry.storeDuration;
   if (histogram === undefined) return store;
   const name = storeName(store);
-  const timed = <T>(op: string, run: () => Promise<T>): Promise<T> => {
-    const started = performance.now();
-    const record = (result: string) => histogram.record((performance.now() - started) / 1000, { op, store: name, result });
-    return run().then(
+  // One frozen { op, store, result } per combination, reused by every record.
+  const sets = new AttributeSets((op, result) => ({ op, store: name, result: result! }));
+  /**
+   * Records the duration of the operation `op` begun at `started` (performance.now(), taken
+   * before the call: arguments are evaluated in order) when `pending` settles. No closure per
+   * call; a store method that throws synchronously throws as it would unwrapped.
+   */
+  const timed = <T>(op: string, started: number, pending: Promise<T>): Promise<T> =>
+    pending.then(
       (value) => {
-        record(resultOf(op, value));
+        histogram.record((performance.now() - started) / 1000, sets.get(op, resultOf(op, value)));
         return value;
       },
       (err: unknown) => {
-        record('error');
+        histogram.record((performance.now() - started) / 1000, sets.get(op, 'error'));
         throw err;
       },
     );
-  };
   const out: IdempotencyStore & Partial<TransactionalStore> = {
-    claim: (jobId, options) => timed('claim', () => store.claim(jobId, options)),
-    complete: (jobId, token, options) => timed('complete', () => store.complete(jobId, token, options)),
-    release: (jobId, token) => timed('release', () => store.release(jobId, token)),
+    claim: (jobId, options) => timed('claim', performance.now(), store.claim(jobId, options)),
+    complete: (jobId, token, options) => timed('complete', performance.now(), store.complete(jobId, token, options)),
+    release: (jobId, token) => timed('release', performance.now(), store.release(jobId, token)),
   };
-  if (typeof store.renew === 'function') out.renew = (jobId, token, options) => timed('renew', () => store.renew!(jobId, token, options));
+  if (typeof store.renew === 'function') out.renew = (jobId, token, options) => timed('renew', performance.now(), store.renew!(jobId, token, options));
   const tx = store as Partial<TransactionalStore>;
   if (typeof tx.begin === 'function') {
     Object.defineProperty(out, 'transactional', { get: () => tx.transactional, enumerable: true });
     out.begin = async (jobId, token, options): Promise<StoreTransaction> => {
-      const t = await timed('begin', () => tx.begin!(jobId, token, options));
+      const t = await timed('begin', performance.now(), tx.begin!(jobId, token, options));
       return {
         client: t.client,
-        complete: (o) => timed('complete', () => t.complete(o)),
-        commit: () => timed('commit', () => t.commit()),
-        rollback: () => timed('rollback', () => t.rollback()),
+        complete: (o) => timed('complete', performance.now(), t.complete(o)),
+        commit: () => timed('commit', performance.now(), t.commit()),
+        rollback: () => timed('rollback', performance.now(), t.rollback()),
       };
     };
   }
