@@ -57,7 +57,16 @@ interface Task {
 interface Slot {
   worker: Worker;
   task: Task | undefined;
+  /** Ends the worker once it has been idle for WORKER_IDLE_MS. */
+  idle?: ReturnType<typeof setTimeout>;
 }
+
+/**
+ * A worker idle this long is ended: its WebAssembly memory, grown by the largest body it
+ * verified, never shrinks while it lives (a 25 MB delivery leaves ~100 MiB behind). The
+ * next large delivery starts a new one (tens of ms); a flood keeps them busy.
+ */
+export const WORKER_IDLE_MS = 5_000;
 
 /** Starts a verification worker with the given workerData. */
 type StartWorker = (workerData: unknown) => Worker;
@@ -185,12 +194,28 @@ export function offloading(verifier: LocalVerifier, options: WorkerOptions, log:
       if (slot === undefined) return;
       const task = queue.shift()!;
       slot.task = task;
+      if (slot.idle !== undefined) clearTimeout(slot.idle);
+      slot.idle = undefined;
       slot.worker.ref();
       const { body } = task.request;
       const movable = ownedBodies.has(body) && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
       slot.worker.postMessage(task.request, movable ? [body.buffer as ArrayBuffer] : []);
     }
-    for (const s of slots) if (s.task === undefined) s.worker.unref();
+    for (const s of slots) if (s.task === undefined) idle(s);
+  }
+
+  function idle(slot: Slot): void {
+    slot.worker.unref();
+    if (slot.idle !== undefined) return;
+    slot.idle = setTimeout(() => {
+      slot.idle = undefined;
+      const at = slots.indexOf(slot);
+      if (slot.task !== undefined || at < 0) return;
+      // Out of the pool first, so that its exit is not taken for a failure.
+      slots.splice(at, 1);
+      void slot.worker.terminate();
+    }, WORKER_IDLE_MS);
+    slot.idle.unref?.();
   }
 
   async function inWorker(body: Uint8Array, signature: OpenedSignature): Promise<VerifiedDelivery> {
@@ -239,6 +264,7 @@ export function offloading(verifier: LocalVerifier, options: WorkerOptions, log:
       for (const s of all) {
         s.task?.reject(closing());
         s.task = undefined;
+        if (s.idle !== undefined) clearTimeout(s.idle);
       }
       await Promise.all(all.map((s) => s.worker.terminate()));
     },
