@@ -81,28 +81,30 @@ export async function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function startRedis(options: RedisThrowawayOptions = {}): Promise<FaultableServer> {
-  const bin = redisBinary();
-  if (bin === undefined) throw new Error('redis-server is not installed');
-  const port = await freePort();
-  const dir = options.appendOnly === true ? mkdtempSync(join(tmpdir(), 'jobhook-redis-')) : undefined;
-  const persistence = dir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir];
+/**
+ * A server process that can be started again on the same port and data (`start` after
+ * `stop` or `kill`), paused and resumed: `args` are its command line, ready when `ready`
+ * appears on its output within `timeoutMs`. `dir` is removed by `destroy`.
+ */
+export async function serverProcess(o: { name: string; bin: string; args: string[]; ready: string; url: string; port: number; dir?: string; timeoutMs?: number }): Promise<FaultableServer> {
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(o.bin, o.args, { stdio: ['ignore', 'pipe', 'pipe'] });
     await new Promise<void>((resolve, reject) => {
       let out = '';
-      const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 10_000);
-      child!.stdout!.on('data', (c: Buffer) => {
+      const timer = setTimeout(() => reject(new Error(`${o.name} did not start:\n${out}`)), o.timeoutMs ?? 10_000);
+      const read = (c: Buffer) => {
         out += c.toString();
-        if (out.includes('Ready to accept connections')) {
+        if (out.includes(o.ready)) {
           clearTimeout(timer);
           resolve();
         }
-      });
+      };
+      child!.stdout!.on('data', read);
+      child!.stderr!.on('data', read);
       child!.once('exit', (code) => {
         clearTimeout(timer);
-        reject(new Error(`redis-server exited with ${code}:\n${out}`));
+        reject(new Error(`${o.name} exited with ${code}:\n${out}`));
       });
     });
   };
@@ -115,23 +117,33 @@ export async function startRedis(options: RedisThrowawayOptions = {}): Promise<F
     await exited;
   };
   const signal = async (name: 'SIGSTOP' | 'SIGCONT') => {
-    if (child?.pid === undefined || child.exitCode !== null) throw new Error(`redis-server on port ${port} is not running`);
+    if (child?.pid === undefined || child.exitCode !== null) throw new Error(`${o.name} on port ${o.port} is not running`);
     process.kill(child.pid, name);
   };
   await start();
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: o.url,
     start,
     stop,
     destroy: async () => {
       await stop();
-      if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+      if (o.dir !== undefined) await rm(o.dir, { recursive: true, force: true });
     },
     pause: () => signal('SIGSTOP'),
     resume: () => signal('SIGCONT'),
     kill: stop,
-    dir,
+    dir: o.dir,
   };
+}
+
+export async function startRedis(options: RedisThrowawayOptions = {}): Promise<FaultableServer> {
+  const bin = redisBinary();
+  if (bin === undefined) throw new Error('redis-server is not installed');
+  const port = await freePort();
+  const dir = options.appendOnly === true ? mkdtempSync(join(tmpdir(), 'jobhook-redis-')) : undefined;
+  const persistence = dir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir];
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'yes'];
+  return serverProcess({ name: 'redis-server', bin, args, ready: 'Ready to accept connections', url: `redis://127.0.0.1:${port}`, port, dir });
 }
 
 /** Process ids of `pid`'s children, from /proc. */
