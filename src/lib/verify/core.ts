@@ -186,11 +186,19 @@ export function* opening(headers: HeadersInput, o: ResolvedOptions, modulusBytes
  * parsed, the dialects worth hashing, and the result from the first whose canonical
  * hash the signature carries.
  */
-export function* matching<T = VerifiedDelivery>(body: string | Uint8Array, signature: OpenedSignature, o: ResolvedOptions, conclude: Conclude<T> = (p, d, k, h) => finish(p, o, d, k, h) as T): Generator<Step, T, unknown> {
-  checkBodySize(body, o);
+export function* matching<T = VerifiedDelivery>(
+  body: string | Uint8Array,
+  signature: OpenedSignature,
+  o: ResolvedOptions,
+  conclude: Conclude<T> = (p, d, k, h) => finish(p, o, d, k, h) as T,
+  given?: ParsedBody,
+): Generator<Step, T, unknown> {
   const { opened } = signature;
-  const parsed = parseBody(body, o);
+  // `given`: the body parsed already (by the cost estimate of the worker pool), disposed here as ours would be.
+  let parsed = given;
   try {
+    checkBodySize(body, o);
+    parsed ??= parseBody(body, o);
     const digests: string[] = [];
     for (const dialect of candidateDialects(parsed.flags, o.dialects)) {
       const digest = (yield { op: 'digest', body: parsed, dialect }) as string;
@@ -202,7 +210,7 @@ export function* matching<T = VerifiedDelivery>(body: string | Uint8Array, signa
     }
     throw noDialectMatches(parsed, o, opened, digests.length);
   } finally {
-    parsed.dispose();
+    parsed?.dispose();
   }
 }
 

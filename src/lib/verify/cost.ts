@@ -8,7 +8,7 @@
  * the floats each of them formats. Runtime-neutral.
  */
 import type { ResolvedOptions } from './options.js';
-import { candidateDialects, parseBody } from './core.js';
+import { candidateDialects, parseBody, type ParsedBody } from './core.js';
 
 /**
  * Canonical work done on the calling thread at most, in canonical bytes (a float
@@ -19,6 +19,15 @@ export const LOCAL_WORK_BYTES = 1024 * 1024;
 /** What formatting one float costs, in canonical bytes written (shortest round-trip digits, then per-dialect layout). */
 const FLOAT_BYTES = 400;
 
+/** The canonical work of a parsed body, in bytes written (see LOCAL_WORK_BYTES). */
+function workOf(parsed: ParsedBody, body: string | Uint8Array, o: ResolvedOptions): number {
+  const { flags } = parsed;
+  const dialects = candidateDialects(flags, o.dialects).length;
+  const size = typeof body === 'string' ? body.length : body.byteLength;
+  const floats = flags.dialectNumbers ? countFloats(body) : 0;
+  return dialects * (size + flags.layoutBytes + floats * FLOAT_BYTES);
+}
+
 /** The canonical work of a body, in bytes written (see LOCAL_WORK_BYTES); undefined when it does not parse (refused at once where it is). */
 export function canonicalWork(body: string | Uint8Array, o: ResolvedOptions): number | undefined {
   let parsed;
@@ -28,28 +37,41 @@ export function canonicalWork(body: string | Uint8Array, o: ResolvedOptions): nu
     return undefined;
   }
   try {
-    const { flags } = parsed;
-    const dialects = candidateDialects(flags, o.dialects).length;
-    const size = typeof body === 'string' ? body.length : body.byteLength;
-    const floats = flags.dialectNumbers ? countFloats(body) : 0;
-    return dialects * (size + flags.layoutBytes + floats * FLOAT_BYTES);
+    return workOf(parsed, body, o);
   } finally {
     parsed.dispose();
   }
 }
 
 /**
- * Whether to verify on a worker: bodies of `threshold` bytes and more (parsing them
- * alone is work), and smaller ones whose canonical work passes LOCAL_WORK_BYTES.
- * Bodies over the limit stay here (413 at once).
+ * Where to verify: on a worker for bodies of `threshold` bytes and more (parsing them
+ * alone is work), and for smaller ones whose canonical work passes LOCAL_WORK_BYTES;
+ * here otherwise, with the body as the estimate parsed it (`parsed`, to verify without
+ * parsing it again; the caller disposes it) when it was parsed. Bodies over the limit,
+ * and bodies that do not parse, stay here unparsed (refused at once).
  */
-export function onWorker(body: string | Uint8Array, o: ResolvedOptions, threshold: number): boolean {
+export function placement(body: string | Uint8Array, o: ResolvedOptions, threshold: number): { worker: true } | { worker: false; parsed?: ParsedBody } {
   const n = typeof body === 'string' ? body.length : body.byteLength;
-  if (n > o.maxBodyBytes || threshold === Infinity) return false;
-  if (n >= threshold) return true;
+  if (n > o.maxBodyBytes || threshold === Infinity) return { worker: false };
+  if (n >= threshold) return { worker: true };
   // Below this no body can cost much (its layout is bounded by its nesting).
-  if (n < 256) return false;
-  return (canonicalWork(body, o) ?? 0) > LOCAL_WORK_BYTES;
+  if (n < 256) return { worker: false };
+  let parsed;
+  try {
+    parsed = parseBody(body, o);
+  } catch {
+    return { worker: false };
+  }
+  if (workOf(parsed, body, o) <= LOCAL_WORK_BYTES) return { worker: false, parsed };
+  parsed.dispose();
+  return { worker: true };
+}
+
+/** Whether to verify on a worker (placement(), without keeping the parsed body). */
+export function onWorker(body: string | Uint8Array, o: ResolvedOptions, threshold: number): boolean {
+  const where = placement(body, o, threshold);
+  if (!where.worker) where.parsed?.dispose();
+  return where.worker;
 }
 
 /** Number tokens with a fraction or an exponent (the ones each dialect formats), outside strings. */

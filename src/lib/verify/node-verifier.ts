@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { importNodeKey, sha256Hex, sha256OfHex, type NodePublicKeyInput } from '../crypto/node.js';
 import { rsaOperation } from '../crypto/rsa-probe.js';
 import type { DialectName } from '../canonical/dialects.js';
-import { boundedSink, drive, matching, opening, verification, type Conclude, type OpenedSignature, type Step, type VerifiedDelivery, type ParsedBody } from './core.js';
+import { boundedSink, drive, matching, opening, verification, type OpenedSignature, type Step, type VerifiedDelivery, type ParsedBody } from './core.js';
 import type { HeadersInput } from './headers.js';
 import { ASYNC_KEY_REFUSED, isAsyncFunction, keyRing, type KeyInput, type PublicKeySource } from './key-list.js';
 import { resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from './options.js';
@@ -42,8 +42,8 @@ export interface NodeVerifierCore extends Verifier {
    * Synchronous once the keys are in hand; a promise while a key function is resolved.
    */
   open(headers: HeadersInput): OpenedSignature | Promise<OpenedSignature>;
-  /** The second half: the body against a signature `open` returned (`conclude` replaces building the delivery: the worker pool). */
-  verifyOpened<T = VerifiedDelivery>(body: string | Uint8Array, signature: OpenedSignature, conclude?: Conclude<T>): T;
+  /** The second half: the body against a signature `open` returned (`parsed`: the body parsed already, which it disposes). */
+  verifyOpened(body: string | Uint8Array, signature: OpenedSignature, parsed?: ParsedBody): VerifiedDelivery;
 }
 
 /**
@@ -101,7 +101,7 @@ export function createNodeVerifier(options: NodeVerifierOptions): NodeVerifierCo
     options: o,
     verify: (body, headers) => drive(verification(body, headers, o, ring.getSync().modulusBytes, decodeHex), perform),
     open: (headers) => (ring.ready !== undefined ? open(ring.ready.modulusBytes, headers) : ring.get().then((keys) => open(keys.modulusBytes, headers))),
-    verifyOpened: (body, signature, conclude) => drive(matching(body, signature, o, conclude), perform),
+    verifyOpened: (body, signature, parsed) => drive(matching(body, signature, o, undefined, parsed), perform),
   };
 }
 

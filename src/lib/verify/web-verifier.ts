@@ -27,8 +27,8 @@ export interface WebVerifierCore extends WebVerifier {
   readonly options: ResolvedOptions;
   /** The first half, on the headers alone: a signature that opened, or a 401 WebhookError. */
   open(headers: HeadersInput): Promise<OpenedSignature>;
-  /** The second half: the body against a signature `open` returned. */
-  verifyOpened(body: string | Uint8Array, signature: OpenedSignature): Promise<VerifiedDelivery>;
+  /** The second half: the body against a signature `open` returned (`parsed`: the body parsed already, which it disposes). */
+  verifyOpened(body: string | Uint8Array, signature: OpenedSignature, parsed?: ParsedBody): Promise<VerifiedDelivery>;
 }
 
 const encoder = new TextEncoder();
@@ -67,6 +67,6 @@ export function createWebVerifierCore(options: WebVerifierOptions): WebVerifierC
     options: o,
     verify: async (body, headers) => driveAsync(verification(body, headers, o, await modulusBytes()), perform),
     open: async (headers) => driveAsync(opening(headers, o, await modulusBytes()), perform),
-    verifyOpened: (body, signature) => driveAsync(matching(body, signature, o), perform),
+    verifyOpened: (body, signature, parsed) => driveAsync(matching(body, signature, o, undefined, parsed), perform),
   };
 }

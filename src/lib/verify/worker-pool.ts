@@ -16,10 +16,10 @@ import { ReceiverBusyError } from '../errors.js';
 import { reviveError } from '../revive-error.js';
 import { errorDetails, type Logger } from '../log.js';
 import { checkNumber } from '../options.js';
-import { deliveryFrom, type OpenedSignature, type VerifiedDelivery } from './core.js';
+import { deliveryFrom, type OpenedSignature, type ParsedBody, type VerifiedDelivery } from './core.js';
 import type { HeadersInput } from './headers.js';
 import type { ResolvedOptions, VerifyOptionsBase } from './options.js';
-import { onWorker } from './cost.js';
+import { placement } from './cost.js';
 import { buildValue } from './split.js';
 import type { WorkerRequest, WorkerResponse } from './verify-worker.js';
 
@@ -129,7 +129,7 @@ function portable(o: ResolvedOptions): VerifyOptionsBase {
 export interface LocalVerifier {
   readonly options: ResolvedOptions;
   open(headers: HeadersInput): OpenedSignature | Promise<OpenedSignature>;
-  verifyOpened(body: string | Uint8Array, signature: OpenedSignature): VerifiedDelivery | Promise<VerifiedDelivery>;
+  verifyOpened(body: string | Uint8Array, signature: OpenedSignature, parsed?: ParsedBody): VerifiedDelivery | Promise<VerifiedDelivery>;
 }
 
 export interface OffloadingVerifier {
@@ -146,7 +146,7 @@ export interface OffloadingVerifier {
 const closing = () => new ReceiverBusyError('The receiver is shutting down; retry later.');
 
 /**
- * `verifier.verifyOpened` for cheap bodies, a worker for costly ones (`onWorker`: by
+ * `verifier.verifyOpened` for cheap bodies, a worker for costly ones (`placement`: by
  * size, then by the parsed layout). `builtins` undefined: no worker threads here (an
  * edge runtime), everything is verified on the calling thread.
  */
@@ -253,7 +253,9 @@ export function offloading(verifier: LocalVerifier, options: WorkerOptions, log:
     workers: () => ({ busy: slots.filter((s) => s.task !== undefined).length, queued: queue.length }),
     open: (headers) => verifier.open(headers),
     verifyOpened(body, signature) {
-      if (builtins === undefined || !onWorker(body, o, threshold)) return verifier.verifyOpened(body, signature);
+      if (builtins === undefined) return verifier.verifyOpened(body, signature);
+      const where = placement(body, o, threshold);
+      if (!where.worker) return verifier.verifyOpened(body, signature, where.parsed);
       return inWorker(typeof body === 'string' ? new TextEncoder().encode(body) : body, signature);
     },
     async close() {
