@@ -1,9 +1,10 @@
 /**
- * The guard's rules on their own: bytes in flight, one verification per digest,
+ * The guard's rules on their own: bytes in flight, one verification per signature and body,
  * digests known completed. (The adapters are held to it on real servers in
  * test/adapters/replay.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
+import { equalBytes } from '../../src/lib/bytes.js';
 import { DeliveryGuard, digestKey } from '../../src/lib/receive/guard.js';
 
 const MiB = 1024 * 1024;
@@ -51,18 +52,21 @@ describe('DeliveryGuard: admission', () => {
   });
 });
 
-describe('DeliveryGuard: one verification per digest', () => {
+describe('DeliveryGuard: one verification per signature and body', () => {
   const key = digestKey({ opened: [{ keyIndex: 0, hash: new Uint8Array([1, 2, 255]) }] });
+  const bytes = (text: string) => new TextEncoder().encode(text);
+  const genuine = bytes('{"job_id":"genuine"}'.padEnd(200, ' '));
 
-  it('concurrent requests with one digest share its verification', async () => {
+  it('concurrent requests with one signature and the same bytes share its verification', async () => {
     const g = new DeliveryGuard({}, MiB);
     let runs = 0;
     let finish!: (v: string) => void;
-    const first = g.once(key, () => {
+    const first = g.once(key, genuine, () => {
       runs++;
       return new Promise<string>((r) => (finish = r));
     });
-    const others = [g.once(key, () => (runs++, 'other')), g.once(key, () => (runs++, 'other'))];
+    // The same bytes in other arrays (another request's buffer), and as text.
+    const others = [g.once(key, genuine.slice(), () => (runs++, 'other')), g.once(key, new Uint8Array([0, ...genuine]).subarray(1), () => (runs++, 'other'))];
     finish('verified');
     expect(await Promise.all([first, ...others])).toEqual([
       { result: 'verified', own: true },
@@ -71,29 +75,84 @@ describe('DeliveryGuard: one verification per digest', () => {
     ]);
     expect(runs).toBe(1);
     expect(key).toBe('0:0102ff;');
+    const text = '{"job_id":"t"}';
+    let textRuns = 0;
+    const t = await Promise.all([g.once(key, text, async () => (textRuns++, 'a')), g.once(key, `${text}`, async () => (textRuns++, 'b'))]);
+    expect(t.map((r) => r.result)).toEqual(['a', 'a']);
+    expect(textRuns).toBe(1);
   });
 
-  it('a failed verification lets the next request verify its own body, one at a time', async () => {
+  it('a request with other bytes never gets another request\'s result, and never waits for it', async () => {
     const g = new DeliveryGuard({}, MiB);
     const order: string[] = [];
-    let running = 0;
-    let most = 0;
-    const attempt = (name: string, ok: boolean) =>
-      g.once(key, async () => {
-        running++;
-        most = Math.max(most, running);
-        order.push(name);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    // A replay being verified slowly (a costly body), then the genuine delivery: it does not wait.
+    const replay = g.once(key, bytes('{"job_id":"attacker","amount":1000000}'), async () => {
+      order.push('replay');
+      await held;
+      throw new Error('the replay is not what was signed');
+    });
+    const sameLength = genuine.slice();
+    sameLength[199] = 0x09;
+    const genuineResult = await g.once(key, genuine, async () => (order.push('genuine'), 'genuine'));
+    expect(genuineResult).toEqual({ result: 'genuine', own: true });
+    // Same length, one byte apart: verified on its own too.
+    const near = await g.once(key, sameLength, async () => (order.push('near'), 'near'));
+    expect(near).toEqual({ result: 'near', own: true });
+    release();
+    await expect(replay).rejects.toThrow(/not what was signed/);
+    expect(order).toEqual(['replay', 'genuine', 'near']);
+  });
+
+  it('a failure is shared only by the same bytes; nothing stays in flight', async () => {
+    const g = new DeliveryGuard({}, MiB);
+    const body = bytes('{');
+    let runs = 0;
+    const results = await Promise.allSettled([
+      g.once(key, body, async () => {
+        runs++;
         await new Promise((r) => setTimeout(r, 5));
-        running--;
-        if (!ok) throw new Error(`${name} is not what was signed`);
-        return name;
-      });
-    const results = await Promise.allSettled([attempt('replay-1', false), attempt('replay-2', false), attempt('genuine', true), attempt('replay-3', false)]);
-    expect(results.map((r) => (r.status === 'fulfilled' ? `${r.value.result}${r.value.own ? '' : ' (shared)'}` : 'failed'))).toEqual(['failed', 'failed', 'genuine', 'genuine (shared)']);
-    expect(order).toEqual(['replay-1', 'replay-2', 'genuine']);
-    expect(most).toBe(1);
-    // Nothing left in flight: a later request verifies again.
-    expect(await g.once(key, () => 'later')).toEqual({ result: 'later', own: true });
+        throw new Error('malformed');
+      }),
+      g.once(key, body.slice(), async () => (runs++, 'never')),
+      g.once(key, genuine, async () => (runs++, 'genuine')),
+    ]);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value.result : (r.reason as Error).message))).toEqual(['malformed', 'malformed', 'genuine']);
+    expect(runs).toBe(2);
+    expect(await g.once(key, body, () => 'later')).toEqual({ result: 'later', own: true });
+  });
+
+  it('a body moved away (a detached buffer, as after a transfer to a worker) matches nothing, not even an empty body', async () => {
+    const g = new DeliveryGuard({}, MiB);
+    const moved = genuine.slice();
+    let finish!: (v: string) => void;
+    const first = g.once(key, moved, () => new Promise<string>((r) => (finish = r)));
+    structuredClone(moved.buffer, { transfer: [moved.buffer] });
+    expect(moved.byteLength).toBe(0);
+    expect(await g.once(key, new Uint8Array(0), () => 'empty')).toEqual({ result: 'empty', own: true });
+    finish('moved');
+    await first;
+  });
+});
+
+describe('equalBytes', () => {
+  it('compares any alignment and length', () => {
+    const base = Uint8Array.from({ length: 300 }, (_, i) => (i * 31) & 255);
+    for (const offset of [0, 1, 2, 3, 4]) {
+      for (const n of [0, 1, 63, 64, 65, 200, 296]) {
+        const a = base.subarray(offset, offset + n);
+        const copy = new Uint8Array(n + 3).subarray(3);
+        copy.set(a);
+        expect(equalBytes(a, copy)).toBe(true);
+        for (const at of n === 0 ? [] : [0, n >> 1, n - 1]) {
+          const changed = copy.slice();
+          changed[at] ^= 1;
+          expect(equalBytes(a, changed)).toBe(false);
+        }
+      }
+    }
+    expect(equalBytes(new Uint8Array(4), new Uint8Array(5))).toBe(false);
   });
 });
 

@@ -82,7 +82,7 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
     signedNodeBody(req, limits, offload.open, (_, declared) => guard.admit(declared))
       .then(({ signature, bytes, ticket }) =>
         guard
-          .once(digestKey(signature), () => offload.verifyOpened(bytes, signature))
+          .once(digestKey(signature), bytes, () => offload.verifyOpened(bytes, signature))
           .then((shared) => shared.result)
           .finally(() => ticket?.release()),
       )

@@ -271,7 +271,7 @@ export function logRefusal(log: Logger, err: unknown): void {
 /**
  * Receives one delivery whose raw bytes are in hand. `started`: when the request began
  * (performance.now()); `signature`: what opened it, so that requests carrying the same
- * one share a verification (the guard).
+ * one and the same bytes share a verification (the guard).
  */
 export async function receive<Req>(
   r: ResolvedReceiver<Req>,
@@ -305,7 +305,7 @@ export async function receive<Req>(
     try {
       delivery = await telemetry.phase('jobhook.verify', async () => {
         if (key === undefined) return verify(body, headers);
-        const shared = await r.guard.once(key, () => verify(body, headers));
+        const shared = await r.guard.once(key, body, () => verify(body, headers));
         own = shared.own;
         return shared.result;
       });
@@ -344,7 +344,7 @@ export async function receive<Req>(
     );
     if (result.kind === 'duplicate' || result.kind === 'in_progress') r.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
     // Completed: the same signature and bytes again are answered duplicate without canonical work, while the window is open.
-    // Only bytes this request verified itself (a shared result says nothing of this body).
+    // A shared result came with the same bytes: the request that verified them remembers them.
     if (key !== undefined && own && (result.kind === 'processed' || result.kind === 'duplicate')) {
       // A body verified on a worker was moved there and hashed there; one verified here is hashed now.
       const rawHash = rawHashes.get(delivery) ?? (typeof body === 'string' || body.byteLength === bodyBytes ? await r.hashRaw(bytesOf(body)) : undefined);

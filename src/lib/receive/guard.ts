@@ -6,16 +6,18 @@
  *   (`maxInFlightBytes`), decided from Content-Length before a byte is buffered, counted
  *   as chunked bodies arrive; past it RECEIVER_BUSY (503, `Retry-After`). A share is kept
  *   for small bodies (genuine deliveries are small), so large ones cannot take it all;
- * - one verification in flight per recovered digest: concurrent requests carrying the
- *   same signature wait for it and share its result; one that fails (its body was not
- *   what was signed) lets the next verify its own body, so a replay never blocks the
- *   genuine delivery;
+ * - one verification in flight per signature and body: concurrent requests carrying the
+ *   same signature and the same bytes (the gateway's retry racing a slow first attempt)
+ *   wait for it and share its result. A request with other bytes is verified on its own,
+ *   at once: it never gets another request's result, and the genuine delivery never
+ *   waits behind replays of its signature;
  * - known digests: a digest this receiver verified and whose job completed is answered
  *   without canonical work, until the replay window closes on its event (bounded, least
  *   recently used first out): `duplicate` for the bytes that verified (the gateway's
  *   retries), SIGNATURE_INVALID for any other body (it is not what was verified; the job
  *   is done, so refusing it loses nothing). The raw bytes are hashed, not canonicalized.
  */
+import { equalBytes } from '../bytes.js';
 import { ReceiverBusyError } from '../errors.js';
 import { optionalNumber } from '../options.js';
 import type { OpenedSignature } from '../verify/core.js';
@@ -65,13 +67,35 @@ export function digestKey(signature: OpenedSignature): string {
   return key;
 }
 
+/** A verification in flight, and the bytes it verifies. */
+class Flight {
+  /** The body's size when the flight began: a body moved to a worker since reads as empty. */
+  private readonly size: number;
+  constructor(
+    private readonly body: string | Uint8Array,
+    readonly result: Promise<unknown>,
+  ) {
+    this.size = typeof body === 'string' ? body.length : body.byteLength;
+    // A failure is its waiters' to hear; nobody may be waiting.
+    result.catch(() => undefined);
+  }
+
+  /** Whether `other` is the same bytes as this flight's body (compared, not hashed: a replay costs what it sends). */
+  holds(other: string | Uint8Array): boolean {
+    const mine = this.body;
+    if (typeof mine === 'string' || typeof other === 'string') return mine === other;
+    // A body moved to a worker is detached (byteLength 0): nothing to compare against.
+    return mine.byteLength === this.size && equalBytes(mine, other);
+  }
+}
+
 export class DeliveryGuard {
   /** Bytes held by requests now. */
   inFlight = 0;
   readonly max: number;
   /** What large bodies may hold at most: the rest is kept for small ones. */
   private readonly largeMax: number;
-  private readonly flights = new Map<string, Promise<unknown>>();
+  private readonly flights = new Map<string, Flight[]>();
   private readonly known = new Map<string, KnownDigest>();
 
   constructor(options: AdmissionOptions, maxBodyBytes: number) {
@@ -113,24 +137,27 @@ export class DeliveryGuard {
   }
 
   /**
-   * Runs `verify` for a signature unless a verification of the same digest is in
-   * flight: then waits for it and shares its result (`own` false: this request's body
-   * was not looked at). One that fails does not count: the next waiter verifies its own body.
+   * Runs `verify` for a signature and body unless a verification of the same signature
+   * with the same bytes is in flight: then waits for it and shares its result (`own`
+   * false). Only identical bytes share: whatever verified for one request says nothing
+   * of another body, so a request with other bytes is verified on its own, without
+   * waiting for the others.
    */
-  async once<T>(key: string, verify: () => T | Promise<T>): Promise<{ result: T; own: boolean }> {
-    for (let current = this.flights.get(key); current !== undefined; current = this.flights.get(key)) {
-      try {
-        return { result: (await current) as T, own: false };
-      } catch {
-        // That body was not what was signed (or could not be verified): verify this one.
-      }
-    }
-    const flight = (async () => verify())();
-    this.flights.set(key, flight);
+  async once<T>(key: string, body: string | Uint8Array, verify: () => T | Promise<T>): Promise<{ result: T; own: boolean }> {
+    const same = this.flights.get(key)?.find((f) => f.holds(body));
+    if (same !== undefined) return { result: (await same.result) as T, own: false };
+    const result = (async () => verify())();
+    const flight = new Flight(body, result);
+    const list = this.flights.get(key);
+    if (list === undefined) this.flights.set(key, [flight]);
+    else list.push(flight);
     try {
-      return { result: await flight, own: true };
+      return { result: await result, own: true };
     } finally {
-      if (this.flights.get(key) === flight) this.flights.delete(key);
+      const now = this.flights.get(key);
+      const at = now?.indexOf(flight) ?? -1;
+      if (at >= 0) now!.splice(at, 1);
+      if (now?.length === 0) this.flights.delete(key);
     }
   }
 
