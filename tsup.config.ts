@@ -39,8 +39,8 @@ const common: Options = {
  *   gzipped), one of jobhook alone ~48 kB; one of both, as the Workers recipe has, ~9 kB.
  */
 const takers: Array<[RegExp, string]> = [
-  [/[\\/]src[\\/](express|redis|postgres|testing|bullmq|nats|cli|lib[\\/]cli[\\/]simulate|lib[\\/]verify[\\/]verify-worker)\.ts$/, 'index.ts'],
-  [/[\\/]src[\\/]web\.ts$/, 'lib/public-neutral.ts'],
+  [/[\\/]src[\\/](express|redis|postgres|testing|bullmq|nats|cli|lib[\\/]cli[\\/]simulate|lib[\\/]runtime[\\/]verify[\\/]verify-worker)\.ts$/, 'index.ts'],
+  [/[\\/]src[\\/]web\.ts$/, 'lib/entries/neutral-api.ts'],
   [/[\\/]src[\\/]neutral\.ts$/, 'web.ts'],
 ];
 const shareTheCore = {
@@ -64,7 +64,7 @@ const shareTheCore = {
  * parent was loaded by import or require). As entries of the one build they share its
  * chunks instead of carrying a copy of the library (and of both WebAssembly modules) each.
  */
-const esmOnly = { neutral: 'src/neutral.ts', cli: 'src/cli.ts', 'verify-worker': 'src/lib/verify/verify-worker.ts' };
+const esmOnly = { neutral: 'src/neutral.ts', cli: 'src/cli.ts', 'verify-worker': 'src/lib/runtime/verify/verify-worker.ts' };
 
 export default defineConfig([
   {

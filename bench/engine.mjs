@@ -2,8 +2,8 @@
 // one process (every round times every contender once on the same input; the table
 // gives the median and the min–max spread of the per-round figures):
 //   native  JSON.stringify(JSON.parse(text), null, 2)   (not canonical: the baseline)
-//   js      canonicalizeBytes (src/lib/canonical, the tree engine)
-//   wasm    the WebAssembly engine (src/lib/canonical/wasm), output hashed chunk by chunk
+//   js      canonicalizeBytes (src/lib/core/canonical, the tree engine)
+//   wasm    the WebAssembly engine (src/lib/core/canonical/wasm), output hashed chunk by chunk
 // then the peak extra memory per body byte on the 10 MB OCR body, one child process
 // per contender.
 //
@@ -26,11 +26,11 @@ if (process.env.JOBHOOK_BENCH_CHILD !== '1') {
   process.exit(r.status ?? 1);
 }
 
-const { parseDocument } = await import('../src/lib/canonical/parse.ts');
-const { serializeDocument } = await import('../src/lib/canonical/serialize.ts');
+const { parseDocument } = await import('../src/lib/core/canonical/parse.ts');
+const { serializeDocument } = await import('../src/lib/core/canonical/serialize.ts');
 // The JS tree engine itself (the public canonicalize uses the WebAssembly engine where it loads).
 const canonicalizeBytes = (body) => new TextEncoder().encode(serializeDocument(parseDocument(body), 'orjson'));
-const { wasmEngine, wasmMemoryBytes } = await import('../src/lib/canonical/wasm/engine.ts');
+const { wasmEngine, wasmMemoryBytes } = await import('../src/lib/core/canonical/wasm/engine.ts');
 const engine = wasmEngine();
 if (engine === undefined) throw new Error('WebAssembly engine unavailable');
 const OPTIONS = { maxDepth: 1000 };

@@ -50,7 +50,7 @@ export default {
     return Response.json({ valid, refused });
   },
 };`;
-// The RSA public operation alone (src/lib/crypto/rsa-public.ts, bundled from the sources),
+// The RSA public operation alone (src/lib/runtime/crypto/rsa-public.ts, bundled from the sources),
 // the WebAssembly module given vs BigInt forced, on a 2048-bit key: n operations per request.
 const rsaSource = `
 import { provideRsaWasmModule } from ${JSON.stringify(join(root, 'src', 'lib', 'crypto', 'rsa-wasm.ts'))};

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Builds the WebAssembly modules from native/ and writes each, base64, into a
 // TypeScript file (committed, so building the package needs no C toolchain):
-//   native/canonical.c -> src/lib/canonical/wasm/canonical-wasm.ts  (canonical JSON engine)
-//   native/rsa.c       -> src/lib/crypto/rsa-wasm-module.ts          (RSA public operation)
+//   native/canonical.c -> src/lib/core/canonical/wasm/canonical-wasm.ts  (canonical JSON engine)
+//   native/rsa.c       -> src/lib/runtime/crypto/rsa-wasm-module.ts          (RSA public operation)
 //
 //   node scripts/build-wasm.mjs           rebuild the committed artifacts
 //   node scripts/build-wasm.mjs --check   fail (exit 1) when a committed artifact
@@ -38,14 +38,14 @@ const COMMON_FLAGS = [
 const MODULES = [
   {
     source: 'native/canonical.c',
-    target: 'src/lib/canonical/wasm/canonical-wasm.ts',
+    target: 'src/lib/core/canonical/wasm/canonical-wasm.ts',
     constant: 'CANONICAL_WASM_BASE64',
     flags: ['-Wl,-z,stack-size=65536', '-Wl,--initial-memory=1048576'],
   },
   {
     // Static buffers only (about 31 KiB) and a small stack: one 64 KiB page, never grown.
     source: 'native/rsa.c',
-    target: 'src/lib/crypto/rsa-wasm-module.ts',
+    target: 'src/lib/runtime/crypto/rsa-wasm-module.ts',
     constant: 'RSA_WASM_BASE64',
     flags: ['-Wl,-z,stack-size=8192', '-Wl,--initial-memory=65536', '-Wl,--max-memory=65536'],
   },

@@ -4,7 +4,7 @@
  */
 import { createNodeMiddleware, createNodeReceiver, type ExpressReceiverOptions, type MiddlewareOptions, type NodeHandler } from './lib/adapters/express.js';
 import type { ReceiverControls } from './lib/adapters/controls.js';
-import type { VerifiedDelivery } from './lib/verify/core.js';
+import type { VerifiedDelivery } from './lib/core/verify/core.js';
 
 export type { ExpressReceiverOptions, MiddlewareOptions, NextFunction, NodeHandler } from './lib/adapters/express.js';
 export type { NodeWebhookRequest } from './lib/adapters/node-http.js';

@@ -4,7 +4,7 @@
  * that say where their WebCrypto twins are. Types are those of the Node entry.
  * @packageDocumentation
  */
-export * from './lib/public-neutral.js';
+export * from './lib/entries/neutral-api.js';
 
 function nodeOnly(name: string, instead: string): never {
   throw new TypeError(`jobhook: ${name} needs node:crypto, which this runtime lacks; use ${instead}`);

@@ -4,7 +4,7 @@
  * @packageDocumentation
  */
 import type { KeyObject } from 'node:crypto';
-import type { SignedDelivery } from './lib/sign.js';
+import type { SignedDelivery } from './lib/runtime/sign.js';
 import { generateTestKeys as generateTestKeysCore, type TestKeyOptions, type TestKeyPair } from './lib/testing/keys.js';
 import { signPayload as signPayloadCore, type PayloadInput, type SignPayloadOptions } from './lib/testing/sign-payload.js';
 import { startGatewaySimulator as startCore, type GatewaySimulator, type GatewaySimulatorOptions } from './lib/testing/simulator.js';

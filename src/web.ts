@@ -6,13 +6,13 @@
  */
 import { createFetchReceiver, type WebReceiverOptions } from './lib/adapters/web.js';
 import type { ReceiverControls } from './lib/adapters/controls.js';
-import { createWebVerifierCore, type WebVerifier, type WebVerifierOptions } from './lib/verify/web-verifier.js';
+import { createWebVerifierCore, type WebVerifier, type WebVerifierOptions } from './lib/runtime/verify/web-verifier.js';
 import { checkOptionNames, WEB_VERIFIER_OPTIONS } from './lib/option-names.js';
-import { provideRsaWasmModule as provideRsaModule } from './lib/crypto/rsa-wasm.js';
+import { provideRsaWasmModule as provideRsaModule } from './lib/runtime/crypto/rsa-wasm.js';
 
-export type { WebVerifier, WebVerifierOptions } from './lib/verify/web-verifier.js';
+export type { WebVerifier, WebVerifierOptions } from './lib/runtime/verify/web-verifier.js';
 export type { WebReceiverOptions } from './lib/adapters/web.js';
-export type { WebPublicKeyInput } from './lib/crypto/web.js';
+export type { WebPublicKeyInput } from './lib/runtime/crypto/web.js';
 
 /**
  * Same as `createVerifier` from `jobhook`, on WebCrypto: `verify` returns a promise.

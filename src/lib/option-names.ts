@@ -16,20 +16,20 @@ import type { WebReceiverOptions } from './adapters/web.js';
 import type { GatewayClientOptions } from './gateway/client.js';
 import type { ReconcilerOptions } from './gateway/reconciler.js';
 import type { JobRunnerOptions } from './jobs/runner.js';
-import type { MemoryStoreOptions } from './idempotency/memory.js';
-import type { PostgresStoreOptions, PurgeOptions } from './idempotency/postgres.js';
-import type { RedisStoreOptions } from './idempotency/redis.js';
+import type { MemoryStoreOptions } from './jobs/memory-store.js';
+import type { PostgresStoreOptions, PurgeOptions } from './stores/postgres.js';
+import type { RedisStoreOptions } from './stores/redis.js';
 import type { ReceiverOptionsBase } from './receive/core.js';
-import type { SignOptions } from './sign.js';
+import type { SignOptions } from './runtime/sign.js';
 import type { TestKeyOptions } from './testing/keys.js';
 import type { SignPayloadOptions } from './testing/sign-payload.js';
 import type { GatewaySimulatorOptions } from './testing/simulator.js';
-import type { VerifierOptions } from './verify/node-verifier.js';
-import type { VerifyOptionsBase } from './verify/options.js';
-import type { WebVerifierOptions } from './verify/web-verifier.js';
-import type { WorkerOptions } from './verify/worker-pool.js';
+import type { VerifierOptions } from './runtime/verify/node-verifier.js';
+import type { VerifyOptionsBase } from './core/verify/options.js';
+import type { WebVerifierOptions } from './runtime/verify/web-verifier.js';
+import type { WorkerOptions } from './runtime/verify/worker-pool.js';
 
-export { checkOptionNames } from './options.js';
+export { checkOptionNames } from './base/options.js';
 
 /** Every key of `T`, no other. */
 type Names<T> = { readonly [K in keyof Required<T>]: true };

@@ -8,7 +8,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import express from 'express';
 import { createVerifier } from '../../src/index.js';
 import { createReceiver } from '../../src/express.js';
-import { VERSION } from '../../src/lib/version.js';
+import { VERSION } from '../../src/lib/base/version.js';
 import { fixture, ROOT } from '../helpers/paths.js';
 import { cli } from './run.js';
 

@@ -19,7 +19,7 @@ import { MemoryIdempotencyStore, type IdempotencyStore } from '../../src/index.j
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
 import { transition, type ClaimReply, type JobRecord, type JobRequest } from '../../src/lib/jobs/model.js';
-import { LAPSED_CLAIM_KEEP_MS } from '../../src/lib/idempotency/types.js';
+import { LAPSED_CLAIM_KEEP_MS } from '../../src/lib/jobs/store.js';
 
 const JOBS = ['job-a', 'job-b'] as const;
 const HOLDERS = 3;

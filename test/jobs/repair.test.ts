@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createReceiver, MemoryIdempotencyStore, type IdempotencyStore, type ReceiverAnswer } from '../../src/index.js';
-import { StoreUnavailableError } from '../../src/lib/errors.js';
+import { StoreUnavailableError } from '../../src/lib/base/errors.js';
 import { RepairQueue } from '../../src/lib/jobs/repair.js';
 import { systemClock } from '../../src/lib/jobs/clock.js';
-import { resolveLogger } from '../../src/lib/log.js';
+import { resolveLogger } from '../../src/lib/base/log.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
 import { recorder } from '../adapters/receiver-table.js';

@@ -18,7 +18,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { MemoryIdempotencyStore, createReconciler, type ClaimContext, type IdempotencyStore } from '../../src/index.js';
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
-import { StoreUnavailableError } from '../../src/lib/errors.js';
+import { StoreUnavailableError } from '../../src/lib/base/errors.js';
 import { createJobRunner, type RunResult } from '../../src/lib/jobs/runner.js';
 import { pausableClock, reports } from '../helpers/jobs.js';
 

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createReceiver, MemoryIdempotencyStore, type ClaimContext, type IdempotencyStore, type ReceiverAnswer, type TransactionalStore } from '../../src/index.js';
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
-import { StoreUnavailableError } from '../../src/lib/errors.js';
+import { StoreUnavailableError } from '../../src/lib/base/errors.js';
 import { systemClock } from '../../src/lib/jobs/clock.js';
 import { createJobRunner } from '../../src/lib/jobs/runner.js';
 import { jobId, payloadText, signed } from '../helpers/deliveries.js';

@@ -58,7 +58,7 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
   it('jobhook/rsa.wasm (for Workers) is the RSA module the code embeds, with its declarations', async () => {
     expect(Object.keys(pkg.exports)).toContain('./rsa.wasm');
     for (const f of ['dist/rsa.wasm', 'dist/rsa-wasm.d.ts', 'dist/rsa-wasm.d.cts']) expect(files.has(f), f).toBe(true);
-    const { rsaWasmBytes } = await import('../../src/lib/crypto/rsa-wasm.js');
+    const { rsaWasmBytes } = await import('../../src/lib/runtime/crypto/rsa-wasm.js');
     const shipped = readFileSync(join(unpacked, 'package', 'dist', 'rsa.wasm'));
     expect(Buffer.compare(shipped, Buffer.from(rsaWasmBytes()))).toBe(0);
     const exports = WebAssembly.Module.exports(new WebAssembly.Module(shipped)).map((e) => e.name);

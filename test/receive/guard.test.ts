@@ -4,7 +4,7 @@
  * test/adapters/replay.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
-import { equalBytes } from '../../src/lib/bytes.js';
+import { equalBytes } from '../../src/lib/base/bytes.js';
 import { DeliveryGuard, digestKey } from '../../src/lib/receive/guard.js';
 
 const MiB = 1024 * 1024;
@@ -147,7 +147,7 @@ describe('equalBytes', () => {
         expect(equalBytes(a, copy)).toBe(true);
         for (const at of n === 0 ? [] : [0, n >> 1, n - 1]) {
           const changed = copy.slice();
-          changed[at] ^= 1;
+          changed[at] = changed[at]! ^ 1;
           expect(equalBytes(a, changed)).toBe(false);
         }
       }

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createReceiver, signDelivery, type JobCompletedEvent } from '../../src/index.js';
-import { splitPlan, buildValue } from '../../src/lib/verify/split.js';
+import { splitPlan, buildValue } from '../../src/lib/core/verify/split.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
 import { jobId } from '../helpers/deliveries.js';
 

@@ -6,7 +6,7 @@ import { createReceiver } from '../../src/express.js';
 import { createVerifier, DIALECTS } from '../../src/index.js';
 import { examplePayload } from '../../src/lib/testing/payload.js';
 import { generateTestKeys, signPayload } from '../../src/testing.js';
-import { OptionError } from '../../src/lib/testing/option-error.js';
+import { OptionError } from '../../src/lib/base/option-error.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
 
 describe('generateTestKeys', () => {

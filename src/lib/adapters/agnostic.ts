@@ -4,20 +4,20 @@
  * decodes Content-Encoding.
  */
 import type { ServerResponse } from 'node:http';
-import { BodyMalformedError, BodyTooLargeError } from '../errors.js';
+import { BodyMalformedError, BodyTooLargeError } from '../base/errors.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
 import { receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
-import type { HeadersInput } from '../verify/headers.js';
-import type { OpenedSignature } from '../verify/core.js';
-import { createNodeVerifier, type NodeVerifierOptions } from '../verify/node-verifier.js';
-import { checkBodySize } from '../verify/signature.js';
-import { offloading, ownedBodies, type WorkerOptions } from '../verify/worker-pool.js';
+import type { HeadersInput } from '../core/verify/headers.js';
+import type { OpenedSignature } from '../core/verify/core.js';
+import { createNodeVerifier, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
+import { checkBodySize } from '../core/verify/signature.js';
+import { offloading, ownedBodies, type WorkerOptions } from '../runtime/verify/worker-pool.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding } from './encoding.js';
 import { checkOptionNames, NODE_RECEIVER_OPTIONS } from '../option-names.js';
 import { loadZlib } from './node-http.js';
-import { nodeBuiltins } from './node-threads.js';
-import { sha256Hex } from '../crypto/node.js';
+import { nodeBuiltins } from '../runtime/verify/node-threads.js';
+import { sha256Hex } from '../runtime/crypto/node.js';
 import type { Ticket } from '../receive/guard.js';
 
 /** A request as the agnostic receiver takes it: the raw body and the headers. */

@@ -1,5 +1,5 @@
-import { EncodingUnsupportedError } from '../errors.js';
-import { getHeader, type HeadersInput } from '../verify/headers.js';
+import { EncodingUnsupportedError } from '../base/errors.js';
+import { getHeader, type HeadersInput } from '../core/verify/headers.js';
 
 /** The content codings jobhook decodes. */
 export type ContentCoding = 'identity' | 'gzip' | 'deflate' | 'br';

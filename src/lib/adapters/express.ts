@@ -1,16 +1,16 @@
 import type { ServerResponse } from 'node:http';
 import { answerForError } from '../receive/answers.js';
 import { logRefusal, receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
-import { createNodeVerifier, type NodeVerifierOptions } from '../verify/node-verifier.js';
-import { offloading, type WorkerOptions } from '../verify/worker-pool.js';
-import { nodeBuiltins } from './node-threads.js';
-import { sha256Hex } from '../crypto/node.js';
+import { createNodeVerifier, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
+import { offloading, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import { nodeBuiltins } from '../runtime/verify/node-threads.js';
+import { sha256Hex } from '../runtime/crypto/node.js';
 import { boundUnreadBody, closeWhenAnswered, sendAnswer, signedNodeBody, type NodeWebhookRequest } from './node-http.js';
-import type { BodyLimits } from './body-limits.js';
+import type { BodyLimits } from '../receive/body-limits.js';
 import { withControls, type ReceiverControls } from './controls.js';
-import { resolveLogger } from '../log.js';
-import { DEFAULT_BODY_TIMEOUT_MS } from '../protocol.js';
-import { optionalNumber } from '../options.js';
+import { resolveLogger } from '../base/log.js';
+import { DEFAULT_BODY_TIMEOUT_MS } from '../base/protocol.js';
+import { optionalNumber } from '../base/options.js';
 import { checkOptionNames, MIDDLEWARE_OPTIONS, NODE_RECEIVER_OPTIONS } from '../option-names.js';
 import { DeliveryGuard, digestKey, type AdmissionOptions } from '../receive/guard.js';
 

@@ -4,12 +4,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type * as Zlib from 'node:zlib';
-import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, BodyUnavailableError } from '../errors.js';
-import { ClientAbortedError, type BodyLimits } from './body-limits.js';
+import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, BodyUnavailableError } from '../base/errors.js';
+import { ClientAbortedError, type BodyLimits } from '../receive/body-limits.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
-import type { VerifiedDelivery } from '../verify/core.js';
+import type { VerifiedDelivery } from '../core/verify/core.js';
 import { contentCoding, type ContentCoding } from './encoding.js';
-import { ownedBodies } from '../verify/worker-pool.js';
+import { ownedBodies } from '../runtime/verify/worker-pool.js';
 import type { Ticket } from '../receive/guard.js';
 
 /** A Node/Express/Connect request as jobhook reads it. */

@@ -2,20 +2,20 @@
  * The two things a Fetch API receiver does itself: read the exact body bytes of a
  * `Request` within the limits, and turn an answer into a `Response`. No node:* import.
  */
-import { concatBytes } from '../bytes.js';
-import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, EncodingUnsupportedError, ReceiverBusyError } from '../errors.js';
+import { concatBytes } from '../base/bytes.js';
+import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, EncodingUnsupportedError, ReceiverBusyError } from '../base/errors.js';
 import type { Ticket } from '../receive/guard.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
 import { receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
-import { createWebVerifierCore, type WebVerifierOptions } from '../verify/web-verifier.js';
-import type { BodyLimits } from './body-limits.js';
+import { createWebVerifierCore, type WebVerifierOptions } from '../runtime/verify/web-verifier.js';
+import type { BodyLimits } from '../receive/body-limits.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding, type ContentCoding } from './encoding.js';
 import { checkOptionNames, WEB_RECEIVER_OPTIONS } from '../option-names.js';
-import { offloading, ownedBodies, type WorkerOptions } from '../verify/worker-pool.js';
-import type { OpenedSignature } from '../verify/core.js';
-import { runtimeBuiltins } from './runtime-threads.js';
-import { sha256HexWeb } from '../crypto/web.js';
+import { offloading, ownedBodies, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import type { OpenedSignature } from '../core/verify/core.js';
+import { runtimeBuiltins } from '../runtime/verify/runtime-threads.js';
+import { sha256HexWeb } from '../runtime/crypto/web.js';
 
 /** Counts the bytes that pass and errors the stream past `limit`. */
 function limited(limit: number): TransformStream<Uint8Array, Uint8Array> {

@@ -1,4 +1,4 @@
-import type { AttemptReport } from '../send.js';
+import type { AttemptReport } from '../testing/send.js';
 
 /**
  * One delivery attempt as `jobhook send` and `jobhook simulate` print it:

@@ -1,9 +1,9 @@
-import { sha256Hex } from '../crypto/node.js';
+import { sha256Hex } from '../runtime/crypto/node.js';
 import { parseArgs } from 'node:util';
-import { canonicalizeText } from '../canonical/index.js';
-import { assertDialect, DIALECTS } from '../canonical/dialects.js';
+import { canonicalizeText } from '../core/canonical/index.js';
+import { assertDialect, DIALECTS } from '../core/canonical/dialects.js';
 import { readInput, type CliIo } from './io.js';
-import { CanonicalUnrepresentableError } from '../errors.js';
+import { CanonicalUnrepresentableError } from '../base/errors.js';
 
 export const CANONICALIZE_HELP = `Usage: jobhook canonicalize [--dialect NAME] [--digest] [FILE|-]
 

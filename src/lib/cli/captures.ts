@@ -1,5 +1,5 @@
 import { inputName, UsageError } from './io.js';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../base/protocol.js';
 
 /** One captured delivery: the headers as received and the exact body bytes. */
 export interface Capture {

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import type { NodePublicKeyInput } from '../crypto/node.js';
-import { checkNumber, type NumberRule } from '../options.js';
+import type { NodePublicKeyInput } from '../runtime/crypto/node.js';
+import { checkNumber, type NumberRule } from '../base/options.js';
 import { readCaptures, type Capture, type CaptureOptions } from './captures.js';
 import { inputChunks, UsageError, type CliIo } from './io.js';
 
@@ -45,9 +45,9 @@ export function numberFlag(value: string | undefined, what: string, rule?: Numbe
   return checkNumber(value.trim() === '' || Number.isNaN(Number(value)) ? value : Number(value), what, rule);
 }
 
-export function dialectOption(value: string | undefined): readonly import('../canonical/dialects.js').DialectName[] | undefined {
+export function dialectOption(value: string | undefined): readonly import('../core/canonical/dialects.js').DialectName[] | undefined {
   if (value === undefined || value === 'auto') return undefined;
-  return [value as import('../canonical/dialects.js').DialectName];
+  return [value as import('../core/canonical/dialects.js').DialectName];
 }
 
 /** parseArgs options shared by the commands that read deliveries. */

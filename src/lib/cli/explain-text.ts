@@ -1,5 +1,5 @@
 /** The words of `jobhook explain`: a report of the findings, and one line per cause. */
-import type { Cause, Explanation, ReserializedHow, Skipped } from '../explain.js';
+import type { Cause, Explanation, ReserializedHow, Skipped } from './diagnose.js';
 import { escapeControls } from './io.js';
 
 const HOW: Record<ReserializedHow, string> = {

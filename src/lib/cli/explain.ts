@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { assertDialect, DIALECTS } from '../canonical/dialects.js';
-import { explainDelivery } from '../explain.js';
+import { assertDialect, DIALECTS } from '../core/canonical/dialects.js';
+import { explainDelivery } from './diagnose.js';
 import { describeCause, formatExplanation } from './explain-text.js';
 import type { Capture } from './captures.js';
 import { captureStream, DELIVERY_OPTIONS, loadKeys, numberFlag } from './common.js';
 import { jsonText, UsageError, type CliIo } from './io.js';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../base/protocol.js';
 
 export const EXPLAIN_HELP = `Usage: jobhook explain --key FILE [--key FILE ...] [options] [FILE | -]
 

@@ -1,10 +1,10 @@
-import { isWebhookError } from '../errors.js';
+import { isWebhookError } from '../base/errors.js';
 import { canonicalizeCommand } from './canonicalize.js';
 import { explainCommand } from './explain.js';
 import { keygenCommand, sendCommand, signCommand } from './tools.js';
 import { verifyCommand } from './verify.js';
 import { escapeControls, UsageError, type CliIo } from './io.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../base/version.js';
 
 type Command = (argv: string[], io: CliIo) => Promise<number>;
 

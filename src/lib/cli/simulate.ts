@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { assertDialect, DIALECTS } from '../canonical/dialects.js';
+import { assertDialect, DIALECTS } from '../core/canonical/dialects.js';
 import { startGatewaySimulator, type DeliveryAttempt } from '../testing/simulator.js';
 import { UsageError, type CliIo } from './io.js';
 import { describeAttempt } from './attempt.js';

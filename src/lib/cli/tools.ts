@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { assertDialect, DIALECTS } from '../canonical/dialects.js';
-import { sendDelivery } from '../send.js';
+import { assertDialect, DIALECTS } from '../core/canonical/dialects.js';
+import { sendDelivery } from '../testing/send.js';
 import { describeAttempt } from './attempt.js';
-import { signDelivery } from '../sign.js';
+import { signDelivery } from '../runtime/sign.js';
 import { writeTestKeyPair } from '../testing/keys.js';
-import { OptionError, type OptionMention } from '../testing/option-error.js';
+import { OptionError, type OptionMention } from '../base/option-error.js';
 import { examplePayload } from '../testing/payload.js';
 import { isCaptureObject, parseCaptures } from './captures.js';
 import { readInput, UsageError, type CliIo } from './io.js';

@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util';
-import { assertDialect, DIALECTS } from '../canonical/dialects.js';
-import { isWebhookError } from '../errors.js';
-import { createNodeVerifier } from '../verify/node-verifier.js';
+import { assertDialect, DIALECTS } from '../core/canonical/dialects.js';
+import { isWebhookError } from '../base/errors.js';
+import { createNodeVerifier } from '../runtime/verify/node-verifier.js';
 import { captureStream, DELIVERY_OPTIONS, dialectOption, loadKeys, numberFlag } from './common.js';
 import { escapeControls, jsonText, type CliIo } from './io.js';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../protocol.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../base/protocol.js';
 
 export const VERIFY_HELP = `Usage: jobhook verify --key FILE [--key FILE ...] [options] [FILE ... | -]
 

@@ -3,14 +3,14 @@
  * the idempotency store, so the reconciler can poll it if its webhook never comes)
  * and read a job's resource.
  */
-import type { JsonValue } from '../canonical/to-value.js';
-import { GatewayNotFoundError, GatewayRejectedError, GatewayUnauthorizedError, GatewayUnavailableError } from '../errors.js';
-import type { JsonObjectValue } from '../event.js';
-import type { IdempotencyStore } from '../idempotency/types.js';
-import { errorDetails, resolveLogger, type LoggerInput } from '../log.js';
-import { optionalNumber } from '../options.js';
+import type { JsonValue } from '../core/canonical/to-value.js';
+import { GatewayNotFoundError, GatewayRejectedError, GatewayUnauthorizedError, GatewayUnavailableError } from '../base/errors.js';
+import type { JsonObjectValue } from '../core/event.js';
+import type { IdempotencyStore } from '../jobs/store.js';
+import { errorDetails, resolveLogger, type LoggerInput } from '../base/log.js';
+import { optionalNumber } from '../base/options.js';
 import { checkOptionNames, GATEWAY_CLIENT_OPTIONS } from '../option-names.js';
-import { JOBS_PATH } from '../protocol.js';
+import { JOBS_PATH } from '../base/protocol.js';
 
 
 /** `POST /v3/universal-ai/async`, as the gateway takes it. */

@@ -4,14 +4,14 @@
  * one through the same claim, in the same store, as the webhook path, so each job's
  * handler runs once whichever path delivers it.
  */
-import { isGatewayError, PayloadInvalidError } from '../errors.js';
-import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../event.js';
-import type { IdempotencyStore, PendingJob, PendingStore } from '../idempotency/types.js';
-import { errorDetails, resolveLogger, type LoggerInput } from '../log.js';
-import { optionalNumber } from '../options.js';
+import { isGatewayError, PayloadInvalidError } from '../base/errors.js';
+import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../core/event.js';
+import type { IdempotencyStore, PendingJob, PendingStore } from '../jobs/store.js';
+import { errorDetails, resolveLogger, type LoggerInput } from '../base/log.js';
+import { optionalNumber } from '../base/options.js';
 import { checkOptionNames, RECONCILER_OPTIONS } from '../option-names.js';
 import type { PollEventContext } from '../receive/core.js';
-import { fail, type TelemetryOptions } from '../telemetry/otel.js';
+import { fail, type TelemetryOptions } from '../runtime/telemetry.js';
 import { runnerFor, type FailureStage, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
 import type { GatewayClient, JobResource } from './client.js';
 

@@ -6,8 +6,8 @@
  * another holder take it: after a process pause, `holds()` says so the moment the
  * process resumes, before any timer or renewal has run.
  */
-import { ClaimLostError, StoreUnavailableError } from '../errors.js';
-import type { IdempotencyStore } from '../idempotency/types.js';
+import { ClaimLostError, StoreUnavailableError } from '../base/errors.js';
+import type { IdempotencyStore } from './store.js';
 import type { Clock } from './clock.js';
 import { renewReply } from './replies.js';
 

@@ -8,8 +8,8 @@
  * (the lease or the retention is over). Bounded. Owned by one job runner: its log, its
  * clock, its store.
  */
-import { errorDetails, type Logger } from '../log.js';
-import type { IdempotencyStore } from '../idempotency/types.js';
+import { errorDetails, type Logger } from '../base/log.js';
+import type { IdempotencyStore } from './store.js';
 import type { Clock } from './clock.js';
 import { completeReply } from './replies.js';
 

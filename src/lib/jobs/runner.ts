@@ -9,19 +9,19 @@
  * claim's token and fencing number); every other effect happens at least once, and
  * each job that may have run twice is reported (`onError` stage `superseded`).
  */
-import { isWebhookError, JobSupersededError } from '../errors.js';
-import { MemoryIdempotencyStore } from '../idempotency/memory.js';
-import { checkGraceMs, newToken, type ClaimResult, type IdempotencyStore, type StoreTransaction, type TransactionalStore } from '../idempotency/types.js';
-import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../log.js';
-import { checkMs } from '../options.js';
+import { isWebhookError, JobSupersededError } from '../base/errors.js';
+import { MemoryIdempotencyStore } from './memory-store.js';
+import { checkGraceMs, newToken, type ClaimResult, type IdempotencyStore, type StoreTransaction, type TransactionalStore } from './store.js';
+import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../base/log.js';
+import { checkMs } from '../base/options.js';
 import { checkOptionNames, JOB_RUNNER_OPTIONS } from '../option-names.js';
-import { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS, DEFAULT_TAKEOVER_GRACE_MS } from '../protocol.js';
+import { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS, DEFAULT_TAKEOVER_GRACE_MS } from '../base/protocol.js';
 import { HeldClaim, type ClaimOwner } from './claim.js';
 import { systemClock, type Clock } from './clock.js';
 import { completeReply } from './replies.js';
 import { RepairQueue } from './repair.js';
-import { createTelemetry, type Telemetry, type TelemetryOptions } from '../telemetry/otel.js';
-import { timedStore } from '../telemetry/timed-store.js';
+import { createTelemetry, type Telemetry, type TelemetryOptions } from '../runtime/telemetry.js';
+import { timedStore } from './timed-store.js';
 
 /** Where a failure happened, for `onError` and the log. `superseded`: a job that may have run twice. */
 export type FailureStage = 'body' | 'claim' | 'handler' | 'renew' | 'complete' | 'release' | 'poll' | 'superseded';

@@ -5,8 +5,8 @@
  * function for each job through the job runner.
  */
 import type { JobsOptions, Worker, WorkerOptions } from 'bullmq';
-import type { JsonObjectValue, JobCompletedEvent } from '../event.js';
-import { requirePeer } from '../idempotency/peer.js';
+import type { JsonObjectValue, JobCompletedEvent } from '../core/event.js';
+import { requirePeer } from '../runtime/peer.js';
 import type { RunResult } from '../jobs/runner.js';
 import { acknowledged, checkRetainMs, checkTimeoutMs, eventData, queuedEvent, resolveWorker, retryDelayMs, runQueued, type QueueHandoff, type QueueWorkerOptionsBase } from './contract.js';
 

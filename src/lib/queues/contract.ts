@@ -15,11 +15,11 @@
  * the message only once the runner says the job is done (processed now or before).
  */
 import { createHash } from 'node:crypto';
-import type { JobCompletedEvent, JsonObjectValue } from '../event.js';
-import { StoreUnavailableError } from '../errors.js';
-import type { IdempotencyStore, TransactionalStore } from '../idempotency/types.js';
-import { checkMs } from '../options.js';
-import { jobIdProblem, MAX_JOB_ID_LENGTH } from '../protocol.js';
+import type { JobCompletedEvent, JsonObjectValue } from '../core/event.js';
+import { StoreUnavailableError } from '../base/errors.js';
+import type { IdempotencyStore, TransactionalStore } from '../jobs/store.js';
+import { checkMs } from '../base/options.js';
+import { jobIdProblem, MAX_JOB_ID_LENGTH } from '../base/protocol.js';
 import type { EventContextBase } from '../receive/core.js';
 import { runnerFor, type ClaimContext, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
 

@@ -6,7 +6,7 @@
  * and acknowledges it only once the job is done.
  */
 import type { JetStreamClient, JsMsg } from 'nats';
-import type { JobCompletedEvent } from '../event.js';
+import type { JobCompletedEvent } from '../core/event.js';
 import type { RunResult } from '../jobs/runner.js';
 import { acknowledged, checkRetainMs, checkTimeoutMs, eventText, queuedEvent, resolveWorker, retryDelayMs, runQueued, type QueueHandoff, type QueueWorkerOptionsBase } from './contract.js';
 

@@ -4,24 +4,24 @@
  * the protocol, and say what happened in the log. Adapters only read the body and
  * send the answer.
  */
-import type { DialectName } from '../canonical/dialects.js';
-import { isWebhookError, type WebhookErrorCode } from '../errors.js';
-import { parseRfc3339, type JobCompletedEvent, type JsonObjectValue } from '../event.js';
-import type { IdempotencyStore, TransactionalStore } from '../idempotency/types.js';
-import { errorDetails, resolveLogger, type Logger } from '../log.js';
-import { checkNumber, optionalNumber } from '../options.js';
-import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_MAX_AGE_SECONDS } from '../protocol.js';
-import type { VerifiedDelivery } from '../verify/core.js';
-import type { HeadersInput } from '../verify/headers.js';
-import { checkReplayWindow } from '../verify/options.js';
+import type { DialectName } from '../core/canonical/dialects.js';
+import { isWebhookError, type WebhookErrorCode } from '../base/errors.js';
+import { parseRfc3339, type JobCompletedEvent, type JsonObjectValue } from '../core/event.js';
+import type { IdempotencyStore, TransactionalStore } from '../jobs/store.js';
+import { errorDetails, resolveLogger, type Logger } from '../base/log.js';
+import { checkNumber, optionalNumber } from '../base/options.js';
+import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_MAX_AGE_SECONDS } from '../base/protocol.js';
+import type { VerifiedDelivery } from '../core/verify/core.js';
+import type { HeadersInput } from '../core/verify/headers.js';
+import { checkReplayWindow } from '../core/verify/options.js';
 import { runnerFor, type ClaimContext, type FailureStage, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
-import { AttributeSets, fail } from '../telemetry/otel.js';
+import { AttributeSets, fail } from '../runtime/telemetry.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
 import { DeliveryGuard, digestKey, type AdmissionOptions } from './guard.js';
-import type { OpenedSignature } from '../verify/core.js';
-import { ClientAbortedError } from '../adapters/body-limits.js';
-import { SignatureInvalidError } from '../errors.js';
-import { rawHashes } from '../verify/worker-pool.js';
+import type { OpenedSignature } from '../core/verify/core.js';
+import { ClientAbortedError } from './body-limits.js';
+import { SignatureInvalidError } from '../base/errors.js';
+import { rawHashes } from '../runtime/verify/worker-pool.js';
 
 /** What every handler call gets besides the event. */
 export interface EventContextBase<Tx = unknown> {

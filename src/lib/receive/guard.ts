@@ -17,10 +17,10 @@
  *   retries), SIGNATURE_INVALID for any other body (it is not what was verified; the job
  *   is done, so refusing it loses nothing). The raw bytes are hashed, not canonicalized.
  */
-import { equalBytes } from '../bytes.js';
-import { ReceiverBusyError } from '../errors.js';
-import { optionalNumber } from '../options.js';
-import type { OpenedSignature } from '../verify/core.js';
+import { equalBytes } from '../base/bytes.js';
+import { ReceiverBusyError } from '../base/errors.js';
+import { optionalNumber } from '../base/options.js';
+import type { OpenedSignature } from '../core/verify/core.js';
 
 /** Options of every receiver for bounding what bodies in flight hold. */
 export interface AdmissionOptions {

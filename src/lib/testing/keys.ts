@@ -1,7 +1,7 @@
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { enable, option, optionError } from './option-error.js';
+import { enable, option, optionError } from '../base/option-error.js';
 import { checkOptionNames, TEST_KEY_OPTIONS } from '../option-names.js';
 
 /** First line of every key file the tooling writes. */

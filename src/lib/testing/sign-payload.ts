@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
-import { signDelivery, type SignedDelivery, type SignOptions } from '../sign.js';
-import { option, optionError } from './option-error.js';
+import { signDelivery, type SignedDelivery, type SignOptions } from '../runtime/sign.js';
+import { option, optionError } from '../base/option-error.js';
 import { checkOptionNames, SIGN_PAYLOAD_OPTIONS } from '../option-names.js';
 
 /** A payload to sign: the raw body (string or bytes), or an object written with `JSON.stringify`. */

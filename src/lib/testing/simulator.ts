@@ -6,12 +6,12 @@
 import { createHash, createPublicKey, generateKeyPair, randomBytes, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { assertDialect, type DialectName } from '../canonical/dialects.js';
-import { JOBS_PATH } from '../protocol.js';
-import { sendDelivery, type AttemptReport } from '../send.js';
-import { importPrivateKey, signDelivery } from '../sign.js';
+import { assertDialect, type DialectName } from '../core/canonical/dialects.js';
+import { JOBS_PATH } from '../base/protocol.js';
+import { sendDelivery, type AttemptReport } from './send.js';
+import { importPrivateKey, signDelivery } from '../runtime/sign.js';
 import { isFieldProblem, validateJobRequest, type JobRequest } from './job-request.js';
-import { option, optionError } from './option-error.js';
+import { option, optionError } from '../base/option-error.js';
 import { checkOptionNames, SIMULATOR_OPTIONS } from '../option-names.js';
 import { simulatedFailure, simulatedResult } from './outputs.js';
 import { parseWire, writeWire, type WireObject, type WireValue } from './wire.js';

@@ -4,11 +4,11 @@
  * `JSON.stringify` as `1`/`0`; here such floats are marked with {@link float} and
  * written as Python writes them, which is what naive receivers trip over.
  */
-import type { DialectName } from '../canonical/dialects.js';
-import { formatFloat } from '../canonical/floats.js';
-import { parseDocument } from '../canonical/parse.js';
-import { asciiToken, quoteUtf8 } from '../canonical/quote.js';
-import { mapTree } from '../canonical/to-value.js';
+import type { DialectName } from '../core/canonical/dialects.js';
+import { formatFloat } from '../core/canonical/floats.js';
+import { parseDocument } from '../core/canonical/parse.js';
+import { asciiToken, quoteUtf8 } from '../core/canonical/quote.js';
+import { mapTree } from '../core/canonical/to-value.js';
 
 /** A float, written with a fraction or exponent even when integral (`1.0`). */
 export class WireFloat {

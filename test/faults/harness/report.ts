@@ -35,7 +35,7 @@ export function machineAndGit(): Pick<SuiteMeta, 'machine' | 'git'> {
       // JOBHOOK_FAULTS_CODE names the code when it is not a git checkout (e.g. a `git archive` of a commit).
       commit: git(['rev-parse', '--short', 'HEAD']) || process.env.JOBHOOK_FAULTS_CODE || 'unknown (not a git checkout)',
       // Uncommitted changes in the code under test, so a baseline says what it measured.
-      receiverFilesChanged: git(['status', '--porcelain', '--', 'src/lib/receive', 'src/lib/idempotency', 'src/lib/adapters', 'src/express.ts', 'src/redis.ts', 'src/postgres.ts'])
+      receiverFilesChanged: git(['status', '--porcelain', '--', 'src/lib/receive', 'src/lib/stores', 'src/lib/jobs', 'src/lib/adapters', 'src/express.ts', 'src/redis.ts', 'src/postgres.ts'])
         .split('\n')
         .filter(Boolean),
     },

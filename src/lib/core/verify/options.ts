@@ -1,0 +1,94 @@
+import { DIALECTS, assertDialect, type DialectName } from '../canonical/dialects.js';
+import { resolveMaxDepth } from '../canonical/parse.js';
+import { assertIntegerMode, type IntegerMode } from '../canonical/to-value.js';
+import { headerName, optionalNumber } from '../../base/options.js';
+import { DEFAULT_ALGORITHM_HEADER, DEFAULT_CANONICAL_EXPANSION, DEFAULT_MAX_AGE_SECONDS, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_FUTURE_SKEW_SECONDS, DEFAULT_SIGNATURE_HEADER } from '../../base/protocol.js';
+
+/** Options every verifier takes, whatever the crypto backend. */
+export interface VerifyOptionsBase {
+  /** Dialects to try, in order (default: all four). Byte-identical candidates are tried once. */
+  dialects?: readonly DialectName[];
+  /** Signature header name, any case (default `X-Service-Signature`). */
+  signatureHeader?: string;
+  /** Hash-algorithm header name, any case (default `X-Service-Hash-Algorithm`). When present it must say SHA256. */
+  algorithmHeader?: string;
+  /** Largest body accepted, in bytes (default 25 MiB). */
+  maxBodyBytes?: number;
+  /**
+   * Largest canonical text built, in bytes (default 4 × `maxBodyBytes`). Real deliveries
+   * expand about 2×; deeply nested input can expand 1,000×. Checked before any canonical
+   * text is built, and only once the signature has opened with a key.
+   */
+  maxCanonicalBytes?: number;
+  /**
+   * Replay window: refuse events whose signed `finished_at` is older than this many
+   * seconds (default 86,400 = 24 h). `false` turns the window off (a tool reading old
+   * captures); the receivers refuse a window longer than their `retainMs`.
+   */
+  maxAgeSeconds?: number | false;
+  /**
+   * With the replay window on: refuse events whose signed `finished_at` is more than this
+   * many seconds ahead of this machine's clock (default 300), `EVENT_FROM_FUTURE` (401).
+   * The receivers keep a completion mark until the later of `finished_at` and receipt
+   * plus `maxAgeSeconds`, so a replay inside the window is always a duplicate.
+   */
+  maxFutureSkewSeconds?: number;
+  /** How integers beyond ±(2^53 − 1) appear in the event (default `number`). */
+  integers?: IntegerMode;
+  /** Nesting limit of the JSON parser (default 1,000, at most 2,000). */
+  maxDepth?: number;
+  /** Clock for `maxAgeSeconds`, in epoch milliseconds (default `Date.now`). */
+  now?: () => number;
+}
+
+export interface ResolvedOptions {
+  dialects: DialectName[];
+  /** Lower-case, for lookups. */
+  signatureHeader: string;
+  /** As configured, for messages. */
+  signatureHeaderName: string;
+  algorithmHeader: string;
+  maxBodyBytes: number;
+  maxCanonicalBytes: number;
+  maxAgeSeconds: number | undefined;
+  maxFutureSkewSeconds: number;
+  integers: IntegerMode;
+  maxDepth: number;
+  now: () => number;
+}
+
+export function resolveOptions(options: VerifyOptionsBase): ResolvedOptions {
+  const dialects = options.dialects === undefined ? [...DIALECTS] : [...options.dialects].map((d) => assertDialect(d, 'dialects[]'));
+  if (dialects.length === 0) throw new TypeError('dialects must name at least one dialect');
+  const signatureHeader = headerName(options.signatureHeader, 'signatureHeader', DEFAULT_SIGNATURE_HEADER);
+  const maxBodyBytes = optionalNumber(options.maxBodyBytes, 'maxBodyBytes', DEFAULT_MAX_BODY_BYTES);
+  if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError('now must be a function returning epoch milliseconds');
+  return {
+    dialects,
+    signatureHeader: signatureHeader.toLowerCase(),
+    signatureHeaderName: signatureHeader,
+    algorithmHeader: headerName(options.algorithmHeader, 'algorithmHeader', DEFAULT_ALGORITHM_HEADER).toLowerCase(),
+    maxBodyBytes,
+    maxCanonicalBytes: optionalNumber(options.maxCanonicalBytes, 'maxCanonicalBytes', DEFAULT_CANONICAL_EXPANSION * maxBodyBytes),
+    maxAgeSeconds: options.maxAgeSeconds === false ? undefined : optionalNumber(options.maxAgeSeconds, 'maxAgeSeconds', DEFAULT_MAX_AGE_SECONDS),
+    maxFutureSkewSeconds: optionalNumber(options.maxFutureSkewSeconds, 'maxFutureSkewSeconds', DEFAULT_MAX_FUTURE_SKEW_SECONDS, { min: 0 }),
+    integers: assertIntegerMode(options.integers),
+    maxDepth: resolveMaxDepth(options.maxDepth),
+    now: options.now ?? Date.now,
+  };
+}
+
+/**
+ * TypeError unless every accepted delivery is still remembered by the store when a
+ * replay could come: the replay window must be on and no longer than the retention.
+ */
+export function checkReplayWindow(maxAgeSeconds: number | undefined, retainMs: number): void {
+  if (maxAgeSeconds === undefined) {
+    throw new TypeError('maxAgeSeconds: false leaves no replay window: a captured delivery replayed after retainMs would run the handler again; a receiver needs one');
+  }
+  if (maxAgeSeconds * 1000 > retainMs) {
+    throw new TypeError(
+      `maxAgeSeconds (${maxAgeSeconds} s) is longer than retainMs (${retainMs} ms): a delivery replayed after its completion mark expired would run the handler again; shorten maxAgeSeconds or lengthen retainMs`,
+    );
+  }
+}
