@@ -8,11 +8,11 @@ import type { KeyObject } from 'node:crypto';
 import { createAgnosticReceiver, type ReceiverOptions, type ReceiverRequest } from './lib/adapters/agnostic.js';
 import type { ReceiverControls } from './lib/adapters/controls.js';
 import type { ReceiverAnswer } from './lib/receive/answers.js';
-import { signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/runtime/sign.js';
+import { SIGN_OPTIONS, signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/runtime/sign.js';
 import type { VerifiedDelivery } from './lib/core/verify/core.js';
 import type { HeadersInput } from './lib/core/verify/headers.js';
-import { createSyncVerifier, type Verifier, type VerifierOptions } from './lib/runtime/verify/node-verifier.js';
-import { checkOptionNames, SIGN_OPTIONS, VERIFIER_OPTIONS } from './lib/option-names.js';
+import { createSyncVerifier, VERIFIER_OPTIONS, type Verifier, type VerifierOptions } from './lib/runtime/verify/node-verifier.js';
+import { checkOptionNames } from './lib/base/options.js';
 
 export * from './lib/entries/neutral-api.js';
 

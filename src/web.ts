@@ -6,8 +6,8 @@
  */
 import { createFetchReceiver, type WebReceiverOptions } from './lib/adapters/web.js';
 import type { ReceiverControls } from './lib/adapters/controls.js';
-import { createWebVerifierCore, type WebVerifier, type WebVerifierOptions } from './lib/runtime/verify/web-verifier.js';
-import { checkOptionNames, WEB_VERIFIER_OPTIONS } from './lib/option-names.js';
+import { createWebVerifierCore, WEB_VERIFIER_OPTIONS, type WebVerifier, type WebVerifierOptions } from './lib/runtime/verify/web-verifier.js';
+import { checkOptionNames } from './lib/base/options.js';
 import { provideRsaWasmModule as provideRsaModule } from './lib/runtime/crypto/rsa-wasm.js';
 
 export type { WebVerifier, WebVerifierOptions } from './lib/runtime/verify/web-verifier.js';

@@ -37,7 +37,7 @@ import {
   type WebhookErrorCode,
 } from '../../src/index.js';
 import { createMiddleware } from '../../src/express.js';
-import { STATUS_BY_CODE } from '../../src/lib/base/protocol.js';
+import { STATUS_BY_CODE } from '../../src/lib/base/errors.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { privatePem, publicPem } from '../helpers/keys.js';

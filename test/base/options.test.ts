@@ -10,7 +10,21 @@ import * as testing from '../../src/testing.js';
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
 import { checkOptionNames, nearestName } from '../../src/lib/base/options.js';
-import * as lists from '../../src/lib/option-names.js';
+import { VERIFIER_OPTIONS } from '../../src/lib/runtime/verify/node-verifier.js';
+import { WEB_VERIFIER_OPTIONS } from '../../src/lib/runtime/verify/web-verifier.js';
+import { SIGN_OPTIONS } from '../../src/lib/runtime/sign.js';
+import { AGNOSTIC_RECEIVER_OPTIONS } from '../../src/lib/adapters/agnostic.js';
+import { EXPRESS_RECEIVER_OPTIONS, MIDDLEWARE_OPTIONS } from '../../src/lib/adapters/express.js';
+import { WEB_RECEIVER_OPTIONS } from '../../src/lib/adapters/web.js';
+import { MEMORY_STORE_OPTIONS } from '../../src/lib/jobs/memory-store.js';
+import { JOB_RUNNER_OPTIONS } from '../../src/lib/jobs/runner.js';
+import { REDIS_STORE_OPTIONS } from '../../src/lib/stores/redis.js';
+import { POSTGRES_STORE_OPTIONS } from '../../src/lib/stores/postgres.js';
+import { GATEWAY_CLIENT_OPTIONS } from '../../src/lib/gateway/client.js';
+import { RECONCILER_OPTIONS } from '../../src/lib/gateway/reconciler.js';
+import { SIMULATOR_OPTIONS } from '../../src/lib/testing/simulator.js';
+import { SIGN_PAYLOAD_OPTIONS } from '../../src/lib/testing/sign-payload.js';
+import { TEST_KEY_OPTIONS } from '../../src/lib/testing/keys.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
 
 const publicKey = publicPem(2048);
@@ -36,7 +50,7 @@ const gateway = () => root.createGatewayClient({ baseUrl: 'http://127.0.0.1:1', 
 const delivery = root.signDelivery('{"job_id":"x"}', privateKey);
 
 const CASES: Record<string, Case> = {
-  "createVerifier ('jobhook')": { make: (o) => root.createVerifier(o as never), valid: { publicKey }, names: lists.VERIFIER_OPTIONS, typo: ['maxBodyByte', 'maxBodyBytes'] },
+  "createVerifier ('jobhook')": { make: (o) => root.createVerifier(o as never), valid: { publicKey }, names: VERIFIER_OPTIONS, typo: ['maxBodyByte', 'maxBodyBytes'] },
   verifyWebhook: {
     make: (o) => {
       try {
@@ -47,17 +61,18 @@ const CASES: Record<string, Case> = {
       }
     },
     valid: { publicKey },
-    names: lists.VERIFIER_OPTIONS,
+    names: VERIFIER_OPTIONS,
     typo: ['publickey', 'publicKey'],
   },
-  "createVerifier ('jobhook/web')": { make: (o) => web.createVerifier(o as never), valid: { publicKey }, names: lists.WEB_VERIFIER_OPTIONS, typo: ['dialect', 'dialects'] },
-  "createReceiver ('jobhook')": { make: (o) => root.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: lists.NODE_RECEIVER_OPTIONS, typo: ['maxBodyByte', 'maxBodyBytes'] },
-  "createReceiver ('jobhook/express')": { make: (o) => expressEntry.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: lists.NODE_RECEIVER_OPTIONS, typo: ['onevent', 'onEvent'] },
-  webhookReceiver: { make: (o) => expressEntry.webhookReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: lists.NODE_RECEIVER_OPTIONS, typo: ['lease', 'leaseMs'] },
-  "createReceiver ('jobhook/web')": { make: (o) => web.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: lists.WEB_RECEIVER_OPTIONS, typo: ['retainMS', 'retainMs'] },
-  createMiddleware: { make: (o) => expressEntry.createMiddleware(o as never), valid: { publicKey, errors: 'next' }, names: lists.MIDDLEWARE_OPTIONS, typo: ['error', 'errors'] },
-  webhookMiddleware: { make: (o) => expressEntry.webhookMiddleware(o as never), valid: { publicKey, onError: 'next' }, names: { ...lists.MIDDLEWARE_OPTIONS, onError: true }, typo: ['bodyTimeout', 'bodyTimeoutMs'] },
-  MemoryIdempotencyStore: { make: (o) => new root.MemoryIdempotencyStore(o as never), valid: { maxEntries: 10 }, names: lists.MEMORY_STORE_OPTIONS, typo: ['maxEntry', 'maxEntries'] },
+  "createVerifier ('jobhook/web')": { make: (o) => web.createVerifier(o as never), valid: { publicKey }, names: WEB_VERIFIER_OPTIONS, typo: ['dialect', 'dialects'] },
+  "createReceiver ('jobhook')": { make: (o) => root.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: AGNOSTIC_RECEIVER_OPTIONS, typo: ['maxBodyByte', 'maxBodyBytes'] },
+  "createReceiver ('jobhook/express')": { make: (o) => expressEntry.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: EXPRESS_RECEIVER_OPTIONS, typo: ['onevent', 'onEvent'] },
+  webhookReceiver: { make: (o) => expressEntry.webhookReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: EXPRESS_RECEIVER_OPTIONS, typo: ['lease', 'leaseMs'] },
+  "createReceiver ('jobhook/web')": { make: (o) => web.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: WEB_RECEIVER_OPTIONS, typo: ['retainMS', 'retainMs'] },
+  createMiddleware: { make: (o) => expressEntry.createMiddleware(o as never), valid: { publicKey, errors: 'next' }, names: MIDDLEWARE_OPTIONS, typo: ['error', 'errors'] },
+  webhookMiddleware: { make: (o) => expressEntry.webhookMiddleware(o as never), valid: { publicKey, onError: 'next' }, names: { ...MIDDLEWARE_OPTIONS, onError: true }, typo: ['bodyTimeout', 'bodyTimeoutMs'] },
+  createJobRunner: { make: (o) => root.createJobRunner(o as never), valid: { leaseMs: 5_000, log: {} }, names: JOB_RUNNER_OPTIONS, typo: ['retain', 'retainMs'] },
+  MemoryIdempotencyStore: { make: (o) => new root.MemoryIdempotencyStore(o as never), valid: { maxEntries: 10 }, names: MEMORY_STORE_OPTIONS, typo: ['maxEntry', 'maxEntries'] },
   RedisIdempotencyStore: {
     make: (o) => {
       const store = new RedisIdempotencyStore(o as never);
@@ -65,7 +80,7 @@ const CASES: Record<string, Case> = {
       return store;
     },
     valid: { url: 'redis://127.0.0.1:1', log: {} },
-    names: lists.REDIS_STORE_OPTIONS,
+    names: REDIS_STORE_OPTIONS,
     typo: ['keyprefix', 'keyPrefix'],
   },
   PostgresIdempotencyStore: {
@@ -75,14 +90,14 @@ const CASES: Record<string, Case> = {
       return store;
     },
     valid: { connectionString: 'postgres://127.0.0.1:1/none' },
-    names: lists.POSTGRES_STORE_OPTIONS,
+    names: POSTGRES_STORE_OPTIONS,
     typo: ['tabel', 'table'],
   },
-  createGatewayClient: { make: (o) => root.createGatewayClient(o as never), valid: { baseUrl: 'http://127.0.0.1:1', token: 't' }, names: lists.GATEWAY_CLIENT_OPTIONS, typo: ['baseURL', 'baseUrl'] },
+  createGatewayClient: { make: (o) => root.createGatewayClient(o as never), valid: { baseUrl: 'http://127.0.0.1:1', token: 't' }, names: GATEWAY_CLIENT_OPTIONS, typo: ['baseURL', 'baseUrl'] },
   createReconciler: {
     make: (o) => root.createReconciler(o as never),
     valid: { client: gateway(), store: new root.MemoryIdempotencyStore(), onEvent },
-    names: lists.RECONCILER_OPTIONS,
+    names: RECONCILER_OPTIONS,
     typo: ['interval', 'intervalMs'],
   },
   startGatewaySimulator: {
@@ -92,12 +107,12 @@ const CASES: Record<string, Case> = {
       return sim;
     },
     valid: { privateKey, delayMs: 10 },
-    names: lists.SIMULATOR_OPTIONS,
+    names: SIMULATOR_OPTIONS,
     typo: ['allowLoopbackReceiver', 'allowLoopbackReceivers'],
   },
-  signDelivery: { make: (o) => root.signDelivery('{}', privateKey, o as never), valid: { dialect: 'python' }, names: lists.SIGN_OPTIONS, typo: ['user_agent', 'userAgent'] },
-  signPayload: { make: (o) => testing.signPayload({}, privateKey, o as never), valid: { dialect: 'python' }, names: lists.SIGN_PAYLOAD_OPTIONS, typo: ['signatureHeaders', 'signatureHeader'] },
-  generateTestKeys: { make: (o) => testing.generateTestKeys(o as never), valid: { bits: 2048 }, names: lists.TEST_KEY_OPTIONS, typo: ['bit', 'bits'] },
+  signDelivery: { make: (o) => root.signDelivery('{}', privateKey, o as never), valid: { dialect: 'python' }, names: SIGN_OPTIONS, typo: ['user_agent', 'userAgent'] },
+  signPayload: { make: (o) => testing.signPayload({}, privateKey, o as never), valid: { dialect: 'python' }, names: SIGN_PAYLOAD_OPTIONS, typo: ['signatureHeaders', 'signatureHeader'] },
+  generateTestKeys: { make: (o) => testing.generateTestKeys(o as never), valid: { bits: 2048 }, names: TEST_KEY_OPTIONS, typo: ['bit', 'bits'] },
 };
 
 async function outcome(make: () => unknown): Promise<unknown> {

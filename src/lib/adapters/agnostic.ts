@@ -6,15 +6,15 @@
 import type { ServerResponse } from 'node:http';
 import { BodyMalformedError, BodyTooLargeError } from '../base/errors.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
-import { receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
+import { receive, RECEIVER_OPTIONS, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
 import type { HeadersInput } from '../core/verify/headers.js';
 import type { OpenedSignature } from '../core/verify/core.js';
-import { createNodeVerifier, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
+import { createNodeVerifier, VERIFIER_OPTIONS, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
 import { checkBodySize } from '../core/verify/signature.js';
-import { offloading, ownedBodies, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import { offloading, ownedBodies, WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding } from './encoding.js';
-import { checkOptionNames, NODE_RECEIVER_OPTIONS } from '../option-names.js';
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { loadZlib } from './node-http.js';
 import { nodeBuiltins } from '../runtime/verify/node-threads.js';
 import { sha256Hex } from '../runtime/crypto/node.js';
@@ -63,7 +63,7 @@ function openResponse(value: unknown): value is ServerResponse {
 }
 
 export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
-  checkOptionNames(options, NODE_RECEIVER_OPTIONS);
+  checkOptionNames(options, AGNOSTIC_RECEIVER_OPTIONS);
   const verifier = createNodeVerifier(options);
   const r = resolveReceiver(options, 'agnostic', verifier.options.maxBodyBytes, sha256Hex);
   const offload = offloading(verifier, options, r.log, nodeBuiltins);
@@ -102,3 +102,6 @@ export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): ((requ
   };
   return withControls(handler, r.runner, offload);
 }
+
+/** `createReceiver` from `jobhook`. */
+export const AGNOSTIC_RECEIVER_OPTIONS = { ...VERIFIER_OPTIONS, ...RECEIVER_OPTIONS, ...WORKER_OPTIONS } as const satisfies OptionNamesOf<ReceiverOptions>;

@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import { answerForError } from '../receive/answers.js';
-import { logRefusal, receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
-import { createNodeVerifier, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
-import { offloading, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import { logRefusal, receive, RECEIVER_OPTIONS, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
+import { createNodeVerifier, VERIFIER_OPTIONS, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
+import { offloading, WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
 import { nodeBuiltins } from '../runtime/verify/node-threads.js';
 import { sha256Hex } from '../runtime/crypto/node.js';
 import { boundUnreadBody, closeWhenAnswered, sendAnswer, signedNodeBody, type NodeWebhookRequest } from './node-http.js';
@@ -11,8 +11,8 @@ import { withControls, type ReceiverControls } from './controls.js';
 import { resolveLogger } from '../base/log.js';
 import { DEFAULT_BODY_TIMEOUT_MS } from '../base/protocol.js';
 import { optionalNumber } from '../base/options.js';
-import { checkOptionNames, MIDDLEWARE_OPTIONS, NODE_RECEIVER_OPTIONS } from '../option-names.js';
-import { DeliveryGuard, digestKey, type AdmissionOptions } from '../receive/guard.js';
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
+import { ADMISSION_OPTIONS, DeliveryGuard, digestKey, type AdmissionOptions } from '../receive/guard.js';
 
 export type NextFunction = (err?: unknown) => void;
 /** A handler for Express 4 and 5, Connect and node:http (`next` is optional). */
@@ -46,7 +46,7 @@ function passOn(err: unknown, req: NodeWebhookRequest, res: ServerResponse, next
 }
 
 export function createNodeReceiver<Tx>(options: ExpressReceiverOptions<Tx>): NodeHandler & ReceiverControls {
-  checkOptionNames(options, NODE_RECEIVER_OPTIONS);
+  checkOptionNames(options, EXPRESS_RECEIVER_OPTIONS);
   const verifier = createNodeVerifier(options);
   const r = resolveReceiver(options, 'express', verifier.options.maxBodyBytes, sha256Hex);
   const offload = offloading(verifier, options, r.log, nodeBuiltins);
@@ -99,3 +99,8 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
       );
   };
 }
+
+/** `createReceiver` from `jobhook/express`. */
+export const EXPRESS_RECEIVER_OPTIONS = { ...VERIFIER_OPTIONS, ...RECEIVER_OPTIONS, ...WORKER_OPTIONS } as const satisfies OptionNamesOf<ExpressReceiverOptions>;
+/** `createMiddleware` from `jobhook/express`. */
+export const MIDDLEWARE_OPTIONS = { ...VERIFIER_OPTIONS, ...WORKER_OPTIONS, ...ADMISSION_OPTIONS, errors: true, bodyTimeoutMs: true, log: true } as const satisfies OptionNamesOf<MiddlewareOptions>;

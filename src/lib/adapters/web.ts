@@ -6,13 +6,13 @@ import { concatBytes } from '../base/bytes.js';
 import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, EncodingUnsupportedError, ReceiverBusyError } from '../base/errors.js';
 import type { Ticket } from '../receive/guard.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
-import { receive, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
-import { createWebVerifierCore, type WebVerifierOptions } from '../runtime/verify/web-verifier.js';
+import { receive, RECEIVER_OPTIONS, refuse, resolveReceiver, type ReceiverOptionsBase } from '../receive/core.js';
+import { createWebVerifierCore, WEB_VERIFIER_OPTIONS, type WebVerifierOptions } from '../runtime/verify/web-verifier.js';
 import type { BodyLimits } from '../receive/body-limits.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { contentCoding, type ContentCoding } from './encoding.js';
-import { checkOptionNames, WEB_RECEIVER_OPTIONS } from '../option-names.js';
-import { offloading, ownedBodies, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
+import { offloading, ownedBodies, WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
 import type { OpenedSignature } from '../core/verify/core.js';
 import { runtimeBuiltins } from '../runtime/verify/runtime-threads.js';
 import { sha256HexWeb } from '../runtime/crypto/web.js';
@@ -160,3 +160,6 @@ export function createFetchReceiver<Tx>(options: WebReceiverOptions<Tx>): ((requ
   };
   return withControls(handler, r.runner, offload);
 }
+
+/** `createReceiver` from `jobhook/web`. */
+export const WEB_RECEIVER_OPTIONS = { ...WEB_VERIFIER_OPTIONS, ...RECEIVER_OPTIONS, ...WORKER_OPTIONS } as const satisfies OptionNamesOf<WebReceiverOptions>;

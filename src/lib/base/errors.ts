@@ -2,8 +2,6 @@
  * Every failure jobhook reports is a `WebhookError` with a stable `code`.
  * One subclass per code, so callers can `switch (err.code)` or use `instanceof`.
  */
-// protocol.ts imports only a type from here: no cycle at run time.
-import { STATUS_BY_CODE } from './protocol.js';
 
 /** The stable codes, one per subclass below. */
 export type WebhookErrorCode =
@@ -25,6 +23,32 @@ export type WebhookErrorCode =
   | 'RECEIVER_BUSY'
   | 'CLAIM_LOST'
   | 'JOB_SUPERSEDED';
+
+/**
+ * The HTTP status for each error code. The gateway retries 5xx and timeouts only, so
+ * a 4xx is final: it is used where retrying cannot help (the request is not the
+ * gateway's, or can never be processed) and 5xx where a retry can succeed.
+ */
+export const STATUS_BY_CODE: Readonly<Record<WebhookErrorCode, number>> = {
+  BODY_TOO_LARGE: 413,
+  BODY_TIMEOUT: 408,
+  BODY_MALFORMED: 400,
+  BODY_UNAVAILABLE: 500,
+  ENCODING_UNSUPPORTED: 415,
+  CANONICAL_UNREPRESENTABLE: 400,
+  CANONICAL_TOO_LARGE: 413,
+  SIGNATURE_MISSING: 401,
+  SIGNATURE_MALFORMED: 401,
+  ALGORITHM_UNSUPPORTED: 401,
+  SIGNATURE_INVALID: 401,
+  PAYLOAD_INVALID: 400,
+  EVENT_TOO_OLD: 401,
+  EVENT_FROM_FUTURE: 401,
+  STORE_UNAVAILABLE: 503,
+  RECEIVER_BUSY: 503,
+  CLAIM_LOST: 503,
+  JOB_SUPERSEDED: 500,
+};
 
 const BRAND = Symbol.for('jobhook.WebhookError');
 

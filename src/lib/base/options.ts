@@ -40,8 +40,17 @@ export function headerName(value: unknown, what: string, fallback: string): stri
   return value;
 }
 
-/** The option names a constructor takes (see option-names.ts, the one place they are listed). */
+/** The option names a constructor takes. */
 export type OptionNames = Readonly<Record<string, true>>;
+
+/**
+ * Every key of `T`, no other: the type of an options list kept beside its interface
+ * (`export const X_OPTIONS = { … } as const satisfies OptionNamesOf<XOptions>`), so that
+ * `npm run typecheck` fails until a name added to the interface is listed, and a listed
+ * name must exist in it. A misspelt option (`maxBodyByte`) is then refused at
+ * construction with the nearest name (`checkOptionNames`) instead of being ignored.
+ */
+export type OptionNamesOf<T> = { readonly [K in keyof Required<T>]: true };
 
 /**
  * TypeError for the first option name that `known` lacks, naming the nearest known one:

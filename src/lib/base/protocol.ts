@@ -1,10 +1,9 @@
 /**
- * The gateway's protocol as jobhook speaks it: header names, defaults, the rule for
- * job ids and the table from error codes to HTTP statuses. One place, so verifiers,
- * receivers, stores and the CLI cannot drift apart. Runtime-neutral.
+ * The gateway's protocol as jobhook speaks it: header names, defaults and the rule for
+ * job ids (the table from error codes to HTTP statuses is beside the codes, in
+ * errors.ts). One place, so verifiers, receivers, stores and the CLI cannot drift
+ * apart. Runtime-neutral.
  */
-import type { WebhookErrorCode } from './errors.js';
-
 /** Header that carries the hex RSA signature (vendors prefix it differently, e.g. `X-Acme-Signature`). */
 export const DEFAULT_SIGNATURE_HEADER = 'X-Service-Signature';
 /** Header that names the hash algorithm; when present it must say SHA256. */
@@ -63,29 +62,3 @@ export function jobIdProblem(jobId: unknown): string | undefined {
   if (jobId.length > MAX_JOB_ID_LENGTH && [...jobId].length > MAX_JOB_ID_LENGTH) return `job_id is longer than ${MAX_JOB_ID_LENGTH} characters`;
   return undefined;
 }
-
-/**
- * The HTTP status for each error code. The gateway retries 5xx and timeouts only, so
- * a 4xx is final: it is used where retrying cannot help (the request is not the
- * gateway's, or can never be processed) and 5xx where a retry can succeed.
- */
-export const STATUS_BY_CODE: Readonly<Record<WebhookErrorCode, number>> = {
-  BODY_TOO_LARGE: 413,
-  BODY_TIMEOUT: 408,
-  BODY_MALFORMED: 400,
-  BODY_UNAVAILABLE: 500,
-  ENCODING_UNSUPPORTED: 415,
-  CANONICAL_UNREPRESENTABLE: 400,
-  CANONICAL_TOO_LARGE: 413,
-  SIGNATURE_MISSING: 401,
-  SIGNATURE_MALFORMED: 401,
-  ALGORITHM_UNSUPPORTED: 401,
-  SIGNATURE_INVALID: 401,
-  PAYLOAD_INVALID: 400,
-  EVENT_TOO_OLD: 401,
-  EVENT_FROM_FUTURE: 401,
-  STORE_UNAVAILABLE: 503,
-  RECEIVER_BUSY: 503,
-  CLAIM_LOST: 503,
-  JOB_SUPERSEDED: 500,
-};

@@ -25,7 +25,6 @@ export {
   DEFAULT_RETAIN_MS,
   DEFAULT_SIGNATURE_HEADER,
   MAX_JOB_ID_LENGTH,
-  STATUS_BY_CODE,
 } from '../base/protocol.js';
 export type { Verifier, VerifierOptions } from '../runtime/verify/node-verifier.js';
 export type { VerifiedDelivery } from '../core/verify/core.js';
@@ -37,7 +36,8 @@ export type { JobCompletedEvent, JobEventBase, JobFailedEvent, JobSucceededEvent
 export type { ReceiverOptions, ReceiverRequest } from '../adapters/agnostic.js';
 export type { ReceiverControls, ReceiverHealth } from '../adapters/controls.js';
 export type { ReceiverAnswer, ReceiverErrorCode } from '../receive/answers.js';
-export type { AdapterName, DeliveryOutcome, DeliveryOutcomeKind, EventContext, EventContextBase, FailureStage, PollEventContext, ReceiverOptionsBase, WebhookEventContext } from '../receive/core.js';
+export type { AdapterName, DeliveryOutcome, DeliveryOutcomeKind, EventContext, FailureStage, ReceiverOptionsBase, WebhookEventContext } from '../receive/core.js';
+export type { EventContextBase, PollEventContext } from '../jobs/context.js';
 export type { Attributes, MeterLike, MeterProviderLike, SpanLike, TelemetryOptions, TracerLike, TracerProviderLike } from '../runtime/telemetry.js';
 export type { Logger, LoggerInput } from '../base/log.js';
 export { MemoryIdempotencyStore, type MemoryStoreOptions } from '../jobs/memory-store.js';

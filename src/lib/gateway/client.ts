@@ -9,7 +9,7 @@ import type { JsonObjectValue } from '../core/event.js';
 import type { IdempotencyStore } from '../jobs/store.js';
 import { errorDetails, resolveLogger, type LoggerInput } from '../base/log.js';
 import { optionalNumber } from '../base/options.js';
-import { checkOptionNames, GATEWAY_CLIENT_OPTIONS } from '../option-names.js';
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { JOBS_PATH } from '../base/protocol.js';
 
 
@@ -150,3 +150,6 @@ export function createGatewayClientCore(options: GatewayClientOptions): GatewayC
     },
   };
 }
+
+/** The names of {@link GatewayClientOptions}. */
+export const GATEWAY_CLIENT_OPTIONS = { baseUrl: true, token: true, store: true, timeoutMs: true, log: true, fetch: true } as const satisfies OptionNamesOf<GatewayClientOptions>;

@@ -9,9 +9,9 @@ import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../
 import type { IdempotencyStore, PendingJob, PendingStore } from '../jobs/store.js';
 import { errorDetails, resolveLogger, type LoggerInput } from '../base/log.js';
 import { optionalNumber } from '../base/options.js';
-import { checkOptionNames, RECONCILER_OPTIONS } from '../option-names.js';
-import type { PollEventContext } from '../receive/core.js';
-import { fail, type TelemetryOptions } from '../runtime/telemetry.js';
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
+import { eventContext, type PollEventContext } from '../jobs/context.js';
+import { fail, TELEMETRY_OPTIONS, type TelemetryOptions } from '../runtime/telemetry.js';
 import { runnerFor, type FailureStage, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
 import type { GatewayClient, JobResource } from './client.js';
 
@@ -171,17 +171,7 @@ export function createReconcilerCore<Tx>(options: ReconcilerOptions<Tx>): Reconc
     const { telemetry } = runner.options;
     const result = await telemetry.within('jobhook.reconcile', 'consumer', undefined, async (span) => {
       span?.setAttribute('jobhook.job_id', p.jobId);
-      const r = await runner.run(p.jobId, (claim) =>
-        options.onEvent(event, {
-          source: 'poll',
-          jobId: p.jobId,
-          payload,
-          signal: claim.signal,
-          fencingToken: claim.fencingToken,
-          holdsClaim: claim.holdsClaim,
-          transaction: claim.transaction as Tx | undefined,
-        }),
-      );
+      const r = await runner.run(p.jobId, (claim) => options.onEvent(event, eventContext<Tx, { source: 'poll' }>({ source: 'poll' }, p.jobId, payload, claim)));
       if (r.kind !== 'processed' && r.kind !== 'duplicate') fail(span, undefined, r.kind);
       return r;
     });
@@ -252,3 +242,22 @@ export function createReconcilerCore<Tx>(options: ReconcilerOptions<Tx>): Reconc
     },
   };
 }
+
+/** The names of {@link ReconcilerOptions}. */
+export const RECONCILER_OPTIONS = {
+  ...TELEMETRY_OPTIONS,
+  client: true,
+  runner: true,
+  store: true,
+  onEvent: true,
+  graceMs: true,
+  intervalMs: true,
+  batchSize: true,
+  concurrency: true,
+  leaseMs: true,
+  retainMs: true,
+  takeoverGraceMs: true,
+  log: true,
+  onError: true,
+  now: true,
+} as const satisfies OptionNamesOf<ReconcilerOptions>;

@@ -2,7 +2,7 @@ import { StoreUnavailableError } from '../base/errors.js';
 import { resolveLogger, type Logger, type LoggerInput } from '../base/log.js';
 import { optionalNumber } from '../base/options.js';
 import { transition, type CompletedRecord, type CompleteReply, type HeldRecord, type JobRecord, type JobReply, type JobRequest, type ReleasedRecord, type RenewReply } from './model.js';
-import { checkOptionNames, MEMORY_STORE_OPTIONS } from '../option-names.js';
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import {
   checkJobId,
   LAPSED_CLAIM_KEEP_MS,
@@ -195,3 +195,6 @@ function sweep(map: Map<string, JobRecord>, now: number): void {
 function end(r: JobRecord): number {
   return r.state === 'held' ? r.leaseEnd : r.until;
 }
+
+/** The names of {@link MemoryStoreOptions}. */
+export const MEMORY_STORE_OPTIONS = { maxEntries: true, now: true, log: true } as const satisfies OptionNamesOf<MemoryStoreOptions>;

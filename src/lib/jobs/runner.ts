@@ -13,14 +13,13 @@ import { isWebhookError, JobSupersededError } from '../base/errors.js';
 import { MemoryIdempotencyStore } from './memory-store.js';
 import { checkGraceMs, newToken, type ClaimResult, type IdempotencyStore, type StoreTransaction, type TransactionalStore } from './store.js';
 import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../base/log.js';
-import { checkMs } from '../base/options.js';
-import { checkOptionNames, JOB_RUNNER_OPTIONS } from '../option-names.js';
+import { checkMs, checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS, DEFAULT_TAKEOVER_GRACE_MS } from '../base/protocol.js';
 import { HeldClaim, type ClaimOwner } from './claim.js';
 import { systemClock, type Clock } from './clock.js';
 import { completeReply } from './replies.js';
 import { RepairQueue } from './repair.js';
-import { createTelemetry, type Telemetry, type TelemetryOptions } from '../runtime/telemetry.js';
+import { createTelemetry, TELEMETRY_OPTIONS, type Telemetry, type TelemetryOptions } from '../runtime/telemetry.js';
 import { timedStore } from './timed-store.js';
 
 /** Where a failure happened, for `onError` and the log. `superseded`: a job that may have run twice. */
@@ -499,3 +498,5 @@ export function jobRunner(o: ResolvedRunnerOptions): JobRunner {
   };
 }
 
+/** `createJobRunner` from `jobhook`. */
+export const JOB_RUNNER_OPTIONS = { ...TELEMETRY_OPTIONS, store: true, leaseMs: true, takeoverGraceMs: true, retainMs: true, log: true, onError: true } as const satisfies OptionNamesOf<JobRunnerOptions>;

@@ -20,7 +20,7 @@ import { StoreUnavailableError } from '../base/errors.js';
 import type { IdempotencyStore, TransactionalStore } from '../jobs/store.js';
 import { checkMs } from '../base/options.js';
 import { jobIdProblem, MAX_JOB_ID_LENGTH } from '../base/protocol.js';
-import type { EventContextBase } from '../receive/core.js';
+import { eventContext, type EventContextBase } from '../jobs/context.js';
 import { runnerFor, type ClaimContext, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
 
 /**
@@ -167,18 +167,7 @@ export function resolveWorker<Tx>(options: QueueWorkerOptionsBase<Tx>): { runner
 /** Runs one queued event's job through the runner. */
 export function runQueued<Tx>(runner: JobRunner, onEvent: QueuedEventHandler<Tx>, event: JobCompletedEvent, delivery: number): Promise<RunResult> {
   const jobId = event.job_id;
-  return runner.run(workKey(jobId), (claim: ClaimContext) =>
-    onEvent(event, {
-      source: 'queue',
-      jobId,
-      payload: event as unknown as JsonObjectValue,
-      delivery,
-      signal: claim.signal,
-      fencingToken: claim.fencingToken,
-      holdsClaim: claim.holdsClaim,
-      transaction: claim.transaction as Tx | undefined,
-    }),
-  );
+  return runner.run(workKey(jobId), (claim: ClaimContext) => onEvent(event, eventContext<Tx, { source: 'queue'; delivery: number }>({ source: 'queue', delivery }, jobId, event as unknown as JsonObjectValue, claim)));
 }
 
 /** How long to wait before the message is tried again, for a run that did not end the job. */

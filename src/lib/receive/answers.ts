@@ -1,5 +1,5 @@
 import { isWebhookError, type WebhookErrorCode } from '../base/errors.js';
-import { STATUS_BY_CODE } from '../base/protocol.js';
+import { STATUS_BY_CODE } from '../base/errors.js';
 import type { RunResult } from '../jobs/runner.js';
 import { BUSY_RETRY_AFTER_SECONDS } from './guard.js';
 

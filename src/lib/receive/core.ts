@@ -9,47 +9,20 @@ import { isWebhookError, type WebhookErrorCode } from '../base/errors.js';
 import { parseRfc3339, type JobCompletedEvent, type JsonObjectValue } from '../core/event.js';
 import type { IdempotencyStore, TransactionalStore } from '../jobs/store.js';
 import { errorDetails, resolveLogger, type Logger } from '../base/log.js';
-import { checkNumber, optionalNumber } from '../base/options.js';
+import { checkNumber, optionalNumber, type OptionNamesOf } from '../base/options.js';
 import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_MAX_AGE_SECONDS } from '../base/protocol.js';
 import type { VerifiedDelivery } from '../core/verify/core.js';
 import type { HeadersInput } from '../core/verify/headers.js';
 import { checkReplayWindow } from '../core/verify/options.js';
-import { runnerFor, type ClaimContext, type FailureStage, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
+import { eventContext, type EventContextBase, type PollEventContext } from '../jobs/context.js';
+import { JOB_RUNNER_OPTIONS, runnerFor, type ClaimContext, type FailureStage, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
 import { AttributeSets, fail } from '../runtime/telemetry.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
-import { DeliveryGuard, digestKey, type AdmissionOptions } from './guard.js';
+import { ADMISSION_OPTIONS, DeliveryGuard, digestKey, type AdmissionOptions } from './guard.js';
 import type { OpenedSignature } from '../core/verify/core.js';
 import { ClientAbortedError } from './body-limits.js';
 import { SignatureInvalidError } from '../base/errors.js';
 import { rawHashes } from '../runtime/verify/worker-pool.js';
-
-/** What every handler call gets besides the event. */
-export interface EventContextBase<Tx = unknown> {
-  /** `event.job_id`. */
-  jobId: string;
-  /** The event as a plain JSON object, to reach fields the gateway added after this version. */
-  payload: JsonObjectValue;
-  /** Aborted when this instance lost its claim on the job, or could not confirm its lease in time. */
-  signal: AbortSignal;
-  /**
-   * The claim's fencing number: larger for every later holder of this job (a takeover
-   * after a lease ran out). Store it with your effect and refuse a write carrying a smaller
-   * one: a superseded holder then cannot overwrite the newer holder's effect.
-   */
-  fencingToken: number;
-  /**
-   * Whether this instance still holds its claim, from the monotonic clock: false once the
-   * lease could not be confirmed in time (a store outage, a process pause) or another
-   * delivery took the job over. Ask right before an effect that must not happen twice.
-   */
-  holdsClaim(): boolean;
-  /**
-   * With `PostgresIdempotencyStore({ transactional: true })`: the `pg` client inside the
-   * transaction that records the job's completion. Write your effects through it and they
-   * happen exactly once: jobhook commits after `onEvent` resolves, rolls back otherwise.
-   */
-  transaction: Tx | undefined;
-}
 
 /** A handler call for a verified webhook delivery. */
 export interface WebhookEventContext<Req = unknown, Tx = unknown> extends EventContextBase<Tx> {
@@ -62,11 +35,6 @@ export interface WebhookEventContext<Req = unknown, Tx = unknown> extends EventC
   canonicalSha256: string;
   /** The framework's request object (Express `req`, Fetch `Request`, your `{ body, headers }`). */
   request: Req;
-}
-
-/** A handler call for a completion found by polling the gateway (the reconciler). */
-export interface PollEventContext<Tx = unknown> extends EventContextBase<Tx> {
-  source: 'poll';
 }
 
 /** Either kind of handler call: share one handler between receivers and the reconciler. */
@@ -326,20 +294,7 @@ export async function receive<Req>(
     const retainMs = Math.max(finished ?? now, now) + r.windowMs - now;
     const result = await r.runner.run(
       jobId,
-      (claim: ClaimContext) =>
-        r.onEvent(event, {
-          source: 'webhook',
-          jobId,
-          payload,
-          dialect,
-          keyIndex,
-          canonicalSha256,
-          request,
-          signal: claim.signal,
-          fencingToken: claim.fencingToken,
-          holdsClaim: claim.holdsClaim,
-          transaction: claim.transaction,
-        }),
+      (claim: ClaimContext) => r.onEvent(event, eventContext({ source: 'webhook' as const, dialect, keyIndex, canonicalSha256, request }, jobId, payload, claim)),
       { retainMs },
     );
     if (result.kind === 'duplicate' || result.kind === 'in_progress') r.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
@@ -370,3 +325,14 @@ const RUN_CODE: Record<Exclude<RunResult['kind'], 'processed' | 'duplicate'>, st
   store_unavailable: 'STORE_UNAVAILABLE',
   claim_lost: 'CLAIM_LOST',
 };
+
+/** The names of {@link ReceiverOptionsBase}. */
+export const RECEIVER_OPTIONS = {
+  ...JOB_RUNNER_OPTIONS,
+  ...ADMISSION_OPTIONS,
+  onEvent: true,
+  runner: true,
+  retryAfterSeconds: true,
+  bodyTimeoutMs: true,
+  onDelivery: true,
+} as const satisfies OptionNamesOf<ReceiverOptionsBase<unknown>>;

@@ -19,7 +19,7 @@
  */
 import { equalBytes } from '../base/bytes.js';
 import { ReceiverBusyError } from '../base/errors.js';
-import { optionalNumber } from '../base/options.js';
+import { optionalNumber, type OptionNamesOf } from '../base/options.js';
 import type { OpenedSignature } from '../core/verify/core.js';
 
 /** Options of every receiver for bounding what bodies in flight hold. */
@@ -180,3 +180,6 @@ export class DeliveryGuard {
     if (this.known.size > KNOWN_DIGESTS) this.known.delete(this.known.keys().next().value!);
   }
 }
+
+/** The names of {@link AdmissionOptions}. */
+export const ADMISSION_OPTIONS = { maxInFlightBytes: true } as const satisfies OptionNamesOf<AdmissionOptions>;

@@ -4,6 +4,7 @@ import { canonicalizeText } from '../core/canonical/index.js';
 import { DEFAULT_ALGORITHM_HEADER, DEFAULT_SIGNATURE_HEADER } from '../base/protocol.js';
 import { sha256Hex } from './crypto/node.js';
 import { option, optionError } from '../base/option-error.js';
+import type { OptionNamesOf } from '../base/options.js';
 
 /** The gateway's marker header, renamed with the same vendor prefix as the others. */
 export const DEFAULT_WEBHOOK_HEADER = 'X-Service-Webhook';
@@ -58,3 +59,6 @@ export function signDelivery(body: string | Uint8Array, privateKey: string | Key
     body: typeof body === 'string' ? body : new TextDecoder().decode(body),
   };
 }
+
+/** `signDelivery` from `jobhook`. */
+export const SIGN_OPTIONS = { dialect: true, signatureHeader: true, algorithmHeader: true, webhookHeader: true, userAgent: true } as const satisfies OptionNamesOf<SignOptions>;

@@ -10,6 +10,8 @@
  * `onEvent` are its children; children for verify, claim, handler and complete.
  */
 
+import type { OptionNamesOf } from '../base/options.js';
+
 /** What jobhook uses of an OpenTelemetry `Attributes`. */
 export type Attributes = Record<string, string | number | boolean>;
 
@@ -285,3 +287,6 @@ export function createTelemetry(options: TelemetryOptions): Telemetry {
   const t = new Telemetry(options);
   return t.enabled ? t : NO_TELEMETRY;
 }
+
+/** The names of {@link TelemetryOptions}. */
+export const TELEMETRY_OPTIONS = { meterProvider: true, tracerProvider: true } as const satisfies OptionNamesOf<TelemetryOptions>;

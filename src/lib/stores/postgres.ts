@@ -1,6 +1,6 @@
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { checkMs, optionalNumber } from '../base/options.js';
-import { checkOptionNames, POSTGRES_STORE_OPTIONS, PURGE_OPTIONS } from '../option-names.js';
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { requirePeer } from '../runtime/peer.js';
 import { guarded } from './timeout.js';
 import { StoreUnavailableError } from '../base/errors.js';
@@ -627,3 +627,8 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     await this.pool.end().catch(() => undefined);
   }
 }
+
+/** The names of {@link PostgresStoreOptions}. */
+export const POSTGRES_STORE_OPTIONS = { pool: true, connectionString: true, table: true, schema: true, operationTimeoutMs: true, transactional: true, now: true } as const satisfies OptionNamesOf<PostgresStoreOptions>;
+/** `purgeExpired()` of the PostgreSQL store. */
+export const PURGE_OPTIONS = { batchSize: true } as const satisfies OptionNamesOf<PurgeOptions>;

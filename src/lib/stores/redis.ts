@@ -1,7 +1,7 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../base/log.js';
 import { optionalNumber } from '../base/options.js';
-import { checkOptionNames, REDIS_STORE_OPTIONS } from '../option-names.js';
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { requirePeer } from '../runtime/peer.js';
 import { guarded } from './timeout.js';
 import type { JsonObjectValue } from '../core/event.js';
@@ -381,3 +381,6 @@ function scripted(client: Redis): ScriptedRedis {
   if (typeof c.jobhookRelease !== 'function') client.defineCommand('jobhookRelease', { numberOfKeys: 1, lua: RELEASE });
   return c;
 }
+
+/** The names of {@link RedisStoreOptions}. */
+export const REDIS_STORE_OPTIONS = { client: true, url: true, keyPrefix: true, pendingKey: true, operationTimeoutMs: true, log: true, now: true } as const satisfies OptionNamesOf<RedisStoreOptions>;

@@ -2,7 +2,7 @@ import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { enable, option, optionError } from '../base/option-error.js';
-import { checkOptionNames, TEST_KEY_OPTIONS } from '../option-names.js';
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 
 /** First line of every key file the tooling writes. */
 export const TEST_KEY_LABEL = 'TEST-ONLY KEY made by `jobhook keygen`: for tests of a webhook receiver, never for anything real.\n';
@@ -68,3 +68,6 @@ export function writeTestKeyPair(dir: string, options: TestKeyOptions & { force?
   writeFileSync(files.publicKeyPkcs1, TEST_KEY_LABEL + publicKey.export({ type: 'pkcs1', format: 'pem' }));
   return files;
 }
+
+/** `generateTestKeys` from `jobhook/testing`. */
+export const TEST_KEY_OPTIONS = { bits: true } as const satisfies OptionNamesOf<TestKeyOptions>;

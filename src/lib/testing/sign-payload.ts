@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { signDelivery, type SignedDelivery, type SignOptions } from '../runtime/sign.js';
 import { option, optionError } from '../base/option-error.js';
-import { checkOptionNames, SIGN_PAYLOAD_OPTIONS } from '../option-names.js';
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 
 /** A payload to sign: the raw body (string or bytes), or an object written with `JSON.stringify`. */
 export type PayloadInput = string | Uint8Array | { readonly [key: string]: unknown };
@@ -17,3 +17,6 @@ export function signPayload(payload: PayloadInput, privateKey: string | KeyObjec
   else throw optionError`${option('payload')} must be a string, bytes or an object`;
   return signDelivery(body, privateKey, { dialect: options.dialect, signatureHeader: options.signatureHeader, algorithmHeader: options.algorithmHeader, webhookHeader: options.webhookHeader });
 }
+
+/** `signPayload` from `jobhook/testing`. */
+export const SIGN_PAYLOAD_OPTIONS = { dialect: true, signatureHeader: true, algorithmHeader: true, webhookHeader: true } as const satisfies OptionNamesOf<SignPayloadOptions>;

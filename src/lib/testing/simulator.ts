@@ -12,7 +12,7 @@ import { sendDelivery, type AttemptReport } from './send.js';
 import { importPrivateKey, signDelivery } from '../runtime/sign.js';
 import { isFieldProblem, validateJobRequest, type JobRequest } from './job-request.js';
 import { option, optionError } from '../base/option-error.js';
-import { checkOptionNames, SIMULATOR_OPTIONS } from '../option-names.js';
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { simulatedFailure, simulatedResult } from './outputs.js';
 import { parseWire, writeWire, type WireObject, type WireValue } from './wire.js';
 
@@ -410,3 +410,22 @@ export async function startGatewaySimulator(options: GatewaySimulatorOptions = {
     },
   };
 }
+
+/** The names of {@link GatewaySimulatorOptions}. */
+export const SIMULATOR_OPTIONS = {
+  host: true,
+  port: true,
+  token: true,
+  privateKey: true,
+  dialect: true,
+  delayMs: true,
+  retries: true,
+  backoffMs: true,
+  maxBackoffMs: true,
+  attemptTimeoutMs: true,
+  allowLoopbackReceivers: true,
+  signatureHeader: true,
+  algorithmHeader: true,
+  webhookHeader: true,
+  onAttempt: true,
+} as const satisfies OptionNamesOf<GatewaySimulatorOptions>;

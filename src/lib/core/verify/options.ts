@@ -1,7 +1,7 @@
 import { DIALECTS, assertDialect, type DialectName } from '../canonical/dialects.js';
 import { resolveMaxDepth } from '../canonical/parse.js';
 import { assertIntegerMode, type IntegerMode } from '../canonical/to-value.js';
-import { headerName, optionalNumber } from '../../base/options.js';
+import { headerName, optionalNumber, type OptionNamesOf } from '../../base/options.js';
 import { DEFAULT_ALGORITHM_HEADER, DEFAULT_CANONICAL_EXPANSION, DEFAULT_MAX_AGE_SECONDS, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_FUTURE_SKEW_SECONDS, DEFAULT_SIGNATURE_HEADER } from '../../base/protocol.js';
 
 /** Options every verifier takes, whatever the crypto backend. */
@@ -92,3 +92,17 @@ export function checkReplayWindow(maxAgeSeconds: number | undefined, retainMs: n
     );
   }
 }
+
+/** The names of {@link VerifyOptionsBase}. */
+export const VERIFY_OPTIONS = {
+  dialects: true,
+  signatureHeader: true,
+  algorithmHeader: true,
+  maxBodyBytes: true,
+  maxCanonicalBytes: true,
+  maxAgeSeconds: true,
+  maxFutureSkewSeconds: true,
+  integers: true,
+  maxDepth: true,
+  now: true,
+} as const satisfies OptionNamesOf<VerifyOptionsBase>;

@@ -5,7 +5,8 @@ import type { DialectName } from '../../core/canonical/dialects.js';
 import { boundedSink, drive, matching, opening, verification, type OpenedSignature, type Step, type VerifiedDelivery, type ParsedBody } from '../../core/verify/core.js';
 import type { HeadersInput } from '../../core/verify/headers.js';
 import { ASYNC_KEY_REFUSED, isAsyncFunction, keyRing, type KeyInput, type PublicKeySource } from '../../core/verify/key-list.js';
-import { resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
+import { resolveOptions, VERIFY_OPTIONS, type ResolvedOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
+import type { OptionNamesOf } from '../../base/options.js';
 
 export interface VerifierOptions extends VerifyOptionsBase {
   /**
@@ -114,3 +115,6 @@ export function createSyncVerifier(options: VerifierOptions): Verifier {
   const { verify } = createNodeVerifier(options);
   return { verify };
 }
+
+/** `createVerifier` from `jobhook` (and `verifyWebhook`). */
+export const VERIFIER_OPTIONS = { ...VERIFY_OPTIONS, publicKey: true } as const satisfies OptionNamesOf<VerifierOptions> & OptionNamesOf<NodeVerifierOptions>;

@@ -4,7 +4,8 @@ import { concatBytes } from '../../base/bytes.js';
 import { boundedSink, driveAsync, matching, opening, verification, type CanonicalChunk, type OpenedSignature, type ParsedBody, type Step, type VerifiedDelivery } from '../../core/verify/core.js';
 import type { HeadersInput } from '../../core/verify/headers.js';
 import { keyRing, type PublicKeySource } from '../../core/verify/key-list.js';
-import { resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
+import { resolveOptions, VERIFY_OPTIONS, type ResolvedOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
+import type { OptionNamesOf } from '../../base/options.js';
 
 export interface WebVerifierOptions extends VerifyOptionsBase {
   /**
@@ -70,3 +71,6 @@ export function createWebVerifierCore(options: WebVerifierOptions): WebVerifierC
     verifyOpened: (body, signature, parsed) => driveAsync(matching(body, signature, o, undefined, parsed), perform),
   };
 }
+
+/** `createVerifier` from `jobhook/web`. */
+export const WEB_VERIFIER_OPTIONS = { ...VERIFY_OPTIONS, publicKey: true } as const satisfies OptionNamesOf<WebVerifierOptions>;

@@ -15,7 +15,7 @@ import { documentValue } from '../../core/canonical/to-value.js';
 import { ReceiverBusyError } from '../../base/errors.js';
 import { reviveError } from '../../base/revive-error.js';
 import { errorDetails, type Logger } from '../../base/log.js';
-import { checkNumber } from '../../base/options.js';
+import { checkNumber, type OptionNamesOf } from '../../base/options.js';
 import { deliveryFrom, type OpenedSignature, type ParsedBody, type VerifiedDelivery } from '../../core/verify/core.js';
 import type { HeadersInput } from '../../core/verify/headers.js';
 import type { ResolvedOptions, VerifyOptionsBase } from '../../core/verify/options.js';
@@ -272,3 +272,6 @@ export function offloading(verifier: LocalVerifier, options: WorkerOptions, log:
     },
   };
 }
+
+/** The names of {@link WorkerOptions}. */
+export const WORKER_OPTIONS = { workerThresholdBytes: true, workerPoolSize: true } as const satisfies OptionNamesOf<WorkerOptions>;
