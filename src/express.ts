@@ -2,11 +2,14 @@
  * jobhook for Express (4 and 5), Connect and node:http.
  * @packageDocumentation
  */
-import { createNodeMiddleware, createNodeReceiver, type ExpressReceiverOptions, type MiddlewareOptions, type NodeHandler } from './lib/adapters/express.js';
+import { createNodeReceiver, type ExpressReceiverOptions, type NodeHandler } from './lib/adapters/express.js';
+import { createNodeMiddleware, type MiddlewareOptions } from './lib/adapters/middleware.js';
 import type { ReceiverControls } from './lib/adapters/controls.js';
 import type { VerifiedDelivery } from './lib/core/verify/core.js';
 
-export type { ExpressReceiverOptions, MiddlewareOptions, NextFunction, NodeHandler } from './lib/adapters/express.js';
+export type { ExpressReceiverOptions, NodeHandler } from './lib/adapters/express.js';
+export type { MiddlewareOptions } from './lib/adapters/middleware.js';
+export type { NextFunction } from './lib/adapters/node-http.js';
 export type { NodeWebhookRequest } from './lib/adapters/node-http.js';
 export { keepRawBody } from './lib/adapters/node-http.js';
 

@@ -14,7 +14,8 @@ import { VERIFIER_OPTIONS } from '../../src/lib/runtime/verify/node-verifier.js'
 import { WEB_VERIFIER_OPTIONS } from '../../src/lib/runtime/verify/web-verifier.js';
 import { SIGN_OPTIONS } from '../../src/lib/runtime/sign.js';
 import { AGNOSTIC_RECEIVER_OPTIONS } from '../../src/lib/adapters/agnostic.js';
-import { EXPRESS_RECEIVER_OPTIONS, MIDDLEWARE_OPTIONS } from '../../src/lib/adapters/express.js';
+import { EXPRESS_RECEIVER_OPTIONS } from '../../src/lib/adapters/express.js';
+import { MIDDLEWARE_OPTIONS } from '../../src/lib/adapters/middleware.js';
 import { WEB_RECEIVER_OPTIONS } from '../../src/lib/adapters/web.js';
 import { MEMORY_STORE_OPTIONS } from '../../src/lib/jobs/memory-store.js';
 import { JOB_RUNNER_OPTIONS } from '../../src/lib/jobs/runner.js';

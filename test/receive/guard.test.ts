@@ -5,13 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { equalBytes } from '../../src/lib/base/bytes.js';
-import { DeliveryGuard, digestKey } from '../../src/lib/receive/guard.js';
+import { DeliveryGuard, digestKey, resolveAdmission } from '../../src/lib/receive/guard.js';
 
 const MiB = 1024 * 1024;
 
 describe('DeliveryGuard: admission', () => {
   it('refuses what would pass maxInFlightBytes, counts chunked bodies as they grow, and frees on release', () => {
-    const g = new DeliveryGuard({ maxInFlightBytes: 10 * MiB }, 4 * MiB);
+    const g = new DeliveryGuard(10 * MiB, 4 * MiB);
     const a = g.admit(4 * MiB);
     const b = g.admit(4 * MiB);
     expect(g.inFlight).toBe(8 * MiB);
@@ -33,7 +33,7 @@ describe('DeliveryGuard: admission', () => {
   });
 
   it('large bodies leave a share for small ones; one body always fits when nothing else is in flight', () => {
-    const g = new DeliveryGuard({ maxInFlightBytes: 16 * MiB }, 8 * MiB);
+    const g = new DeliveryGuard(16 * MiB, 8 * MiB);
     const a = g.admit(8 * MiB);
     // 8 + 7 MiB = 15 MiB ≤ 16 MiB, but past what large bodies may hold (16 − 2 MiB).
     expect(() => g.admit(7 * MiB)).toThrow(expect.objectContaining({ code: 'RECEIVER_BUSY' }));
@@ -46,9 +46,10 @@ describe('DeliveryGuard: admission', () => {
   });
 
   it('maxInFlightBytes below maxBodyBytes is refused at construction', () => {
-    expect(() => new DeliveryGuard({ maxInFlightBytes: MiB }, 2 * MiB)).toThrow(TypeError);
-    expect(() => new DeliveryGuard({ maxInFlightBytes: 0 }, 2 * MiB)).toThrow(TypeError);
-    expect(new DeliveryGuard({}, 100 * MiB).max).toBe(100 * MiB);
+    expect(() => resolveAdmission({ maxInFlightBytes: MiB }, 2 * MiB)).toThrow(TypeError);
+    expect(() => resolveAdmission({ maxInFlightBytes: 0 }, 2 * MiB)).toThrow(TypeError);
+    expect(resolveAdmission({}, 100 * MiB)).toBe(100 * MiB);
+    expect(resolveAdmission({}, MiB)).toBe(64 * MiB);
   });
 });
 
@@ -58,7 +59,7 @@ describe('DeliveryGuard: one verification per signature and body', () => {
   const genuine = bytes('{"job_id":"genuine"}'.padEnd(200, ' '));
 
   it('concurrent requests with one signature and the same bytes share its verification', async () => {
-    const g = new DeliveryGuard({}, MiB);
+    const g = new DeliveryGuard(64 * MiB, MiB);
     let runs = 0;
     let finish!: (v: string) => void;
     const first = g.once(key, genuine, () => {
@@ -83,7 +84,7 @@ describe('DeliveryGuard: one verification per signature and body', () => {
   });
 
   it('a request with other bytes never gets another request\'s result, and never waits for it', async () => {
-    const g = new DeliveryGuard({}, MiB);
+    const g = new DeliveryGuard(64 * MiB, MiB);
     const order: string[] = [];
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
@@ -106,7 +107,7 @@ describe('DeliveryGuard: one verification per signature and body', () => {
   });
 
   it('a failure is shared only by the same bytes; nothing stays in flight', async () => {
-    const g = new DeliveryGuard({}, MiB);
+    const g = new DeliveryGuard(64 * MiB, MiB);
     const body = bytes('{');
     let runs = 0;
     const results = await Promise.allSettled([
@@ -124,7 +125,7 @@ describe('DeliveryGuard: one verification per signature and body', () => {
   });
 
   it('a body moved away (a detached buffer, as after a transfer to a worker) matches nothing, not even an empty body', async () => {
-    const g = new DeliveryGuard({}, MiB);
+    const g = new DeliveryGuard(64 * MiB, MiB);
     const moved = genuine.slice();
     let finish!: (v: string) => void;
     const first = g.once(key, moved, () => new Promise<string>((r) => (finish = r)));
@@ -158,7 +159,7 @@ describe('equalBytes', () => {
 
 describe('DeliveryGuard: known digests', () => {
   it('remembers completed digests and the bodies that verified under them until their window closes, bounded', () => {
-    const g = new DeliveryGuard({}, MiB);
+    const g = new DeliveryGuard(64 * MiB, MiB);
     g.remember('a', 'job-a', 'body-1', 1_000);
     g.remember('a', 'job-a', 'body-2', 900);
     expect(g.completed('a', 999)).toEqual({ jobId: 'job-a', bodies: ['body-1', 'body-2'], until: 1_000 });

@@ -1,4 +1,5 @@
 import type { JobRunner, RunnerHealth } from '../jobs/runner.js';
+import type { Verification } from '../receive/verification.js';
 
 /** What `receiver.health()` finds, for a readiness probe. */
 export interface ReceiverHealth extends RunnerHealth {
@@ -32,17 +33,14 @@ export interface ReceiverControls {
   health(timeoutMs?: number): Promise<ReceiverHealth>;
 }
 
-/** `fn` with the controls of the receiver's job runner (and its verification workers) attached. */
-export function withControls<F extends object>(
-  fn: F,
-  runner: Pick<JobRunner, 'close' | 'pending' | 'health'>,
-  also?: { close(): Promise<void>; workers?(): { busy: number; queued: number } },
-): F & ReceiverControls {
+/** `fn` with the controls of a receiver (its job runner and its verification workers) attached. */
+export function withControls<F extends object>(fn: F, receiver: { readonly config: { readonly runner: Pick<JobRunner, 'close' | 'pending' | 'health'> }; readonly verification: Pick<Verification, 'close' | 'workers'> }): F & ReceiverControls {
+  const { runner } = receiver.config;
   const close = async (timeoutMs?: number) => {
     await runner.close(timeoutMs);
-    await also?.close();
+    await receiver.verification.close();
   };
-  const health = async (timeoutMs?: number): Promise<ReceiverHealth> => ({ ...(await runner.health(timeoutMs)), workers: also?.workers?.() ?? { busy: 0, queued: 0 } });
+  const health = async (timeoutMs?: number): Promise<ReceiverHealth> => ({ ...(await runner.health(timeoutMs)), workers: receiver.verification.workers() });
   return Object.defineProperties(fn, {
     close: { value: close, enumerable: true },
     pending: { get: () => runner.pending, enumerable: true },

@@ -3,14 +3,13 @@
  * exact body bytes within the limits, and write an answer.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type * as Zlib from 'node:zlib';
-import { BodyMalformedError, BodyTimeoutError, BodyTooLargeError, BodyUnavailableError } from '../base/errors.js';
-import { ClientAbortedError, type BodyLimits } from '../receive/body-limits.js';
-import type { ReceiverAnswer } from '../receive/answers.js';
+import { BodyTimeoutError, BodyTooLargeError, BodyUnavailableError } from '../base/errors.js';
 import type { VerifiedDelivery } from '../core/verify/core.js';
-import { contentCoding, type ContentCoding } from './encoding.js';
-import { ownedBodies } from '../runtime/verify/worker-pool.js';
+import type { ReceiverAnswer } from '../receive/answers.js';
+import { ClientAbortedError, type BodyLimits, type ContentCoding } from '../receive/body.js';
 import type { Ticket } from '../receive/guard.js';
+import type { BodySource } from '../receive/signed-body.js';
+import { nodeDecoder, notDecodable, type ZlibModule } from './decode.js';
 
 /** A Node/Express/Connect request as jobhook reads it. */
 export interface NodeWebhookRequest extends IncomingMessage {
@@ -25,11 +24,6 @@ export interface NodeWebhookRequest extends IncomingMessage {
 const HOW_TO_MOUNT =
   'The request body was already parsed by another middleware (express.json()?) and its raw bytes were not kept, so the signature cannot be checked. ' +
   'Mount the jobhook handler before express.json(), or keep the bytes: app.use(express.json({ verify: keepRawBody })).';
-
-function checkSize(bytes: Uint8Array, limit: number): Uint8Array {
-  if (bytes.byteLength > limit) throw new BodyTooLargeError(limit);
-  return bytes;
-}
 
 /**
  * Bytes another middleware already read (body parsers decode Content-Encoding
@@ -48,142 +42,124 @@ function keptBytes(req: NodeWebhookRequest): Uint8Array | undefined {
   throw new BodyUnavailableError(HOW_TO_MOUNT);
 }
 
-let zlibModule: Promise<typeof Zlib> | undefined;
+let zlibModule: Promise<ZlibModule> | undefined;
 
-/**
- * node:zlib, loaded by the first compressed delivery rather than by `import('jobhook')`
- * (it costs a cold import several milliseconds: bench/import.mjs).
- */
-export function loadZlib(): Promise<typeof Zlib> {
+/** node:zlib, loaded by the first compressed delivery rather than by `import('jobhook')` (bench/import.mjs). */
+export function loadZlib(): Promise<ZlibModule> {
   zlibModule ??= import('node:zlib');
   return zlibModule;
 }
 
-type Decoder = Zlib.Gunzip | Zlib.Inflate | Zlib.BrotliDecompress;
-
-async function decoder(coding: ContentCoding): Promise<Decoder | undefined> {
-  if (coding === 'identity') return undefined;
-  const zlib = await loadZlib();
-  return coding === 'gzip' ? zlib.createGunzip() : coding === 'deflate' ? zlib.createInflate() : zlib.createBrotliDecompress();
+/** A Node request's body for the signed-body flow: bytes another middleware kept, or the stream, read within the limits. */
+export function nodeBodySource(req: NodeWebhookRequest, limits: BodyLimits): BodySource {
+  return {
+    headers: req.headers,
+    kept: keptBytes(req),
+    read: async (coding, ticket, declared) => {
+      const unzip = coding === 'identity' ? undefined : nodeDecoder(await loadZlib(), coding);
+      return new Promise<Uint8Array>((resolve, reject) => new StreamRead(req, coding, unzip, limits, ticket, declared, resolve, reject).start());
+    },
+  };
 }
 
-/** What a signed request holds: its signature, its body, and its place among the bodies in flight (release it once done). */
-export interface SignedBody<S> {
-  signature: S;
-  bytes: Uint8Array;
-  ticket: Ticket | undefined;
-}
-
-/**
- * A signed request's body, in the order that keeps unsigned traffic cheap: what the
- * headers alone tell (a kept or declared body over the limit: 413; an unknown coding:
- * 415), then `open(headers)` (the signature: 401 before a byte of the body is read),
- * then `admit` (the receiver's bound on bodies in flight, from Content-Length: 503
- * before a byte is buffered; or a known delivery), then the body, counted against the
- * ticket as it arrives. Rejects with the first refusal (the ticket released); an answer
- * sent before the body was read closes the connection (sendAnswer), so the rest is
- * never read.
- */
-export async function signedNodeBody<S>(
-  req: NodeWebhookRequest,
-  limits: BodyLimits,
-  open: (headers: NodeWebhookRequest['headers']) => S | Promise<S>,
-  admit?: (signature: S, declared: number | undefined) => Ticket,
-): Promise<SignedBody<S>> {
-  const kept = keptBytes(req);
-  if (kept !== undefined) checkSize(kept, limits.maxBodyBytes);
-  const coding = kept === undefined ? contentCoding(req.headers) : 'identity';
-  const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
-  if (kept === undefined && Number(declared) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
-  const signature = await open(req.headers);
-  const ticket = admit?.(signature, kept?.byteLength ?? (coding === 'identity' ? declared : undefined));
-  if (kept !== undefined) return { signature, bytes: kept, ticket };
-  try {
-    return { signature, bytes: await readStream(req, coding, await decoder(coding), limits, ticket, coding === 'identity' ? declared : undefined), ticket };
-  } catch (err) {
-    ticket?.release();
-    throw err;
-  }
-}
+type Decoder = ReturnType<typeof nodeDecoder>;
 
 /**
  * Reads the body from the stream with the limits enforced as it arrives (413 as soon
  * as the body, raw or decoded, passes `maxBodyBytes`; 408 when it is not complete
  * within `timeoutMs`; gzip, deflate and br decoded).
  */
-function readStream(req: NodeWebhookRequest, coding: ContentCoding, unzip: Decoder | undefined, limits: BodyLimits, ticket: Ticket | undefined, declared: number | undefined): Promise<Uint8Array> {
-  const limit = limits.maxBodyBytes;
-  // A declared size (within the limit, admitted) is filled as it arrives: copying a large
-  // body at its end held the event loop for hundreds of milliseconds on a loaded machine
-  // (the pages of a fresh buffer are touched then); this spreads that over the chunks.
-  const whole = declared !== undefined && Number.isInteger(declared) && declared > 64 * 1024 && declared <= limit ? Buffer.allocUnsafeSlow(declared) : undefined;
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let rawSize = 0;
-    let settled = false;
-    const timer = setTimeout(() => fail(new BodyTimeoutError(limits.timeoutMs)), limits.timeoutMs);
-    const cleanup = () => {
-      settled = true;
-      clearTimeout(timer);
-      req.off('data', onRaw);
-      req.off('end', onRawEnd);
-      req.off('error', fail);
-      req.off('aborted', onAborted);
-    };
-    function fail(err: Error): void {
-      if (settled) return;
-      cleanup();
-      // Stop reading: the answer goes out with Connection: close, so the rest is never read.
-      req.pause();
-      unzip?.destroy();
-      reject(err);
-    }
-    const onDecoded = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) return fail(new BodyTooLargeError(limit));
-      try {
-        ticket?.cover(size);
-      } catch (err) {
-        return fail(err as Error);
-      }
-      if (whole !== undefined && size <= whole.length) chunk.copy(whole, size - chunk.length);
-      else chunks.push(chunk);
-    };
-    const finish = () => {
-      if (settled) return;
-      cleanup();
-      const body = whole !== undefined && size === whole.length ? whole : Buffer.concat(whole === undefined ? chunks : [whole.subarray(0, Math.min(size, whole.length)), ...chunks], size);
-      ownedBodies.add(body);
-      resolve(body);
-    };
-    let burst = 0;
-    function onRaw(chunk: Buffer): void {
-      rawSize += chunk.length;
-      if (rawSize > limit) return fail(new BodyTooLargeError(limit));
-      // A socket with megabytes waiting emits them all in one turn of the event loop: after
-      // each MiB, let the loop turn (copying a MiB into fresh memory took ~5–10 ms here).
-      burst += chunk.length;
-      if (burst >= 1024 * 1024) {
-        burst = 0;
-        req.pause();
-        setImmediate(() => settled || req.resume());
-      }
-      if (unzip === undefined) onDecoded(chunk);
-      else unzip.write(chunk);
-    }
-    const onRawEnd = () => (unzip === undefined ? finish() : unzip.end());
-    const onAborted = () => fail(new ClientAbortedError());
+class StreamRead {
+  private readonly chunks: Buffer[] = [];
+  /** A declared size (within the limit, admitted) is filled as it arrives: copying a large body at its end held the event loop for hundreds of milliseconds on a loaded machine (the pages of a fresh buffer are touched then); this spreads that over the chunks. */
+  private readonly whole: Buffer | undefined;
+  private size = 0;
+  private rawSize = 0;
+  private burst = 0;
+  private settled = false;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly req: NodeWebhookRequest,
+    private readonly coding: ContentCoding,
+    private readonly unzip: Decoder | undefined,
+    private readonly limits: BodyLimits,
+    private readonly ticket: Ticket,
+    declared: number | undefined,
+    private readonly resolve: (body: Uint8Array) => void,
+    private readonly reject: (err: Error) => void,
+  ) {
+    this.whole = declared !== undefined && Number.isInteger(declared) && declared > 64 * 1024 && declared <= limits.maxBodyBytes ? Buffer.allocUnsafeSlow(declared) : undefined;
+  }
+
+  start(): void {
+    this.timer = setTimeout(() => this.fail(new BodyTimeoutError(this.limits.timeoutMs)), this.limits.timeoutMs);
+    const { unzip, req } = this;
     if (unzip !== undefined) {
-      unzip.on('data', onDecoded);
-      unzip.on('end', finish);
-      unzip.on('error', () => fail(new BodyMalformedError(`the body is not valid ${coding} data (Content-Encoding: ${coding})`, 0)));
+      unzip.on('data', this.onDecoded);
+      unzip.on('end', this.finish);
+      unzip.on('error', () => this.fail(notDecodable(this.coding as Exclude<ContentCoding, 'identity'>)));
     }
-    req.on('data', onRaw);
-    req.on('end', onRawEnd);
-    req.on('error', fail);
-    req.on('aborted', onAborted);
-  });
+    req.on('data', this.onRaw);
+    req.on('end', this.onRawEnd);
+    req.on('error', this.fail);
+    req.on('aborted', this.onAborted);
+  }
+
+  private readonly cleanup = (): void => {
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.req.off('data', this.onRaw);
+    this.req.off('end', this.onRawEnd);
+    this.req.off('error', this.fail);
+    this.req.off('aborted', this.onAborted);
+  };
+
+  private readonly fail = (err: Error): void => {
+    if (this.settled) return;
+    this.cleanup();
+    // Stop reading: the answer goes out with Connection: close, so the rest is never read.
+    this.req.pause();
+    this.unzip?.destroy();
+    this.reject(err);
+  };
+
+  private readonly onDecoded = (chunk: Buffer): void => {
+    this.size += chunk.length;
+    if (this.size > this.limits.maxBodyBytes) return this.fail(new BodyTooLargeError(this.limits.maxBodyBytes));
+    try {
+      this.ticket.cover(this.size);
+    } catch (err) {
+      return this.fail(err as Error);
+    }
+    if (this.whole !== undefined && this.size <= this.whole.length) chunk.copy(this.whole, this.size - chunk.length);
+    else this.chunks.push(chunk);
+  };
+
+  private readonly finish = (): void => {
+    if (this.settled) return;
+    this.cleanup();
+    const { whole, size, chunks } = this;
+    this.resolve(whole !== undefined && size === whole.length ? whole : Buffer.concat(whole === undefined ? chunks : [whole.subarray(0, Math.min(size, whole.length)), ...chunks], size));
+  };
+
+  private readonly onRaw = (chunk: Buffer): void => {
+    this.rawSize += chunk.length;
+    if (this.rawSize > this.limits.maxBodyBytes) return this.fail(new BodyTooLargeError(this.limits.maxBodyBytes));
+    // A socket with megabytes waiting emits them all in one turn of the event loop: after
+    // each MiB, let the loop turn (copying a MiB into fresh memory took ~5–10 ms here).
+    this.burst += chunk.length;
+    if (this.burst >= 1024 * 1024) {
+      this.burst = 0;
+      this.req.pause();
+      setImmediate(() => this.settled || this.req.resume());
+    }
+    if (this.unzip === undefined) this.onDecoded(chunk);
+    else this.unzip.write(chunk);
+  };
+
+  private readonly onRawEnd = (): void => (this.unzip === undefined ? this.finish() : void this.unzip.end());
+  private readonly onAborted = (): void => this.fail(new ClientAbortedError());
 }
 
 /**
@@ -197,6 +173,22 @@ export function sendAnswer(res: ServerResponse, answer: ReceiverAnswer, req?: In
   for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
   if (answer.headers.connection === 'close' || (req !== undefined && !req.complete)) closeWhenAnswered(res);
   res.end(answer.body);
+}
+
+export type NextFunction = (err?: unknown) => void;
+
+/**
+ * Hands an error to the application's error handler. A body left unread (refused on
+ * its headers, or over the limit) is not read on: the answer the handler sends closes
+ * the connection, as jobhook's own answers do, and a handler that reads the body first
+ * (Express's default one does) gets no more of it than jobhook would have read.
+ */
+export function passOn(err: unknown, req: NodeWebhookRequest, res: ServerResponse, next: NextFunction, limits: BodyLimits): void {
+  if (!req.complete) {
+    closeWhenAnswered(res);
+    boundUnreadBody(req, res, limits);
+  }
+  next(err);
 }
 
 /**

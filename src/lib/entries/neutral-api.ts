@@ -36,7 +36,7 @@ export type { JobCompletedEvent, JobEventBase, JobFailedEvent, JobSucceededEvent
 export type { ReceiverOptions, ReceiverRequest } from '../adapters/agnostic.js';
 export type { ReceiverControls, ReceiverHealth } from '../adapters/controls.js';
 export type { ReceiverAnswer, ReceiverErrorCode } from '../receive/answers.js';
-export type { AdapterName, DeliveryOutcome, DeliveryOutcomeKind, EventContext, FailureStage, ReceiverOptionsBase, WebhookEventContext } from '../receive/core.js';
+export type { AdapterName, DeliveryOutcome, DeliveryOutcomeKind, EventContext, FailureStage, ReceiverOptionsBase, WebhookEventContext } from '../receive/types.js';
 export type { EventContextBase, PollEventContext } from '../jobs/context.js';
 export type { Attributes, MeterLike, MeterProviderLike, SpanLike, TelemetryOptions, TracerLike, TracerProviderLike } from '../runtime/telemetry.js';
 export type { Logger, LoggerInput } from '../base/log.js';

@@ -54,6 +54,13 @@ export interface Ticket {
   release(): void;
 }
 
+/** `maxInFlightBytes` checked (TypeError for mistakes) and defaulted, once. */
+export function resolveAdmission(options: AdmissionOptions, maxBodyBytes: number): number {
+  const max = optionalNumber(options.maxInFlightBytes, 'maxInFlightBytes', Math.max(DEFAULT_MAX_IN_FLIGHT_BYTES, maxBodyBytes));
+  if (max < maxBodyBytes) throw new TypeError(`maxInFlightBytes (${max}) must be at least maxBodyBytes (${maxBodyBytes}): a body of maxBodyBytes would never be admitted`);
+  return max;
+}
+
 const busy = (what: string) => new ReceiverBusyError(`${what}; retry later.`);
 
 /** The key of a signature: what its keys recovered (the signed digest's hash), per key. */
@@ -98,9 +105,9 @@ export class DeliveryGuard {
   private readonly flights = new Map<string, Flight[]>();
   private readonly known = new Map<string, KnownDigest>();
 
-  constructor(options: AdmissionOptions, maxBodyBytes: number) {
-    this.max = optionalNumber(options.maxInFlightBytes, 'maxInFlightBytes', Math.max(DEFAULT_MAX_IN_FLIGHT_BYTES, maxBodyBytes));
-    if (this.max < maxBodyBytes) throw new TypeError(`maxInFlightBytes (${this.max}) must be at least maxBodyBytes (${maxBodyBytes}): a body of maxBodyBytes would never be admitted`);
+  /** `max`: maxInFlightBytes, resolved (resolveAdmission). */
+  constructor(max: number, maxBodyBytes: number) {
+    this.max = max;
     this.largeMax = Math.max(maxBodyBytes, this.max - Math.min(this.max / 8, 8 * 1024 * 1024));
   }
 

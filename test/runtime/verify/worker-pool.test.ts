@@ -8,7 +8,8 @@ import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { nodeBuiltins } from '../../../src/lib/runtime/verify/node-threads.js';
 import { createNodeVerifier } from '../../../src/lib/runtime/verify/node-verifier.js';
-import { offloading, WORKER_IDLE_MS } from '../../../src/lib/runtime/verify/worker-pool.js';
+import { Offloader } from '../../../src/lib/runtime/verify/offload.js';
+import { resolveWorkers, WORKER_IDLE_MS } from '../../../src/lib/runtime/verify/worker-pool.js';
 import { signed } from '../../helpers/deliveries.js';
 import { publicPem } from '../../helpers/keys.js';
 
@@ -27,8 +28,8 @@ describe('verification workers', () => {
     }
     const builtins = { ...nodeBuiltins, workerThreads: async () => ({ ...(await nodeBuiltins.workerThreads()), Worker: CountedWorker }) };
     const verifier = createNodeVerifier({ publicKey: publicPem(2048), maxAgeSeconds: false });
-    const pool = offloading(verifier, { workerThresholdBytes: 1024, workerPoolSize: 1 }, { debug() {}, info() {}, warn() {}, error() {} }, builtins as never);
-    const verify = async (d: { body: string; headers: Record<string, string> }) => pool.verifyOpened(d.body, await pool.open(d.headers));
+    const pool = new Offloader(verifier, resolveWorkers({ workerThresholdBytes: 1024, workerPoolSize: 1 }), { debug() {}, info() {}, warn() {}, error() {} }, builtins as never);
+    const verify = async (d: { body: string; headers: Record<string, string> }) => (await pool.verifyOpened(d.body, await pool.open(d.headers))).delivery;
     try {
       const first = signed(`idle-a-${process.pid}`, `,"pad":"${'x'.repeat(4096)}"`);
       expect((await verify(first)).jobId).toBe(`idle-a-${process.pid}`);
@@ -40,7 +41,7 @@ describe('verification workers', () => {
       // Idle for longer: ended.
       for (let waited = 0; ended === 0 && waited < WORKER_IDLE_MS * 3; waited += 100) await sleep(100);
       expect([started, ended]).toEqual([1, 1]);
-      expect(pool.workers()).toEqual({ busy: 0, queued: 0 });
+      expect(pool.busy()).toEqual({ busy: 0, queued: 0 });
       // The next large delivery starts another.
       const second = signed(`idle-b-${process.pid}`, `,"pad":"${'y'.repeat(4096)}"`);
       expect((await verify(second)).jobId).toBe(`idle-b-${process.pid}`);

@@ -22,7 +22,7 @@ function bodyBytes(body: unknown, limit: number): number {
 }
 
 /** BODY_TOO_LARGE (413) for a body over `maxBodyBytes`; TypeError for anything that is not a raw body. */
-export function checkBodySize(body: string | Uint8Array, o: ResolvedOptions): void {
+export function checkBodySize(body: string | Uint8Array, o: Pick<ResolvedOptions, 'maxBodyBytes'>): void {
   if (bodyBytes(body, o.maxBodyBytes) > o.maxBodyBytes) throw refusal(() => new BodyTooLargeError(o.maxBodyBytes));
 }
 

@@ -5,6 +5,8 @@ import type { DialectName } from '../../core/canonical/dialects.js';
 import { boundedSink, drive, matching, opening, verification, type OpenedSignature, type Step, type VerifiedDelivery, type ParsedBody } from '../../core/verify/core.js';
 import type { HeadersInput } from '../../core/verify/headers.js';
 import { ASYNC_KEY_REFUSED, isAsyncFunction, keyRing, type KeyInput, type PublicKeySource } from '../../core/verify/key-list.js';
+import { nodeBuiltins } from './node-threads.js';
+import type { VerifyRuntime } from './offload.js';
 import { resolveOptions, VERIFY_OPTIONS, type ResolvedOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
 import type { OptionNamesOf } from '../../base/options.js';
 
@@ -80,12 +82,17 @@ export function matchingSteps(o: ResolvedOptions): (step: Step) => unknown {
   };
 }
 
+/** A Node verifier from its options (TypeError for mistakes). */
 export function createNodeVerifier(options: NodeVerifierOptions): NodeVerifierCore {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
+  return nodeVerifier(options.publicKey, resolveOptions(options));
+}
+
+/** The node:crypto verifier of `publicKey`, over options resolved once (a receiver's). */
+export function nodeVerifier(publicKey: PublicKeySource<NodePublicKeyInput>, o: ResolvedOptions): NodeVerifierCore {
   // Probed here too so a runtime without a working RSA operation is named as such, not as a bad publicKey[0].
   rsaOperation();
-  const ring = keyRing(options.publicKey, importNodeKey);
-  const o = resolveOptions(options);
+  const ring = keyRing(publicKey, importNodeKey);
   const perform = (step: Step): unknown => {
     switch (step.op) {
       case 'open':
@@ -118,3 +125,6 @@ export function createSyncVerifier(options: VerifierOptions): Verifier {
 
 /** `createVerifier` from `jobhook` (and `verifyWebhook`). */
 export const VERIFIER_OPTIONS = { ...VERIFY_OPTIONS, publicKey: true } as const satisfies OptionNamesOf<VerifierOptions> & OptionNamesOf<NodeVerifierOptions>;
+
+/** Node's runtime for the receivers: node:crypto, worker threads by import(). */
+export const NODE_RUNTIME: VerifyRuntime<NodePublicKeyInput> = { verifier: nodeVerifier, hashRaw: sha256Hex, builtins: () => nodeBuiltins };

@@ -9,20 +9,8 @@ import { drive, matching, type ParsedBody } from '../../core/verify/core.js';
 import { matchingSteps } from './node-verifier.js';
 import { sha256Hex } from '../crypto/node.js';
 import { resolveOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
-import { splitPlan, type Plan } from '../../core/verify/split.js';
-
-/** What the main thread sends: the body, and what the keys that opened its signature say was signed. */
-export interface WorkerRequest {
-  id: number;
-  body: Uint8Array;
-  opened: Array<{ keyIndex: number; hash: Uint8Array }>;
-}
-
-/** What the worker answers. */
-export type WorkerResponse = { id: number; body: Uint8Array } & (
-  | { ok: { dialect: string; keyIndex: number; canonicalSha256: string; plan: Plan | undefined; rawSha256: string } }
-  | { error: { code?: string; name: string; message: string; offset?: number; limit?: number } }
-);
+import { splitPlan } from '../../core/verify/split.js';
+import type { WorkerRequest, WorkerResponse } from './worker-messages.js';
 
 // No keys here: the main thread opened the signature and sends what the keys recovered.
 const o = resolveOptions({ ...(workerData as VerifyOptionsBase), maxAgeSeconds: false });

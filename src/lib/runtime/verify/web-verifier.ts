@@ -4,6 +4,8 @@ import { concatBytes } from '../../base/bytes.js';
 import { boundedSink, driveAsync, matching, opening, verification, type CanonicalChunk, type OpenedSignature, type ParsedBody, type Step, type VerifiedDelivery } from '../../core/verify/core.js';
 import type { HeadersInput } from '../../core/verify/headers.js';
 import { keyRing, type PublicKeySource } from '../../core/verify/key-list.js';
+import { runtimeBuiltins } from './runtime-threads.js';
+import type { VerifyRuntime } from './offload.js';
 import { resolveOptions, VERIFY_OPTIONS, type ResolvedOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
 import type { OptionNamesOf } from '../../base/options.js';
 
@@ -48,10 +50,15 @@ function canonicalBytes(body: ParsedBody, dialect: DialectName, limit: number): 
   return concatBytes(chunks.map((c) => (typeof c === 'string' ? encoder.encode(c) : c)));
 }
 
+/** A WebCrypto verifier from its options (TypeError for mistakes). */
 export function createWebVerifierCore(options: WebVerifierOptions): WebVerifierCore {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
-  const ring = keyRing(options.publicKey, prepareWebKey);
-  const o = resolveOptions(options);
+  return webVerifier(options.publicKey, resolveOptions(options));
+}
+
+/** The WebCrypto verifier of `publicKey`, over options resolved once (a receiver's). */
+export function webVerifier(publicKey: PublicKeySource<WebPublicKeyInput>, o: ResolvedOptions): WebVerifierCore {
+  const ring = keyRing(publicKey, prepareWebKey);
   const perform = (step: Step): unknown => {
     switch (step.op) {
       case 'open':
@@ -74,3 +81,9 @@ export function createWebVerifierCore(options: WebVerifierOptions): WebVerifierC
 
 /** `createVerifier` from `jobhook/web`. */
 export const WEB_VERIFIER_OPTIONS = { ...VERIFY_OPTIONS, publicKey: true } as const satisfies OptionNamesOf<WebVerifierOptions>;
+
+/**
+ * The Fetch runtimes' for the receivers: WebCrypto (or the runtime's node:crypto where a
+ * probe shows it works); on Node itself, the same worker threads as the Node receivers.
+ */
+export const WEB_RUNTIME: VerifyRuntime<WebPublicKeyInput> = { verifier: webVerifier, hashRaw: sha256HexWeb, builtins: runtimeBuiltins };

@@ -1,5 +1,29 @@
+/**
+ * What every adapter knows of a body before reading it: the limits that bound reading
+ * it, its Content-Encoding, and why a read ended without one.
+ */
 import { EncodingUnsupportedError } from '../base/errors.js';
 import { getHeader, type HeadersInput } from '../core/verify/headers.js';
+
+/** What bounds reading a body, in every adapter. */
+export interface BodyLimits {
+  /** Largest body, raw and after decoding, in bytes. */
+  readonly maxBodyBytes: number;
+  /** The whole body must arrive within this (ms). */
+  readonly timeoutMs: number;
+}
+
+/**
+ * The client closed the request before its body arrived (a sender that gave up, a
+ * dropped connection): nothing to answer, and nothing wrong with the receiver, so it
+ * is logged at debug, not as an error.
+ */
+export class ClientAbortedError extends Error {
+  constructor() {
+    super('The client aborted the request before its body arrived');
+    this.name = 'ClientAbortedError';
+  }
+}
 
 /** The content codings jobhook decodes. */
 export type ContentCoding = 'identity' | 'gzip' | 'deflate' | 'br';
@@ -23,4 +47,10 @@ export function contentCoding(headers: HeadersInput): ContentCoding {
     if (only === 'deflate' || only === 'br') return only;
   }
   throw new EncodingUnsupportedError(`Content-Encoding ${JSON.stringify(raw)} is not supported; send the body as is, or gzip, deflate or br.`);
+}
+
+/** The declared Content-Length, or undefined. */
+export function declaredLength(headers: HeadersInput): number | undefined {
+  const length = getHeader(headers, 'content-length');
+  return length === undefined ? undefined : Number(length);
 }

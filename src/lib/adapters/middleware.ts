@@ -1,0 +1,56 @@
+/** Verification only, as Express/Connect middleware: `req.webhook`, then `next()`. */
+import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
+import { resolveLogger, type LoggerInput } from '../base/log.js';
+import { answerForError } from '../receive/answers.js';
+import { resolveVerification } from '../receive/config.js';
+import { ADMISSION_OPTIONS, type AdmissionOptions } from '../receive/guard.js';
+import { logRefusal } from '../receive/receiver.js';
+import { signedBody } from '../receive/signed-body.js';
+import { Verification } from '../receive/verification.js';
+import { NODE_RUNTIME, VERIFIER_OPTIONS, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
+import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import type { NodeHandler } from './express.js';
+import { nodeBodySource, passOn, sendAnswer } from './node-http.js';
+
+/** Options of `createMiddleware`. */
+export interface MiddlewareOptions extends NodeVerifierOptions, AdmissionOptions, WorkerOptions {
+  /** `respond` (default): answer failures with the receiver's status codes. `next`: pass the WebhookError to `next(err)`. */
+  errors?: 'respond' | 'next';
+  /** A body still arriving after this long is answered 408 (default 30 s). */
+  bodyTimeoutMs?: number;
+  /** As the receiver's `log` (default: warnings and errors to the console). */
+  log?: LoggerInput;
+}
+
+/** `createMiddleware` from `jobhook/express`. */
+export const MIDDLEWARE_OPTIONS = { ...VERIFIER_OPTIONS, ...WORKER_OPTIONS, ...ADMISSION_OPTIONS, errors: true, bodyTimeoutMs: true, log: true } as const satisfies OptionNamesOf<MiddlewareOptions>;
+
+export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
+  checkOptionNames(options, MIDDLEWARE_OPTIONS);
+  const mode = options?.errors ?? 'respond';
+  if (mode !== 'respond' && mode !== 'next') throw new TypeError("errors must be 'respond' or 'next'");
+  const config = resolveVerification(options, resolveLogger(options?.log));
+  const verification = new Verification(config, NODE_RUNTIME);
+  const limits = config.body;
+  const verify = async (req: Parameters<NodeHandler>[0]) => {
+    const body = await signedBody(verification, nodeBodySource(req, limits), limits);
+    try {
+      return (await verification.verify(body.bytes, body.signature, body.owned)).delivery;
+    } finally {
+      body.ticket.release();
+    }
+  };
+  return (req, res, next) => {
+    verify(req).then(
+      (delivery) => {
+        req.webhook = delivery;
+        next?.();
+      },
+      (err: unknown) => {
+        logRefusal(config.log, err);
+        if (mode === 'next' && next) passOn(err, req, res, next, limits);
+        else sendAnswer(res, answerForError(err), req);
+      },
+    );
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * A receiver's options, resolved once at construction into one frozen record; everything
+ * below takes the parts it needs from it, never the user's object.
+ */
+import { resolveLogger, type Logger, type LoggerInput } from '../base/log.js';
+import { checkNumber, optionalNumber } from '../base/options.js';
+import { DEFAULT_BODY_TIMEOUT_MS } from '../base/protocol.js';
+import type { PublicKeySource } from '../core/verify/key-list.js';
+import { checkReplayWindow, resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from '../core/verify/options.js';
+import type { Clock } from '../jobs/clock.js';
+import { runnerFor, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
+import type { Telemetry } from '../runtime/telemetry.js';
+import { resolveWorkers, type ResolvedWorkers, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import type { BodyLimits } from './body.js';
+import { resolveAdmission, type AdmissionOptions } from './guard.js';
+import type { AdapterName, DeliveryOutcome, ReceiverOptionsBase } from './types.js';
+
+/** What verifying a request takes (the middleware's whole configuration, a receiver's first part). */
+export interface VerificationConfig<K = unknown> {
+  readonly publicKey: PublicKeySource<K>;
+  /** The verifier's options (dialects, headers, limits, replay window, clock). */
+  readonly verify: ResolvedOptions;
+  readonly body: BodyLimits;
+  /** maxInFlightBytes. */
+  readonly maxInFlightBytes: number;
+  readonly workers: ResolvedWorkers;
+  readonly log: Logger;
+}
+
+/** A receiver's configuration: verification, the job runner, and how deliveries are answered and told. */
+export interface ReceiverConfig<Req = unknown, K = unknown> extends VerificationConfig<K> {
+  readonly adapter: AdapterName;
+  readonly onEvent: ReceiverOptionsBase<Req>['onEvent'];
+  readonly runner: JobRunner;
+  /** The runner's, taken once (never read back from the runner per delivery). */
+  readonly telemetry: Telemetry;
+  readonly clock: Clock;
+  readonly retryAfterSeconds: number | undefined;
+  /** The replay window, ms: a completion is remembered until max(finished_at, receipt) + this. */
+  readonly windowMs: number;
+  readonly onDelivery: ((outcome: DeliveryOutcome) => void) | undefined;
+}
+
+/** The options every verifying handler takes. */
+export type VerificationOptions<K> = VerifyOptionsBase & AdmissionOptions & WorkerOptions & { publicKey: PublicKeySource<K>; bodyTimeoutMs?: number };
+
+/** Checks the options of request verification (TypeError for mistakes) and resolves them once. */
+export function resolveVerification<K>(options: VerificationOptions<K>, log: Logger): VerificationConfig<K> {
+  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
+  const verify = resolveOptions(options);
+  const body = Object.freeze({ maxBodyBytes: verify.maxBodyBytes, timeoutMs: optionalNumber(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS) });
+  return Object.freeze({
+    publicKey: options.publicKey,
+    verify,
+    body,
+    maxInFlightBytes: resolveAdmission(options, verify.maxBodyBytes),
+    workers: resolveWorkers(options),
+    log,
+  });
+}
+
+/** Checks a receiver's options (TypeError for mistakes), takes or builds its job runner, and resolves everything once. */
+export function resolveReceiverConfig<Req, K, Tx>(options: ReceiverOptionsBase<Req, Tx> & VerificationOptions<K>, adapter: AdapterName): ReceiverConfig<Req, K> {
+  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with publicKey and onEvent');
+  if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
+  const runner = runnerFor(options as JobRunnerOptions & { runner?: JobRunner });
+  const verification = resolveVerification(options, receiverLog(options, runner));
+  checkReplayWindow(verification.verify.maxAgeSeconds, runner.options.retainMs);
+  return Object.freeze({
+    ...verification,
+    adapter,
+    onEvent: options.onEvent as ReceiverOptionsBase<Req>['onEvent'],
+    runner,
+    telemetry: runner.options.telemetry,
+    clock: runner.options.clock,
+    retryAfterSeconds: options.retryAfterSeconds === undefined ? undefined : checkNumber(options.retryAfterSeconds, 'retryAfterSeconds', { integer: true }),
+    windowMs: (verification.verify.maxAgeSeconds ?? 0) * 1000,
+    onDelivery: checkHook(options.onDelivery),
+  });
+}
+
+/** The runner's log, unless a shared runner was given and this receiver has a log of its own. */
+function receiverLog(options: { runner?: JobRunner; log?: LoggerInput }, runner: JobRunner): Logger {
+  return options.runner !== undefined && options.log !== undefined ? resolveLogger(options.log) : runner.options.log;
+}
+
+function checkHook(hook: unknown): ((outcome: DeliveryOutcome) => void) | undefined {
+  if (hook !== undefined && typeof hook !== 'function') throw new TypeError('onDelivery must be a function (outcome) => void');
+  return hook as ((outcome: DeliveryOutcome) => void) | undefined;
+}

@@ -1,0 +1,199 @@
+/**
+ * The one receiver every adapter shares: a signed body in, an answer out. Verify, run
+ * the job through the job runner (claim, handler, completion), answer per the protocol,
+ * and say what happened (log, telemetry, `onDelivery`). Adapters only read the body and
+ * send the answer.
+ */
+import { isWebhookError, type WebhookErrorCode } from '../base/errors.js';
+import { errorDetails, type Logger } from '../base/log.js';
+import type { DialectName } from '../core/canonical/dialects.js';
+import { parseRfc3339 } from '../core/event.js';
+import type { VerifiedDelivery } from '../core/verify/core.js';
+import { eventContext } from '../jobs/context.js';
+import type { ClaimContext, RunResult } from '../jobs/runner.js';
+import { AttributeSets, fail, type SpanLike } from '../runtime/telemetry.js';
+import type { VerifyRuntime } from '../runtime/verify/offload.js';
+import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
+import { ClientAbortedError } from './body.js';
+import type { ReceiverConfig } from './config.js';
+import type { SignedBody } from './signed-body.js';
+import type { AdapterName, DeliveryOutcome, DeliveryOutcomeKind } from './types.js';
+import { Verification, type OwnVerified } from './verification.js';
+
+/** Codes that anyone can cause without the gateway's key: logged at debug only. */
+const UNSIGNED: ReadonlySet<WebhookErrorCode> = new Set<WebhookErrorCode>([
+  'BODY_TOO_LARGE',
+  'BODY_TIMEOUT',
+  'ENCODING_UNSUPPORTED',
+  'SIGNATURE_MISSING',
+  'SIGNATURE_MALFORMED',
+  'ALGORITHM_UNSUPPORTED',
+  'SIGNATURE_INVALID',
+]);
+
+/** Logs why a delivery was refused: debug when anyone could have sent it, info when it was signed. */
+export function logRefusal(log: Logger, err: unknown): void {
+  if (err instanceof ClientAbortedError) log.debug(`jobhook: ${err.message}`);
+  else if (!isWebhookError(err)) log.error('jobhook: the receiver failed unexpectedly', errorDetails(err));
+  else if (err.code === 'BODY_UNAVAILABLE') log.error(`jobhook: ${err.message}`);
+  else if (UNSIGNED.has(err.code)) log.debug(`jobhook: refused a delivery: ${err.code}`, { message: err.message });
+  else log.info(`jobhook: refused a signed delivery: ${err.code}`, { message: err.message });
+}
+
+const codeOf = (err: unknown): string => (isWebhookError(err) ? err.code : 'INTERNAL_ERROR');
+
+/** The outcome kind of an answer that is not a 2xx. */
+function outcomeOf(status: number, code: string): DeliveryOutcomeKind {
+  if (status < 500) return 'refused';
+  if (code === 'STORE_UNAVAILABLE') return 'unavailable';
+  if (status === 503) return 'busy';
+  return 'failed';
+}
+
+/** The error code answered for each run result that is not a 2xx. */
+const RUN_CODE: Record<Exclude<RunResult['kind'], 'processed' | 'duplicate'>, string> = {
+  in_progress: 'IN_PROGRESS',
+  handler_failed: 'HANDLER_FAILED',
+  store_unavailable: 'STORE_UNAVAILABLE',
+  claim_lost: 'CLAIM_LOST',
+};
+
+/**
+ * Attribute sets, made once and reused by every record: `{ adapter }` (metrics),
+ * `{ 'jobhook.adapter' }` (spans), and per adapter `jobhook.deliveries`' `{ outcome, adapter, code?, dialect? }`.
+ */
+const METRIC_ADAPTER = new AttributeSets((adapter) => ({ adapter }));
+const SPAN_ADAPTER = new AttributeSets((adapter) => ({ 'jobhook.adapter': adapter }));
+const deliverySets = (adapter: AdapterName) =>
+  new AttributeSets((outcome, code, dialect) => ({ outcome, adapter, ...(code === undefined ? {} : { code }), ...(dialect === undefined ? {} : { dialect }) }));
+
+/** What `delivered` records of a delivery. */
+interface Told {
+  outcome: DeliveryOutcomeKind;
+  code?: string;
+  jobId?: string;
+  dialect?: DialectName;
+  started: number | undefined;
+  bodyBytes: number;
+}
+
+export class Receiver<Req, K = unknown> {
+  readonly verification: Verification<K>;
+  private readonly deliveries: AttributeSets;
+
+  constructor(
+    readonly config: ReceiverConfig<Req, K>,
+    runtime: VerifyRuntime<K>,
+  ) {
+    this.verification = new Verification(config, runtime);
+    this.deliveries = deliverySets(config.adapter);
+  }
+
+  /**
+   * Receives one delivery whose signature opened and whose bytes are in hand. `started`:
+   * when the request began (performance.now()).
+   */
+  receive(signed: SignedBody, request: Req, started: number = performance.now()): Promise<ReceiverAnswer> {
+    const { telemetry, adapter } = this.config;
+    const bodyBytes = typeof signed.bytes === 'string' ? signed.bytes.length : signed.bytes.byteLength;
+    telemetry.bodySize?.record(bodyBytes, METRIC_ADAPTER.get(adapter));
+    return telemetry.within('jobhook.receive', 'server', SPAN_ADAPTER.get(adapter), async (span) => {
+      const known = await this.verification.known(signed.signature, signed.bytes, this.config.clock.now());
+      if (known?.kind === 'duplicate') {
+        this.config.log.debug(`jobhook: job ${known.jobId}: duplicate (its signature and bytes were verified and completed here)`);
+        return this.delivered(answerForRun({ kind: 'duplicate' }, known.jobId, undefined), { outcome: 'duplicate', jobId: known.jobId, started, bodyBytes });
+      }
+      if (known?.kind === 'refused') return this.failed(span, known.error, started, bodyBytes);
+      let verified: OwnVerified;
+      const verifying = performance.now();
+      try {
+        verified = await telemetry.phase('jobhook.verify', () => this.verification.verify(signed.bytes, signed.signature, signed.owned));
+      } catch (err) {
+        return this.failed(span, err, started, bodyBytes);
+      } finally {
+        telemetry.verifyDuration?.record((performance.now() - verifying) / 1000, METRIC_ADAPTER.get(adapter));
+      }
+      return this.process(verified, signed, request, span, { started, bodyBytes });
+    });
+  }
+
+  /** Runs a verified delivery's job, remembers its signature once completed, and answers. */
+  private async process(verified: OwnVerified, signed: SignedBody, request: Req, span: SpanLike | undefined, at: { started: number; bodyBytes: number }): Promise<ReceiverAnswer> {
+    const { config } = this;
+    const { event, payload, jobId, dialect, keyIndex, canonicalSha256 } = verified.delivery;
+    span?.setAttribute('jobhook.job_id', jobId);
+    span?.setAttribute('jobhook.dialect', dialect);
+    // Remembered until the replay window closes on this event, however its finished_at and
+    // the receipt relate (a finished_at slightly ahead of this clock included).
+    const now = config.clock.now();
+    const finished = parseRfc3339(event.finished_at);
+    if (finished !== undefined) config.telemetry.deliveryLag?.record(Math.max(0, now - finished) / 1000, METRIC_ADAPTER.get(config.adapter));
+    const retainMs = Math.max(finished ?? now, now) + config.windowMs - now;
+    const handler = (claim: ClaimContext) => config.onEvent(event, eventContext({ source: 'webhook' as const, dialect, keyIndex, canonicalSha256, request }, jobId, payload, claim));
+    const result = await config.runner.run(jobId, handler, { retainMs });
+    if (result.kind === 'duplicate' || result.kind === 'in_progress') config.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
+    // Completed: the same signature and bytes again are answered duplicate without canonical work, while the window is open.
+    // A shared result came with the same bytes: the request that verified them remembers them.
+    if (verified.own && (result.kind === 'processed' || result.kind === 'duplicate')) {
+      // Never past the replay window on finished_at: a replay after it must meet EVENT_TOO_OLD, not a duplicate answer.
+      const until = finished !== undefined && config.windowMs > 0 ? Math.min(now + retainMs, finished + config.windowMs) : now + retainMs;
+      await this.verification.remember(signed.signature, jobId, verified, signed.bytes, until);
+    }
+    return this.answered(result, verified.delivery, span, at);
+  }
+
+  private answered(result: RunResult, delivery: VerifiedDelivery, span: SpanLike | undefined, at: { started: number; bodyBytes: number }): ReceiverAnswer {
+    const { jobId, dialect } = delivery;
+    const answer = answerForRun(result, jobId, this.config.retryAfterSeconds);
+    if (result.kind === 'processed' || result.kind === 'duplicate') return this.delivered(answer, { outcome: result.kind, jobId, dialect, ...at });
+    const code = RUN_CODE[result.kind];
+    fail(span, undefined, code);
+    return this.delivered(answer, { outcome: outcomeOf(answer.status, code), code, jobId, dialect, ...at });
+  }
+
+  /**
+   * The answer for a delivery refused before its job ran (or a body that could not be
+   * read), logged at the level it deserves, counted and heard (`onDelivery`).
+   * `bodyBytes`: what was read of its body.
+   */
+  refuse(err: unknown, started?: number, bodyBytes = 0): ReceiverAnswer {
+    this.config.telemetry.instant('jobhook.receive', 'server', SPAN_ADAPTER.get(this.config.adapter), codeOf(err));
+    return this.refusal(err, started, bodyBytes);
+  }
+
+  /** A refusal inside the delivery's span. */
+  private failed(span: SpanLike | undefined, err: unknown, started: number, bodyBytes: number): ReceiverAnswer {
+    fail(span, err);
+    return this.refusal(err, started, bodyBytes);
+  }
+
+  private refusal(err: unknown, started: number | undefined, bodyBytes: number): ReceiverAnswer {
+    if (isWebhookError(err) && err.code === 'BODY_UNAVAILABLE') this.config.runner.report('body', err);
+    else logRefusal(this.config.log, err);
+    const answer = answerForError(err);
+    const code = codeOf(err);
+    return this.delivered(answer, { outcome: outcomeOf(answer.status, code), code, started, bodyBytes });
+  }
+
+  /** Counts a delivery (`jobhook.deliveries`), tells `onDelivery`, and gives the answer back. */
+  private delivered(answer: ReceiverAnswer, d: Told): ReceiverAnswer {
+    const { telemetry, onDelivery, log } = this.config;
+    telemetry.deliveries?.add(1, this.deliveries.get(d.outcome, d.code, d.dialect));
+    if (onDelivery === undefined) return answer;
+    const outcome: DeliveryOutcome = {
+      status: answer.status,
+      outcome: d.outcome,
+      ...(d.code === undefined ? {} : { code: d.code }),
+      ...(d.jobId === undefined ? {} : { jobId: d.jobId }),
+      ...(d.dialect === undefined ? {} : { dialect: d.dialect }),
+      durationMs: d.started === undefined ? 0 : Math.round((performance.now() - d.started) * 1000) / 1000,
+      bodyBytes: d.bodyBytes,
+    };
+    try {
+      onDelivery(outcome);
+    } catch (err) {
+      log.error('jobhook: onDelivery threw', errorDetails(err));
+    }
+    return answer;
+  }
+}

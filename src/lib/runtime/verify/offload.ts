@@ -1,0 +1,114 @@
+/**
+ * Where a verification runs: on the calling thread when its canonical work is cheap, on
+ * a worker when it would hold the event loop (placement() in core/verify/cost.ts). The
+ * signature is opened here first (one RSA operation: a forged request never takes a
+ * worker's time or a place in the queue); the worker parses, canonicalizes and hashes;
+ * the main thread then builds the event from a plan of small pieces, yielding between
+ * them.
+ */
+import { errorDetails, type Logger } from '../../base/log.js';
+import { reviveError } from '../../base/revive-error.js';
+import type { DialectName } from '../../core/canonical/dialects.js';
+import { parseDocument } from '../../core/canonical/parse.js';
+import { documentValue } from '../../core/canonical/to-value.js';
+import { deliveryFrom, type OpenedSignature, type ParsedBody, type VerifiedDelivery } from '../../core/verify/core.js';
+import { placement } from '../../core/verify/cost.js';
+import type { HeadersInput } from '../../core/verify/headers.js';
+import type { PublicKeySource } from '../../core/verify/key-list.js';
+import type { ResolvedOptions } from '../../core/verify/options.js';
+import { buildValue } from '../../core/verify/split.js';
+import { WorkerPool, type NodeBuiltins, type ResolvedWorkers } from './worker-pool.js';
+
+/** What a runtime's verifier offers the receivers: open signatures, match small bodies itself. */
+export interface LocalVerifier {
+  readonly options: ResolvedOptions;
+  open(headers: HeadersInput): OpenedSignature | Promise<OpenedSignature>;
+  verifyOpened(body: string | Uint8Array, signature: OpenedSignature, parsed?: ParsedBody): VerifiedDelivery | Promise<VerifiedDelivery>;
+}
+
+/** A verified delivery, and the SHA-256 (hex) of its raw body when it was taken on the way (a worker's). */
+export interface Verified {
+  delivery: VerifiedDelivery;
+  rawSha256?: string;
+}
+
+/**
+ * `verifier.verifyOpened` for cheap bodies, a worker for costly ones. Without worker
+ * threads here (`builtins` undefined: an edge runtime) everything is verified on the
+ * calling thread.
+ */
+export class Offloader {
+  private readonly pool: WorkerPool | undefined;
+
+  constructor(
+    readonly verifier: LocalVerifier,
+    private readonly workers: ResolvedWorkers,
+    private readonly log: Logger,
+    builtins: NodeBuiltins | undefined,
+  ) {
+    this.pool = builtins === undefined ? undefined : new WorkerPool(builtins, verifier.options, workers.poolSize, log);
+  }
+
+  /** The first half, on the headers alone (always here: one RSA operation per key); a promise while a key function is resolved. */
+  open(headers: HeadersInput): OpenedSignature | Promise<OpenedSignature> {
+    return this.verifier.open(headers);
+  }
+
+  /**
+   * The second half: on this thread for cheap bodies, on a worker for costly ones.
+   * `movable`: nobody else holds the body's memory, so it may be moved to the worker
+   * rather than copied (a 25 MB copy holds the event loop ~20 ms).
+   */
+  verifyOpened(body: string | Uint8Array, signature: OpenedSignature, movable = false): Verified | Promise<Verified> {
+    if (this.pool === undefined) return this.here(body, signature);
+    const where = placement(body, this.verifier.options, this.workers.thresholdBytes);
+    if (!where.worker) return this.here(body, signature, where.parsed);
+    return typeof body === 'string' ? this.onWorker(new TextEncoder().encode(body), signature, false) : this.onWorker(body, signature, movable);
+  }
+
+  /** Verifications on a worker now, and waiting for one. */
+  busy(): { busy: number; queued: number } {
+    return this.pool?.workers() ?? { busy: 0, queued: 0 };
+  }
+
+  /** Stops the workers; deliveries still waiting for one are refused (RECEIVER_BUSY). */
+  close(): Promise<void> {
+    return this.pool?.close() ?? Promise.resolve();
+  }
+
+  private here(body: string | Uint8Array, signature: OpenedSignature, parsed?: ParsedBody): Verified | Promise<Verified> {
+    const delivery = this.verifier.verifyOpened(body, signature, parsed);
+    return delivery instanceof Promise ? delivery.then((d) => ({ delivery: d })) : { delivery };
+  }
+
+  private async onWorker(body: Uint8Array, signature: OpenedSignature, movable: boolean): Promise<Verified> {
+    const pool = this.pool!;
+    try {
+      await pool.load();
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'RECEIVER_BUSY') throw err;
+      // No worker threads after all (a runtime that names the module but cannot start one): verify here.
+      this.log.warn('jobhook: verification workers are unavailable; verifying on the calling thread', errorDetails(err));
+      return this.here(body, signature);
+    }
+    const opened = signature.opened.map(({ keyIndex, hash }) => ({ keyIndex, hash }));
+    const response = await pool.run(body, opened, movable);
+    if ('error' in response) throw reviveError(response.error);
+    const { dialect, keyIndex, canonicalSha256, plan, rawSha256 } = response.ok;
+    const o = this.verifier.options;
+    // The body came back (moved, or the worker's copy).
+    const back = response.body;
+    const value = plan === undefined ? documentValue(parseDocument(back, { maxDepth: o.maxDepth }), o.integers, dialect as DialectName) : await buildValue(back, plan);
+    return { delivery: deliveryFrom(value, o, dialect as DialectName, keyIndex, canonicalSha256), rawSha256 };
+  }
+}
+
+/** What differs between runtimes for a receiver: its verifier, its raw hash, its threads. */
+export interface VerifyRuntime<K> {
+  /** The runtime's verifier of `publicKey`, over options resolved once. */
+  verifier(publicKey: PublicKeySource<K>, o: ResolvedOptions): LocalVerifier;
+  /** Lowercase hex SHA-256 of raw bytes: how the bytes of a known signature are recognised. */
+  hashRaw(bytes: Uint8Array): string | Promise<string>;
+  /** How to start worker threads here, or undefined: verify everything on the calling thread. */
+  builtins(): NodeBuiltins | undefined;
+}
