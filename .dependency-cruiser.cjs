@@ -1,7 +1,8 @@
 /**
- * The layers of src/lib, lowest first (ARCHITECTURE.md). A module imports only from its
- * own layer and the layers below it, type-only imports included, and no import goes
- * round a cycle. `npm run check:layers` (part of `npm test`'s pretest and of .ci/run).
+ * The layers of src/lib, lowest first (ARCHITECTURE.md, whose table must name the same
+ * layers and folders). A module imports only from its own layer and the layers below it,
+ * type-only imports included, and no import goes round a cycle. Checked by `npm test`
+ * (test/architecture.test.ts) and `npx depcruise src --config .dependency-cruiser.cjs`.
  */
 const LAYERS = [
   ['base', ['base']],
@@ -9,7 +10,7 @@ const LAYERS = [
   ['runtime', ['runtime']],
   ['jobs', ['jobs']],
   // Four features over the job runner, side by side: none imports another.
-  ['features', ['stores', 'receive', 'gateway', 'queues']],
+  ['features', ['receive', 'stores', 'gateway', 'queues']],
   ['adapters', ['adapters']],
   ['tools', ['testing']],
   ['cli', ['cli']],
@@ -64,3 +65,5 @@ module.exports = {
     exclude: { path: '^(dist|node_modules)/' },
   },
 };
+// For test/architecture.test.ts (not a configuration key: dependency-cruiser reads enumerable keys only).
+Object.defineProperty(module.exports, 'LAYERS', { value: LAYERS, enumerable: false });

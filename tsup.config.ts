@@ -1,4 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { transformSync } from 'esbuild';
+import ts from 'typescript';
 import { defineConfig, type Options } from 'tsup';
 
 // JOBHOOK_BUILD=js (npm run demo): JavaScript only, keeping the declarations already
@@ -10,15 +13,11 @@ const common: Options = {
   target: 'node20',
   // No source maps: they were 60 % of the package.
   sourcemap: false,
-  // Whitespace and comments out (the tarball ≤ 300 kB; Node compiles every byte `import('jobhook')` loads,
-  // and a comment with one non-ASCII character made a whole chunk decode as UTF-16). Local names are
-  // shortened too (19.5 kB of the tarball); keepNames keeps every function's and class's own name, so a
-  // stack trace still names jobhook's functions (at column N of line 1). Syntax stays as written: minifySyntax
-  // is left out: tsup's CJS conversion (sucrase) broke its comma expressions in classes with fields.
-  minifyWhitespace: true,
-  minifyIdentifiers: true,
-  // Function and class names survive: stack traces, err.name, String(err) and constructor.name stay readable.
-  keepNames: true,
+  // Readable: no minification, so a stack trace and a configuration error point at a
+  // line people can read (a minified chunk printed ~149 kB of source before a
+  // TypeError). esbuild drops comments but keeps lines and names; no keepNames either:
+  // its __name helper renamed every per-request closure (22 µs a request in a profile).
+  minify: false,
   // Keep node:crypto rather than crypto: Deno and Workers (nodejs_compat) resolve only the prefixed names.
   removeNodeProtocol: false,
 };
@@ -32,16 +31,17 @@ const common: Options = {
  * - the Node entries besides jobhook (express, redis, postgres, testing, bullmq, nats),
  *   the CLI (and its lazily loaded simulator) and the verification worker take all of
  *   jobhook: they are used with it anyway;
- * - jobhook/web takes the runtime-neutral API (the gateway client and reconciler), and
- *   the edge build of jobhook takes jobhook/web (the verifier and receiver on WebCrypto):
- *   both run on the same edge runtimes, and so the code they share with the Node entries
- *   is one chunk instead of three. An edge bundle of jobhook/web is ~9 kB larger (3 kB
+ * - jobhook/web takes the runtime-neutral API of jobhook, and the edge build of jobhook
+ *   and the runtime-neutral subpaths (errors, gateway, store) take jobhook/web (the
+ *   verifier and receiver on WebCrypto): they run on the same edge runtimes and are used
+ *   together, and so the code they share with the Node entries is one chunk instead of
+ *   several. An edge bundle of jobhook/web is ~9 kB larger (3 kB
  *   gzipped), one of jobhook alone ~48 kB; one of both, as the Workers recipe has, ~9 kB.
  */
 const takers: Array<[RegExp, string]> = [
   [/[\\/]src[\\/](express|redis|postgres|testing|bullmq|nats|cli|lib[\\/]cli[\\/]simulate|lib[\\/]runtime[\\/]verify[\\/]verify-worker)\.ts$/, 'index.ts'],
   [/[\\/]src[\\/]web\.ts$/, 'lib/entries/neutral-api.ts'],
-  [/[\\/]src[\\/]neutral\.ts$/, 'web.ts'],
+  [/[\\/]src[\\/](neutral|errors|gateway|store)\.ts$/, 'web.ts'],
 ];
 const shareTheCore = {
   name: 'jobhook-share-the-core',
@@ -66,10 +66,75 @@ const shareTheCore = {
  */
 const esmOnly = { neutral: 'src/neutral.ts', cli: 'src/cli.ts', 'verify-worker': 'src/lib/runtime/verify/verify-worker.ts' };
 
+/**
+ * The CommonJS build printed statement by statement, as the ESM build is. tsup turns the
+ * split ESM chunks into CommonJS with sucrase, which writes its helpers and every
+ * `exports.name = …` of a chunk on one line (one of 4.7 kB); esbuild reprints each file
+ * without changing what it does, so no line of the package is over 1,000 characters and
+ * a stack trace points at a readable line.
+ */
+function printCjsReadably(file: string): void {
+  writeFileSync(file, transformSync(readFileSync(file, 'utf8'), { loader: 'js', format: 'cjs', target: 'node20', legalComments: 'none' }).code);
+}
+
+/** Typographic characters of the sources' comments, in ASCII. */
+const ASCII: Record<string, string> = { '—': '--', '–': '-', '−': '-', '…': '...', '×': 'x', '≤': '<=', '≥': '>=', '→': '->', '←': '<-', '‘': "'", '’': "'", '“': '"', '”': '"', '·': '*', '≈': '~', '÷': '/', '±': '+/-', 'µ': 'u' };
+
+/**
+ * The comments esbuild keeps (documentation of methods and statements) in ASCII: code
+ * with one non-ASCII byte is decoded from UTF-8 the slow way and compiled as two-byte
+ * source, for every byte of the file (strings are escaped by esbuild already).
+ */
+function asciiComments(file: string): void {
+  const text = readFileSync(file, 'utf8');
+  if (!/[^\x00-\x7f]/.test(text)) return;
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.JS);
+  const ranges = new Map<number, number>();
+  const collect = (pos: number) => {
+    for (const r of [...(ts.getLeadingCommentRanges(text, pos) ?? []), ...(ts.getTrailingCommentRanges(text, pos) ?? [])]) ranges.set(r.pos, r.end);
+  };
+  const visit = (node: ts.Node) => {
+    collect(node.pos);
+    collect(node.end);
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  collect(source.endOfFileToken.pos);
+  let out = '';
+  let at = 0;
+  for (const [pos, end] of [...ranges].sort((a, b) => a[0] - b[0])) {
+    if (pos < at) continue;
+    out += text.slice(at, pos) + text.slice(pos, end).replace(/[^\x00-\x7f]/gu, (c) => ASCII[c] ?? (c.normalize('NFKD').replace(/[^\x00-\x7f]/g, '') || '?'));
+    at = end;
+  }
+  writeFileSync(file, out + text.slice(at));
+}
+
+/** After each build: readable CommonJS, ASCII comments. */
+function finish(): void {
+  for (const name of readdirSync('dist')) {
+    const file = join('dist', name);
+    if (name.endsWith('.cjs')) printCjsReadably(file);
+    if (/\.c?js$/.test(name)) asciiComments(file);
+  }
+}
+
 export default defineConfig([
   {
     ...common,
-    entry: { index: 'src/index.ts', express: 'src/express.ts', web: 'src/web.ts', redis: 'src/redis.ts', postgres: 'src/postgres.ts', testing: 'src/testing.ts', bullmq: 'src/bullmq.ts', nats: 'src/nats.ts' },
+    entry: {
+      index: 'src/index.ts',
+      express: 'src/express.ts',
+      web: 'src/web.ts',
+      errors: 'src/errors.ts',
+      gateway: 'src/gateway.ts',
+      store: 'src/store.ts',
+      redis: 'src/redis.ts',
+      postgres: 'src/postgres.ts',
+      testing: 'src/testing.ts',
+      bullmq: 'src/bullmq.ts',
+      nats: 'src/nats.ts',
+    },
     format: ['esm', 'cjs'],
     dts: !jsOnly,
     clean: !jsOnly,
@@ -78,8 +143,13 @@ export default defineConfig([
     // import.meta.url in the CJS build (optional peer dependencies are loaded with createRequire).
     shims: true,
     esbuildPlugins: [shareTheCore],
+    onSuccess: async () => finish(),
     esbuildOptions(options, { format }) {
       if (format === 'esm') options.entryPoints = { ...(options.entryPoints as Record<string, string>), ...esmOnly };
+      // tsup turns the CommonJS chunks into CommonJS with sucrase, which rewrites a class with
+      // fields as an anonymous class expression named after a temporary (an error's name read
+      // "_class2"): esbuild lowers the fields first, so the classes keep their names.
+      else options.supported = { ...options.supported, 'class-field': false, 'class-static-field': false };
     },
   },
 ]);

@@ -95,7 +95,8 @@ function build(dir, { source, constant, flags }) {
   return (
     `// Generated from ${source} by scripts/build-wasm.mjs: do not edit.\n` +
     `// Rebuild with \`node scripts/build-wasm.mjs\` (needs clang and wasm-ld); ${wasm.length} bytes of WebAssembly.\n` +
-    `export const ${constant} =\n  '${wasm.toString('base64')}';\n`
+    // Lines of 100 characters (the built package has no line over 1,000); atob skips the line breaks.
+    `export const ${constant} = \`\n${wasm.toString('base64').replace(/.{1,100}/g, '$&\n')}\`;\n`
   );
 }
 

@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
 const source = readFileSync(new URL('../src/lib/runtime/crypto/rsa-wasm-module.ts', import.meta.url), 'utf8');
-const base64 = /RSA_WASM_BASE64\s*=\s*'([A-Za-z0-9+/=]+)'/.exec(source)?.[1];
+const base64 = /RSA_WASM_BASE64\s*=\s*`([A-Za-z0-9+/=\s]+)`/.exec(source)?.[1]?.replace(/\s/g, '');
 if (base64 === undefined) throw new Error('write-rsa-wasm: no RSA_WASM_BASE64 in src/lib/runtime/crypto/rsa-wasm-module.ts');
 const at = process.argv.indexOf('--out-dir');
 const dist = at > 0 ? pathToFileURL(`${process.argv[at + 1]}/`) : new URL('../dist/', import.meta.url);

@@ -70,20 +70,3 @@ export function createReceiver<Tx = unknown>(options: ExpressReceiverOptions<Tx>
 export function createMiddleware(options: MiddlewareOptions): NodeHandler {
   return createNodeMiddleware(options);
 }
-
-/** @deprecated Renamed {@link createReceiver}; this alias goes at 1.0. */
-export const webhookReceiver: typeof createReceiver = createReceiver;
-
-/** @deprecated Options of the deprecated {@link webhookMiddleware}: `onError` is now `errors`. */
-export interface WebhookMiddlewareOptions extends Omit<MiddlewareOptions, 'errors'> {
-  onError?: 'respond' | 'next';
-}
-
-/** @deprecated Renamed {@link createMiddleware} (with `errors: 'respond' | 'next'` for `onError`); this alias goes at 1.0. */
-export function webhookMiddleware(options: WebhookMiddlewareOptions): NodeHandler {
-  const { onError, ...rest } = options ?? {};
-  return createNodeMiddleware(onError === undefined ? rest : { ...rest, errors: onError });
-}
-
-/** @deprecated Renamed {@link ExpressReceiverOptions}. */
-export type WebhookReceiverOptions = ExpressReceiverOptions;

@@ -70,10 +70,3 @@ export function createReceiver<Tx = unknown>(options: WebReceiverOptions<Tx>): (
 export function provideRsaWasmModule(module: WebAssembly.Module): void {
   provideRsaModule(module);
 }
-
-/** @deprecated Renamed {@link createVerifier}; this alias goes at 1.0. */
-export const createWebVerifier: typeof createVerifier = createVerifier;
-/** @deprecated Renamed {@link createReceiver}; this alias goes at 1.0. */
-export const createWebhookHandler: typeof createReceiver = createReceiver;
-/** @deprecated Renamed {@link WebReceiverOptions}. */
-export type WebhookHandlerOptions = WebReceiverOptions;

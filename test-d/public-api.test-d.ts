@@ -16,8 +16,8 @@ import {
   type VerifiedDelivery,
   type WebhookErrorCode,
 } from '../src/index.js';
-import { createMiddleware, createReceiver as createExpressReceiver, webhookReceiver } from '../src/express.js';
-import { createReceiver as createWebReceiver, createVerifier as createWebVerifier, createWebhookHandler } from '../src/web.js';
+import { createMiddleware, createReceiver as createExpressReceiver } from '../src/express.js';
+import { createReceiver as createWebReceiver, createVerifier as createWebVerifier } from '../src/web.js';
 
 describe('public types', () => {
   it('narrows the event on status, and only then', () => {
@@ -68,9 +68,6 @@ describe('public types', () => {
     expectTypeOf(web).returns.toEqualTypeOf<Promise<Response>>();
     const express = createExpressReceiver({ publicKey: '', onEvent: () => undefined });
     expectTypeOf(express.pending).toBeNumber();
-    // The deprecated names are the same functions.
-    expectTypeOf(webhookReceiver).toEqualTypeOf(createExpressReceiver);
-    expectTypeOf(createWebhookHandler).toEqualTypeOf(createWebReceiver);
   });
 
   it('onEvent gets the framework request and a typed context; one handler can serve receivers and the reconciler', () => {

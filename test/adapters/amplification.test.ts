@@ -7,8 +7,8 @@
 import express from 'express';
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { createReceiver as createExpressReceiver, webhookReceiver } from '../../src/express.js';
-import { createWebhookHandler } from '../../src/web.js';
+import { createReceiver as createExpressReceiver } from '../../src/express.js';
+import { createReceiver as createWebReceiver } from '../../src/web.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
 
@@ -30,7 +30,7 @@ type Post = (body: string, headers: Record<string, string>) => Promise<{ status:
 function expressPost(): { post: Post; processed: string[] } {
   const processed: string[] = [];
   const app = express();
-  app.post('/hook', webhookReceiver({ publicKey: publicPem(2048), onEvent: (e) => void processed.push(e.job_id) }));
+  app.post('/hook', createExpressReceiver({ publicKey: publicPem(2048), onEvent: (e) => void processed.push(e.job_id) }));
   const agent = supertest(app);
   return {
     processed,
@@ -43,7 +43,7 @@ function expressPost(): { post: Post; processed: string[] } {
 
 function fetchPost(): { post: Post; processed: string[] } {
   const processed: string[] = [];
-  const handler = createWebhookHandler({ publicKey: publicPem(2048), onEvent: (e) => void processed.push(e.job_id) });
+  const handler = createWebReceiver({ publicKey: publicPem(2048), onEvent: (e) => void processed.push(e.job_id) });
   return {
     processed,
     post: async (body, headers) => {

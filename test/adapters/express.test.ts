@@ -4,7 +4,7 @@ import express5 from 'express';
 import express4 from 'express4';
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { createMiddleware, createReceiver, keepRawBody, webhookMiddleware, webhookReceiver } from '../../src/express.js';
+import { createMiddleware, createReceiver, keepRawBody } from '../../src/express.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
 import { receiverBehaviour, recorder, type MakeReceiver } from './receiver-table.js';
@@ -89,7 +89,7 @@ for (const [name, express] of versions) {
     it('after express.json({ verify: keepRawBody }) → verified from the kept bytes', async () => {
       const app = express();
       app.use(express.json({ verify: keepRawBody }));
-      app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined }));
+      app.post('/hook', createReceiver({ publicKey, onEvent: () => undefined }));
       const d = signed(jobId());
       expect((await poster(app)(d.body, d.headers)).body).toMatchObject({ status: 'processed' });
     });
@@ -98,7 +98,7 @@ for (const [name, express] of versions) {
       for (const parser of [express.raw({ type: '*/*' }), express.text({ type: '*/*' })]) {
         const app = express();
         app.use(parser);
-        app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined }));
+        app.post('/hook', createReceiver({ publicKey, onEvent: () => undefined }));
         const d = signed(jobId());
         expect((await poster(app)(d.body, d.headers)).body).toMatchObject({ status: 'processed' });
       }
@@ -106,7 +106,7 @@ for (const [name, express] of versions) {
 
     it('before express.json(): other routes still get parsed JSON', async () => {
       const app = express();
-      app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined }));
+      app.post('/hook', createReceiver({ publicKey, onEvent: () => undefined }));
       app.use(express.json());
       app.post('/other', (req, res) => void res.json({ echo: (req.body as { a: number }).a }));
       const d = signed(jobId());
@@ -114,9 +114,9 @@ for (const [name, express] of versions) {
       expect((await supertest(app).post('/other').send({ a: 1 })).body).toEqual({ echo: 1 });
     });
 
-    it('webhookMiddleware sets req.webhook and calls next()', async () => {
+    it('createMiddleware sets req.webhook and calls next()', async () => {
       const app = express();
-      app.post('/hook', webhookMiddleware({ publicKey }), (req, res) => {
+      app.post('/hook', createMiddleware({ publicKey }), (req, res) => {
         const w = (req as unknown as { webhook: { jobId: string; dialect: string } }).webhook;
         res.json({ got: w.jobId, dialect: w.dialect });
       });
@@ -128,9 +128,9 @@ for (const [name, express] of versions) {
       expect(bad.body.error.code).toBe('SIGNATURE_MISSING');
     });
 
-    it("webhookMiddleware with onError: 'next' hands the WebhookError to the error handler", async () => {
+    it("createMiddleware with errors: 'next' hands the WebhookError to the error handler", async () => {
       const app = express();
-      app.post('/hook', webhookMiddleware({ publicKey, onError: 'next' }), (_req, res) => void res.sendStatus(204));
+      app.post('/hook', createMiddleware({ publicKey, errors: 'next' }), (_req, res) => void res.sendStatus(204));
       app.use((err: { code?: string }, _req: express5.Request, res: express5.Response, _next: express5.NextFunction) => {
         res.status(418).json({ handled: err.code });
       });
@@ -173,7 +173,7 @@ for (const [name, express] of versions) {
 
     it('stops reading a streamed body over the limit and answers 413 before the upload ends', async () => {
       const app = express();
-      app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined, maxBodyBytes: 64 * 1024 }));
+      app.post('/hook', createReceiver({ publicKey, onEvent: () => undefined, maxBodyBytes: 64 * 1024 }));
       // A genuine signature (of another body): the headers pass, so the body is read.
       const signature = signed(jobId()).headers['X-Service-Signature']!;
       const server = app.listen(0, '127.0.0.1');
@@ -290,7 +290,7 @@ for (const [name, express] of versions) {
 
     it('a declared Content-Length over the limit → 413 without reading', async () => {
       const app = express();
-      app.post('/hook', webhookReceiver({ publicKey, onEvent: () => undefined, maxBodyBytes: 100 }));
+      app.post('/hook', createReceiver({ publicKey, onEvent: () => undefined, maxBodyBytes: 100 }));
       const d = signed(jobId());
       const r = await supertest(app).post('/hook').set(d.headers).send(d.body);
       expect(r.status).toBe(413);

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createReceiver, createWebhookHandler } from '../../src/web.js';
+import { createReceiver } from '../../src/web.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
 import { ROOT } from '../helpers/paths.js';
@@ -41,7 +41,7 @@ describe('Fetch handler: streamed bodies', () => {
         cancelled = true;
       },
     });
-    const handler = createWebhookHandler({ publicKey: publicPem(2048), onEvent: () => undefined, maxBodyBytes: 64 * 1024 });
+    const handler = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, maxBodyBytes: 64 * 1024 });
     // A genuine signature (of another body): the headers pass, so the body is read.
     const headers = { 'x-service-signature': signed(jobId()).headers['X-Service-Signature']! };
     const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body: stream, duplex: 'half' } as RequestInit));
@@ -96,7 +96,7 @@ describe('Fetch handler: streamed bodies', () => {
         controller.close();
       },
     });
-    const handler = createWebhookHandler({ publicKey: publicPem(2048), onEvent: () => undefined });
+    const handler = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined });
     const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers: d.headers, body: stream, duplex: 'half' } as RequestInit));
     expect(await res.json()).toMatchObject({ status: 'processed' });
   });

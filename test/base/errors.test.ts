@@ -10,32 +10,8 @@ import Fastify from 'fastify';
 import Koa from 'koa';
 import supertest from 'supertest';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  AlgorithmUnsupportedError,
-  BodyMalformedError,
-  BodyTimeoutError,
-  BodyTooLargeError,
-  BodyUnavailableError,
-  CanonicalTooLargeError,
-  CanonicalUnrepresentableError,
-  EncodingUnsupportedError,
-  EventTooOldError,
-  EventFromFutureError,
-  ClaimLostError,
-  JobSupersededError,
-  PayloadInvalidError,
-  ReceiverBusyError,
-  SignatureInvalidError,
-  SignatureMalformedError,
-  SignatureMissingError,
-  StoreUnavailableError,
-  createReceiver,
-  createVerifier,
-  signDelivery,
-  isWebhookError,
-  type AnyWebhookError,
-  type WebhookErrorCode,
-} from '../../src/index.js';
+import { createReceiver, createVerifier, signDelivery, isWebhookError, type AnyWebhookError, type WebhookErrorCode } from '../../src/index.js';
+import { AlgorithmUnsupportedError, BodyMalformedError, BodyTimeoutError, BodyTooLargeError, BodyUnavailableError, CanonicalTooLargeError, CanonicalUnrepresentableError, EncodingUnsupportedError, EventTooOldError, EventFromFutureError, ClaimLostError, JobSupersededError, PayloadInvalidError, ReceiverBusyError, SignatureInvalidError, SignatureMalformedError, SignatureMissingError, StoreUnavailableError } from '../../src/errors.js';
 import { createMiddleware } from '../../src/express.js';
 import { STATUS_BY_CODE } from '../../src/lib/base/errors.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';

@@ -4,6 +4,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import * as root from '../../src/index.js';
+import * as gatewayEntry from '../../src/gateway.js';
 import * as expressEntry from '../../src/express.js';
 import * as web from '../../src/web.js';
 import * as testing from '../../src/testing.js';
@@ -47,7 +48,7 @@ interface Case {
   typo: [string, string];
 }
 
-const gateway = () => root.createGatewayClient({ baseUrl: 'http://127.0.0.1:1', token: 't' });
+const gateway = () => gatewayEntry.createGatewayClient({ baseUrl: 'http://127.0.0.1:1', token: 't' });
 const delivery = root.signDelivery('{"job_id":"x"}', privateKey);
 
 const CASES: Record<string, Case> = {
@@ -68,10 +69,8 @@ const CASES: Record<string, Case> = {
   "createVerifier ('jobhook/web')": { make: (o) => web.createVerifier(o as never), valid: { publicKey }, names: WEB_VERIFIER_OPTIONS, typo: ['dialect', 'dialects'] },
   "createReceiver ('jobhook')": { make: (o) => root.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: AGNOSTIC_RECEIVER_OPTIONS, typo: ['maxBodyByte', 'maxBodyBytes'] },
   "createReceiver ('jobhook/express')": { make: (o) => expressEntry.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: EXPRESS_RECEIVER_OPTIONS, typo: ['onevent', 'onEvent'] },
-  webhookReceiver: { make: (o) => expressEntry.webhookReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: EXPRESS_RECEIVER_OPTIONS, typo: ['lease', 'leaseMs'] },
   "createReceiver ('jobhook/web')": { make: (o) => web.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: WEB_RECEIVER_OPTIONS, typo: ['retainMS', 'retainMs'] },
   createMiddleware: { make: (o) => expressEntry.createMiddleware(o as never), valid: { publicKey, errors: 'next' }, names: MIDDLEWARE_OPTIONS, typo: ['error', 'errors'] },
-  webhookMiddleware: { make: (o) => expressEntry.webhookMiddleware(o as never), valid: { publicKey, onError: 'next' }, names: { ...MIDDLEWARE_OPTIONS, onError: true }, typo: ['bodyTimeout', 'bodyTimeoutMs'] },
   createJobRunner: { make: (o) => root.createJobRunner(o as never), valid: { leaseMs: 5_000, log: {} }, names: JOB_RUNNER_OPTIONS, typo: ['retain', 'retainMs'] },
   MemoryIdempotencyStore: { make: (o) => new root.MemoryIdempotencyStore(o as never), valid: { maxEntries: 10 }, names: MEMORY_STORE_OPTIONS, typo: ['maxEntry', 'maxEntries'] },
   RedisIdempotencyStore: {
@@ -94,9 +93,9 @@ const CASES: Record<string, Case> = {
     names: POSTGRES_STORE_OPTIONS,
     typo: ['tabel', 'table'],
   },
-  createGatewayClient: { make: (o) => root.createGatewayClient(o as never), valid: { baseUrl: 'http://127.0.0.1:1', token: 't' }, names: GATEWAY_CLIENT_OPTIONS, typo: ['baseURL', 'baseUrl'] },
+  createGatewayClient: { make: (o) => gatewayEntry.createGatewayClient(o as never), valid: { baseUrl: 'http://127.0.0.1:1', token: 't' }, names: GATEWAY_CLIENT_OPTIONS, typo: ['baseURL', 'baseUrl'] },
   createReconciler: {
-    make: (o) => root.createReconciler(o as never),
+    make: (o) => gatewayEntry.createReconciler(o as never),
     valid: { client: gateway(), store: new root.MemoryIdempotencyStore(), onEvent },
     names: RECONCILER_OPTIONS,
     typo: ['interval', 'intervalMs'],

@@ -24,7 +24,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { createGatewayClient, type GatewayClient } from '../../src/index.js';
+import { createGatewayClient, type GatewayClient } from '../../src/gateway.js';
 import { startGatewaySimulator, type GatewaySimulator } from '../../src/testing.js';
 import { privatePem } from '../helpers/keys.js';
 import { ROOT } from '../helpers/paths.js';

@@ -9,17 +9,8 @@ import { join } from 'node:path';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createReceiver } from '../../src/express.js';
-import {
-  createGatewayClient,
-  createReconciler,
-  GatewayNotFoundError,
-  GatewayRejectedError,
-  GatewayUnauthorizedError,
-  GatewayUnavailableError,
-  MemoryIdempotencyStore,
-  type EventContext,
-  type JobCompletedEvent,
-} from '../../src/index.js';
+import { MemoryIdempotencyStore, type EventContext, type JobCompletedEvent } from '../../src/index.js';
+import { createGatewayClient, createReconciler, GatewayNotFoundError, GatewayRejectedError, GatewayUnauthorizedError, GatewayUnavailableError } from '../../src/gateway.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
 import { startGatewaySimulator, type GatewaySimulator } from '../../src/testing.js';
 import { privatePem } from '../helpers/keys.js';

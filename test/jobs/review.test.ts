@@ -15,7 +15,9 @@
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { MemoryIdempotencyStore, createReconciler, type ClaimContext, type IdempotencyStore } from '../../src/index.js';
+import { MemoryIdempotencyStore, type IdempotencyStore } from '../../src/index.js';
+import { createReconciler } from '../../src/gateway.js';
+import { type ClaimContext } from '../../src/store.js';
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
 import { StoreUnavailableError } from '../../src/lib/base/errors.js';

@@ -6,7 +6,8 @@
  */
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createReceiver, MemoryIdempotencyStore, type ClaimContext, type IdempotencyStore, type ReceiverAnswer, type TransactionalStore } from '../../src/index.js';
+import { createReceiver, MemoryIdempotencyStore, type IdempotencyStore, type ReceiverAnswer, type TransactionalStore } from '../../src/index.js';
+import { type ClaimContext } from '../../src/store.js';
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { StoreUnavailableError } from '../../src/lib/base/errors.js';
 import { systemClock } from '../../src/lib/jobs/clock.js';

@@ -12,7 +12,8 @@ import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, InMemorySpanExp
 import express from 'express';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createJobRunner, createReceiver, createReconciler, MemoryIdempotencyStore, type DeliveryOutcome, type IdempotencyStore } from '../../src/index.js';
+import { createJobRunner, createReceiver, MemoryIdempotencyStore, type DeliveryOutcome, type IdempotencyStore } from '../../src/index.js';
+import { createReconciler } from '../../src/gateway.js';
 import { createReceiver as createExpressReceiver } from '../../src/express.js';
 import { createReceiver as createFetchReceiver } from '../../src/web.js';
 import { PostgresIdempotencyStore } from '../../src/postgres.js';

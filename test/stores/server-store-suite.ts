@@ -2,8 +2,8 @@ import express from 'express';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IdempotencyStore } from '../../src/index.js';
-import { webhookReceiver } from '../../src/express.js';
-import { createWebhookHandler } from '../../src/web.js';
+import { createReceiver as createExpressReceiver } from '../../src/express.js';
+import { createReceiver as createWebReceiver } from '../../src/web.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
 import type { Throwaway } from '../helpers/servers.js';
@@ -51,7 +51,7 @@ export function serverStoreSuite(s: ServerStoreSuite): void {
       };
       const apps = [a, b].map((store) => {
         const app = express();
-        app.post('/hook', webhookReceiver({ publicKey: publicPem(2048), store, onEvent }));
+        app.post('/hook', createExpressReceiver({ publicKey: publicPem(2048), store, onEvent }));
         return app;
       });
       const d = signed(jobId('e2e-express'));
@@ -65,7 +65,7 @@ export function serverStoreSuite(s: ServerStoreSuite): void {
 
     it('two Fetch handlers sharing the store: the same job_id sent to both → handler once', async () => {
       let calls = 0;
-      const handlers = [a, b].map((store) => createWebhookHandler({ publicKey: publicPem(2048), store, onEvent: async () => void calls++ }));
+      const handlers = [a, b].map((store) => createWebReceiver({ publicKey: publicPem(2048), store, onEvent: async () => void calls++ }));
       const d = signed(jobId('e2e-web'));
       const responses = await Promise.all(handlers.map((h) => h(new Request('http://127.0.0.1/hook', { method: 'POST', headers: d.headers, body: d.body }))));
       expect(calls).toBe(1);
@@ -89,7 +89,7 @@ export function serverStoreSuite(s: ServerStoreSuite): void {
     it('claims reject with STORE_UNAVAILABLE within a bounded time, the receiver answers 503, and both recover on restart', async () => {
       let calls = 0;
       const app = express();
-      app.post('/hook', webhookReceiver({ publicKey: publicPem(2048), store, onEvent: () => void calls++ }));
+      app.post('/hook', createExpressReceiver({ publicKey: publicPem(2048), store, onEvent: () => void calls++ }));
       const first = signed(jobId('fault-before'));
       expect((await supertest(app).post('/hook').set(first.headers).send(first.body)).body.status).toBe('processed');
 

@@ -30,3 +30,11 @@ export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   for (; i < n; i++) if (a[i] !== b[i]) return false;
   return true;
 }
+
+/** Bytes of base64 text (line breaks and other ASCII whitespace skipped, as atob does): the embedded WebAssembly modules. */
+export function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}

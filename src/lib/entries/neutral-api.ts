@@ -1,21 +1,19 @@
 /**
- * Everything of the `jobhook` entry that runs in any runtime: the canonical-JSON
- * engine, errors, the memory store, the gateway client and reconciler, constants and
- * types. The Node entry adds the node:crypto verifier and receiver; the neutral build
- * (what edge bundlers pick) adds stubs that point to `jobhook/web`.
+ * What the `jobhook` entry exports that runs in any runtime: the canonical-JSON engine,
+ * the job runner and memory store, the base error, constants and the receivers' types.
+ * The Node entry adds the node:crypto verifier and receiver; the neutral build (what edge
+ * bundlers pick) adds stubs that point to `jobhook/web`. Every error class is in
+ * `jobhook/errors`, the gateway client and reconciler in `jobhook/gateway`, the store
+ * contract in `jobhook/store`.
  */
 import { canonicalizeBytes, canonicalizeText, parseJsonValue, type CanonicalizeOptions, type ParseJsonOptions } from '../core/canonical/index.js';
 import type { JsonValue } from '../core/canonical/to-value.js';
-import { createGatewayClientCore, type GatewayClient, type GatewayClientOptions } from '../gateway/client.js';
-import { createReconcilerCore, type Reconciler, type ReconcilerOptions } from '../gateway/reconciler.js';
 import { createJobRunner as createJobRunnerCore, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
 
 export { DIALECTS, type DialectName } from '../core/canonical/dialects.js';
-export type { IntegerMode, JsonValue } from '../core/canonical/to-value.js';
-export type { CanonicalizeOptions, ParseJsonOptions } from '../core/canonical/index.js';
-export * from '../base/errors.js';
+export type { JsonValue } from '../core/canonical/to-value.js';
+export { isWebhookError, STATUS_BY_CODE, WebhookError, type AnyWebhookError, type WebhookErrorCode } from '../base/errors.js';
 export {
-  JOBS_PATH,
   DEFAULT_ALGORITHM_HEADER,
   DEFAULT_BODY_TIMEOUT_MS,
   DEFAULT_CANONICAL_EXPANSION,
@@ -30,38 +28,18 @@ export type { Verifier, VerifierOptions } from '../runtime/verify/node-verifier.
 export type { VerifiedDelivery } from '../core/verify/core.js';
 export type { VerifyOptionsBase } from '../core/verify/options.js';
 export type { HeadersInput } from '../core/verify/headers.js';
-export type { NodePublicKeyInput } from '../runtime/crypto/node.js';
-export type { RsaPublicJwk } from '../core/crypto/keys.js';
-export type { JobCompletedEvent, JobEventBase, JobFailedEvent, JobSucceededEvent, JsonObjectValue } from '../core/event.js';
+export type { JobCompletedEvent, JobFailedEvent, JobSucceededEvent, JsonObjectValue } from '../core/event.js';
 export type { ReceiverOptions, ReceiverRequest } from '../adapters/agnostic.js';
 export type { ReceiverControls, ReceiverHealth } from '../adapters/controls.js';
-export type { ReceiverAnswer, ReceiverErrorCode } from '../receive/answers.js';
-export type { AdapterName, DeliveryOutcome, DeliveryOutcomeKind, EventContext, FailureStage, ReceiverOptionsBase, WebhookEventContext } from '../receive/types.js';
+export type { ReceiverAnswer } from '../receive/answers.js';
+export type { DeliveryOutcome, EventContext, FailureStage, ReceiverOptionsBase, WebhookEventContext } from '../receive/types.js';
 export type { EventContextBase, PollEventContext } from '../jobs/context.js';
-export type { Attributes, MeterLike, MeterProviderLike, SpanLike, TelemetryOptions, TracerLike, TracerProviderLike } from '../runtime/telemetry.js';
+export type { TelemetryOptions } from '../runtime/telemetry.js';
 export type { Logger, LoggerInput } from '../base/log.js';
-export { MemoryIdempotencyStore, type MemoryStoreOptions } from '../jobs/memory-store.js';
-export type {
-  ClaimOptions,
-  ClaimResult,
-  CompleteOptions,
-  CompleteReply,
-  DeferPendingOptions,
-  IdempotencyStore,
-  ListPendingOptions,
-  PendingJob,
-  RenewOptions,
-  RenewReply,
-  StoreTransaction,
-  TrackPendingOptions,
-  TransactionalStore,
-  TransactionOf,
-} from '../jobs/store.js';
-export type { ClaimContext, ErrorListener, JobRunner, JobRunnerOptions, ResolvedRunnerOptions, RunnerHealth, RunOptions, RunResult } from '../jobs/runner.js';
-export type { CreateJobRequest, GatewayClient, GatewayClientOptions, JobResource } from '../gateway/client.js';
-export type { ReconcileReport, Reconciler, ReconcilerOptions } from '../gateway/reconciler.js';
-export type { SignOptions, SignedDelivery } from '../runtime/sign.js';
-
+export { MemoryIdempotencyStore } from '../jobs/memory-store.js';
+export type { IdempotencyStore, TransactionalStore } from '../jobs/store.js';
+export type { JobRunner, JobRunnerOptions, RunResult } from '../jobs/runner.js';
+export type { SignedDelivery } from '../runtime/sign.js';
 
 /**
  * Rebuilds the canonical text the gateway signed from a raw body: sorted keys,
@@ -109,48 +87,6 @@ export function parseJson(body: string | Uint8Array, options?: ParseJsonOptions)
 }
 
 /**
- * A client of the gateway's async-job API. With a `store`, every job it creates is
- * recorded as pending, so {@link createReconciler} can recover its completion if the
- * webhook never arrives. Errors are `GatewayError`s with a `code` and the HTTP `status`.
- *
- * @example
- * ```ts
- * import { createGatewayClient } from 'jobhook';
- *
- * const gateway = createGatewayClient({ baseUrl: 'https://api.gateway.example', token: process.env.GATEWAY_TOKEN!, store });
- * const job = await gateway.createJob({
- *   model: 'ocr/ocr_async/amazon',
- *   input: { file_url: 'https://example.com/invoice.pdf' },
- *   webhook_receiver: 'https://app.example.com/webhooks/gateway',
- *   user_webhook_parameters: { order: 'A-17' },
- * });
- * const later = await gateway.getJob(job.public_id); // status: processing | success | fail
- * ```
- */
-export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
-  return createGatewayClientCore(options);
-}
-
-/**
- * Recovers completions the webhook path missed: polls the jobs recorded as pending for
- * longer than `graceMs` and runs each finished one through the same claim, in the same
- * store, as the receivers, so each job's handler runs once whichever path wins.
- * `runOnce()` does one round; `start()` runs one every `intervalMs`.
- *
- * @example
- * ```ts
- * import { createReconciler } from 'jobhook';
- *
- * const reconciler = createReconciler({ client: gateway, store, onEvent: handle }); // handle: (event, context) => …
- * reconciler.start();
- * process.on('SIGTERM', () => void reconciler.stop());
- * ```
- */
-export function createReconciler<Tx = unknown>(options: ReconcilerOptions<Tx>): Reconciler {
-  return createReconcilerCore(options);
-}
-
-/**
  * The job runner that receivers and the reconciler share: the idempotency store, the
  * lease policy (lease, takeover grace, retention), the clock and the queue of store
  * repairs, resolved once. Each job's handler runs at most once at a time; a job that may
@@ -160,8 +96,9 @@ export function createReconciler<Tx = unknown>(options: ReconcilerOptions<Tx>): 
  *
  * @example
  * ```ts
- * import { createJobRunner, createReconciler } from 'jobhook';
+ * import { createJobRunner } from 'jobhook';
  * import { createReceiver } from 'jobhook/express';
+ * import { createReconciler } from 'jobhook/gateway';
  * import { PostgresIdempotencyStore } from 'jobhook/postgres';
  *
  * const store = new PostgresIdempotencyStore({ connectionString: process.env.DATABASE_URL!, transactional: true });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BodyMalformedError, canonicalize, parseJson } from '../../../src/index.js';
+import { canonicalize, parseJson } from '../../../src/index.js';
+import { BodyMalformedError } from '../../../src/errors.js';
 
 function malformed(body: string | Uint8Array, opts?: { maxDepth?: number }): BodyMalformedError {
   try {

@@ -1,7 +1,7 @@
 import crypto, { createHash, createPrivateKey, generateKeyPairSync, sign } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { canonicalize, createVerifier, DIALECTS, parseJson, signDelivery, type VerifierOptions } from '../../../src/index.js';
-import { createWebVerifier } from '../../../src/web.js';
+import { createVerifier as createWebVerifier } from '../../../src/web.js';
 import { deliveries, privatePem, publicPem } from '../../helpers/keys.js';
 
 // The fixtures finished at 2026-11-21T10:00:05Z: a clock inside the replay window.

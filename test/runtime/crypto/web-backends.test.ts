@@ -1,6 +1,6 @@
 import crypto, { createHash, createPrivateKey, sign, webcrypto } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createWebVerifier } from '../../../src/web.js';
+import { createVerifier as createWebVerifier } from '../../../src/web.js';
 import { builtinCrypto, builtinSha256, type BuiltinCrypto } from '../../../src/lib/runtime/crypto/builtin-crypto.js';
 import { wasmRsaLoaded } from '../../../src/lib/runtime/crypto/rsa-wasm.js';
 import { prepareWebKey, sha256HexSubtle, sha256HexWeb, sha256OfHexWeb } from '../../../src/lib/runtime/crypto/web.js';

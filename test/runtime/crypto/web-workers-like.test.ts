@@ -30,7 +30,7 @@ afterAll(() => {
 
 describe('jobhook/web where neither node:crypto nor WebAssembly compilation is allowed', () => {
   it('verifies every fixture delivery, opening with BigInt', async () => {
-    const { createWebVerifier } = await import('../../../src/web.js');
+    const { createVerifier: createWebVerifier } = await import('../../../src/web.js');
     const { prepareWebKey } = await import('../../../src/lib/runtime/crypto/web.js');
     const { builtinCrypto, builtinSha256 } = await import('../../../src/lib/runtime/crypto/builtin-crypto.js');
     expect(builtinCrypto()).toBeUndefined();

@@ -2,7 +2,7 @@ import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import forge from 'node-forge';
 import { describe, expect, it } from 'vitest';
 import { canonicalize, createVerifier, DIALECTS, signDelivery, verifyWebhook, type VerifiedDelivery, type VerifierOptions } from '../../../src/index.js';
-import { createWebVerifier } from '../../../src/web.js';
+import { createVerifier as createWebVerifier } from '../../../src/web.js';
 import { deliveries, keyForms, privatePem, publicPem } from '../../helpers/keys.js';
 import { readFixture } from '../../helpers/paths.js';
 

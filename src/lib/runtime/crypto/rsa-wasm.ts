@@ -8,6 +8,7 @@
  * Montgomery constants, R² mod n) in a fixed area; each key keeps a copy of its area
  * and puts it back before an operation when another key was used last.
  */
+import { decodeBase64 } from '../../base/bytes.js';
 import { RSA_WASM_BASE64 } from './rsa-wasm-module.js';
 
 interface Exports {
@@ -43,13 +44,6 @@ class Engine {
 }
 
 let engine: Engine | null | undefined;
-
-function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
-}
 
 /**
  * Compiles the embedded module once (synchronously: it is 12 KB); undefined where

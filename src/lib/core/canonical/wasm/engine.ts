@@ -18,7 +18,7 @@ import { MAX_MAX_DEPTH, parseDocument, resolveMaxDepth } from '../parse.js';
 import { unrepresentableReason } from '../serialize.js';
 import { checkWellFormed } from '../utf8.js';
 import type { DocumentFlags } from '../tree.js';
-import { concatBytes } from '../../../base/bytes.js';
+import { concatBytes, decodeBase64 } from '../../../base/bytes.js';
 import { CANONICAL_WASM_BASE64 } from './canonical-wasm.js';
 
 export type { DocumentFlags };
@@ -328,9 +328,3 @@ export function wasmMemoryBytes(): number | undefined {
   return engine ? engine.x.memory.buffer.byteLength : undefined;
 }
 
-function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
-}
