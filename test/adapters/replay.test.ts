@@ -176,35 +176,60 @@ const adapters: Adapter[] = [
 ];
 
 describe.each(adapters)('$name', ({ name, start, offloads }) => {
-  it('maxInFlightBytes: a request that would pass it gets 503 + Retry-After before its body is read; released on every path', async () => {
+  it('maxInFlightBytes counts the bytes that arrived, not the bytes declared: 503 + Retry-After once they would pass it; released on every path', async () => {
     const { port } = await start({ maxBodyBytes: 1_000_000, maxInFlightBytes: 1_000_000 });
-    // A large delivery being uploaded slowly holds 900 kB.
+    // A large delivery being uploaded slowly holds what it sent so far, not its declared 900 kB.
     const big = paddedDelivery(900_000);
     const a = post(port, undefined, big.headers, 900_000);
     a.send(big.body.slice(0, 1000));
     await sleep(300);
-    // Another that declares 200 kB: refused on its headers, not a byte of its body sent.
+    // Another that declares 200 kB is admitted and read whole while the first trickles.
     const other = paddedDelivery(200_000);
-    const b = post(port, undefined, other.headers, 200_000);
-    const refused = await b.answer;
-    expect({ status: refused.status, code: refused.body.error?.code, retryAfter: refused.headers['retry-after'] }).toEqual({ status: 503, code: 'RECEIVER_BUSY', retryAfter: '2' });
-    expect(b.sent()).toBe(0);
-    // A small genuine delivery still gets in meanwhile.
+    expect((await post(port, other.body, other.headers).answer).status).toBe(200);
+    // A small genuine delivery too.
     const small = signDelivery(payloadText(jobId('small')), key);
     expect((await post(port, small.body, small.headers).answer).status).toBe(200);
+    // The first sends most of its body: 700 kB arrived (allocated at once past 1 MiB only, so counted as sent).
+    a.send(big.body.slice(1000, 700_000));
+    await sleep(300);
+    // Now a 400 kB body passes the budget as its bytes arrive: 503 + Retry-After mid-body.
+    const third = paddedDelivery(400_000);
+    const t = post(port, undefined, third.headers, 400_000);
+    t.send(third.body.slice(0, 350_000));
+    const refused = await t.answer;
+    expect({ status: refused.status, code: refused.body.error?.code, retryAfter: refused.headers['retry-after'] }).toEqual({ status: 503, code: 'RECEIVER_BUSY', retryAfter: '2' });
+    expect(t.sent()).toBeLessThan(400_000);
     // The slow one finishes and is processed; its bytes are released.
-    a.send(big.body.slice(1000));
+    a.send(big.body.slice(700_000));
     expect((await a.answer).status).toBe(200);
-    expect((await post(port, other.body, other.headers).answer).status).toBe(200);
+    expect((await post(port, third.body, third.headers).answer).status).toBe(200);
     // An upload aborted mid-way releases its bytes too: the next large one is admitted.
     const aborted = paddedDelivery(900_000);
     const c = post(port, undefined, aborted.headers, 900_000);
-    c.send(aborted.body.slice(0, 1000));
+    c.send(aborted.body.slice(0, 600_000));
     await sleep(200);
     c.abort();
     await sleep(200);
     const again = paddedDelivery(900_000);
     expect((await post(port, again.body, again.headers).answer).status).toBe(200);
+  });
+
+  it('bodies that trickle in hold only what they sent: 40 declared to fill maxInFlightBytes cannot keep genuine deliveries out', async () => {
+    const { port } = await start({ maxBodyBytes: 1_000_000, maxInFlightBytes: 1_000_000 });
+    const replayed = signDelivery(payloadText(jobId('trickled')), key);
+    // A captured signature, 40 connections each declaring 62.5 kB (2.5 MB promised against a 1 MB budget), a byte each.
+    const slow = Array.from({ length: 40 }, () => post(port, undefined, replayed.headers, 62_500));
+    for (const t of slow) t.send('[');
+    await sleep(300);
+    const answers = [];
+    for (let k = 0; k < 10; k++) {
+      const genuine = signDelivery(payloadText(jobId(`beside-${k}`)), key);
+      answers.push((await post(port, genuine.body, genuine.headers).answer).status);
+    }
+    const large = paddedDelivery(500_000);
+    answers.push((await post(port, large.body, large.headers).answer).status);
+    expect(answers).toEqual(Array(11).fill(200));
+    for (const t of slow) t.abort();
   });
 
   it('a large body sent at once is read whole (filled as it arrives, the loop let turn after each MiB), declared or chunked', async () => {
@@ -224,16 +249,16 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
     const { port } = await start({ maxBodyBytes: 1_000_000, maxInFlightBytes: 1_000_000 });
     const big = paddedDelivery(900_000);
     const a = post(port, undefined, big.headers, 900_000);
-    a.send(big.body.slice(0, 1000));
+    a.send(big.body.slice(0, 800_000));
     await sleep(300);
     const other = paddedDelivery(300_000);
     const b = post(port, undefined, { ...other.headers, 'transfer-encoding': 'chunked' });
     b.send(other.body.slice(0, 50_000));
     await sleep(100);
-    b.send(other.body.slice(50_000));
+    b.send(other.body.slice(50_000, 250_000));
     const refused = await b.answer;
     expect({ status: refused.status, code: refused.body.error?.code, retryAfter: refused.headers['retry-after'] }).toEqual({ status: 503, code: 'RECEIVER_BUSY', retryAfter: '2' });
-    a.send(big.body.slice(1000));
+    a.send(big.body.slice(800_000));
     expect((await a.answer).status).toBe(200);
   });
 

@@ -2,11 +2,11 @@
  * The two things a Fetch API receiver does itself: read the exact body bytes of a
  * `Request` within the limits, and turn an answer into a `Response`. No node:* import.
  */
-import { concatBytes } from '../base/bytes.js';
 import { BodyTimeoutError, BodyTooLargeError, ReceiverBusyError } from '../base/errors.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
 import type { BodyLimits, ContentCoding } from '../receive/body.js';
 import type { Ticket } from '../receive/guard.js';
+import { BodyBuffer } from '../receive/body-buffer.js';
 import type { BodySource } from '../receive/signed-body.js';
 import { notDecodable, webDecoded } from './decode.js';
 
@@ -52,12 +52,12 @@ async function readRequestBody(request: Request, coding: ContentCoding, limits: 
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new BodyTimeoutError(limits.timeoutMs)), limits.timeoutMs);
   });
-  const into = new Filling(declared, limits.maxBodyBytes);
+  const into = new BodyBuffer(ticket, declared);
   try {
     for (;;) {
       const { done, value } = await Promise.race([reader.read(), deadline]);
       if (done) break;
-      ticket.cover(into.add(value));
+      into.add(value);
     }
   } catch (err) {
     await reader.cancel().catch(() => undefined);
@@ -68,31 +68,6 @@ async function readRequestBody(request: Request, coding: ContentCoding, limits: 
     clearTimeout(timer);
   }
   return into.bytes();
-}
-
-/** Chunks gathered into one array; a declared size is filled as it arrives (copying a large body at its end held the event loop). */
-class Filling {
-  private readonly chunks: Uint8Array[] = [];
-  private readonly whole: Uint8Array | undefined;
-  private size = 0;
-
-  constructor(declared: number | undefined, limit: number) {
-    this.whole = declared !== undefined && Number.isInteger(declared) && declared > 64 * 1024 && declared <= limit ? new Uint8Array(declared) : undefined;
-  }
-
-  /** Takes a chunk; the size so far. */
-  add(value: Uint8Array): number {
-    this.size += value.byteLength;
-    if (this.whole !== undefined && this.size <= this.whole.length) this.whole.set(value, this.size - value.byteLength);
-    else this.chunks.push(value);
-    return this.size;
-  }
-
-  bytes(): Uint8Array {
-    const { whole, size, chunks } = this;
-    if (whole === undefined) return chunks.length === 0 ? new Uint8Array(0) : concatBytes(chunks);
-    return size === whole.length && chunks.length === 0 ? whole : concatBytes([whole.subarray(0, Math.min(size, whole.length)), ...chunks]);
-  }
 }
 
 export function toResponse(answer: ReceiverAnswer): Response {

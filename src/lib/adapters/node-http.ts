@@ -8,6 +8,7 @@ import type { VerifiedDelivery } from '../core/verify/core.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
 import { ClientAbortedError, type BodyLimits, type ContentCoding } from '../receive/body.js';
 import type { Ticket } from '../receive/guard.js';
+import { BodyBuffer } from '../receive/body-buffer.js';
 import type { BodySource } from '../receive/signed-body.js';
 import { nodeDecoder, notDecodable, type ZlibModule } from './decode.js';
 
@@ -70,9 +71,7 @@ type Decoder = ReturnType<typeof nodeDecoder>;
  * within `timeoutMs`; gzip, deflate and br decoded).
  */
 class StreamRead {
-  private readonly chunks: Buffer[] = [];
-  /** A declared size (within the limit, admitted) is filled as it arrives: copying a large body at its end held the event loop for hundreds of milliseconds on a loaded machine (the pages of a fresh buffer are touched then); this spreads that over the chunks. */
-  private readonly whole: Buffer | undefined;
+  private readonly body: BodyBuffer;
   private size = 0;
   private rawSize = 0;
   private burst = 0;
@@ -84,12 +83,12 @@ class StreamRead {
     private readonly coding: ContentCoding,
     private readonly unzip: Decoder | undefined,
     private readonly limits: BodyLimits,
-    private readonly ticket: Ticket,
+    ticket: Ticket,
     declared: number | undefined,
     private readonly resolve: (body: Uint8Array) => void,
     private readonly reject: (err: Error) => void,
   ) {
-    this.whole = declared !== undefined && Number.isInteger(declared) && declared > 64 * 1024 && declared <= limits.maxBodyBytes ? Buffer.allocUnsafeSlow(declared) : undefined;
+    this.body = new BodyBuffer(ticket, declared, (n) => Buffer.allocUnsafeSlow(n));
   }
 
   start(): void {
@@ -128,19 +127,16 @@ class StreamRead {
     this.size += chunk.length;
     if (this.size > this.limits.maxBodyBytes) return this.fail(new BodyTooLargeError(this.limits.maxBodyBytes));
     try {
-      this.ticket.cover(this.size);
+      this.body.add(chunk);
     } catch (err) {
       return this.fail(err as Error);
     }
-    if (this.whole !== undefined && this.size <= this.whole.length) chunk.copy(this.whole, this.size - chunk.length);
-    else this.chunks.push(chunk);
   };
 
   private readonly finish = (): void => {
     if (this.settled) return;
     this.cleanup();
-    const { whole, size, chunks } = this;
-    this.resolve(whole !== undefined && size === whole.length ? whole : Buffer.concat(whole === undefined ? chunks : [whole.subarray(0, Math.min(size, whole.length)), ...chunks], size));
+    this.resolve(this.body.bytes());
   };
 
   private readonly onRaw = (chunk: Buffer): void => {

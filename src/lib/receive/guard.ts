@@ -3,9 +3,10 @@
  * `X-Service-Signature` can send it with any body: the signature opens, so the body's
  * canonical work would be done. The guard bounds that, per receiver:
  * - admission: the body bytes being read and verified at once are bounded
- *   (`maxInFlightBytes`), decided from Content-Length before a byte is buffered, counted
- *   as chunked bodies arrive; past it RECEIVER_BUSY (503, `Retry-After`). A share is kept
- *   for small bodies (genuine deliveries are small), so large ones cannot take it all;
+ *   (`maxInFlightBytes`), counted as they arrive (a declared Content-Length holds
+ *   nothing: bodies that trickle in cannot crowd out the others); past it
+ *   RECEIVER_BUSY (503, `Retry-After`). A share is kept for small bodies (genuine
+ *   deliveries are small), so large ones cannot take it all;
  * - one verification in flight per signature and body: concurrent requests carrying the
  *   same signature and the same bytes (the gateway's retry racing a slow first attempt)
  *   wait for it and share its result. A request with other bytes is verified on its own,
@@ -119,11 +120,11 @@ export class DeliveryGuard {
   }
 
   /**
-   * Admits a request whose body declares `declared` bytes (Content-Length; undefined
-   * when unknown: counted as it arrives). RECEIVER_BUSY (503) when it does not fit.
+   * Admits a request holding `inHand` body bytes already (0 for a body still to be read:
+   * its ticket covers the bytes as they arrive). RECEIVER_BUSY (503) when they do not fit.
    */
-  admit(declared: number | undefined): Ticket {
-    const first = declared !== undefined && Number.isFinite(declared) && declared > 0 ? declared : 0;
+  admit(inHand: number | undefined): Ticket {
+    const first = inHand !== undefined && Number.isFinite(inHand) && inHand > 0 ? inHand : 0;
     if (!this.fits(0, first)) throw busy(`${this.inFlight} body bytes are being received and verified (maxInFlightBytes ${this.max})`);
     let held = first;
     let released = false;

@@ -1,9 +1,10 @@
 /**
  * The one signed-body flow of every adapter, in the order that keeps unsigned traffic
  * cheap: what the headers alone tell (a body over the limit: 413; an unknown coding:
- * 415), then the signature (401 before a byte of the body is read), then admission
- * among the bodies in flight (503), then the body, read by the adapter and counted as
- * it arrives. A refusal before the body was read leaves it unread: the adapter's answer
+ * 415), then the signature (401 before a byte of the body is read), then the body,
+ * read by the adapter and counted among the bodies in flight by the bytes that arrived
+ * (503 once they would pass maxInFlightBytes; a declared size holds nothing until its
+ * bytes come, so bodies that trickle in cannot crowd out the others). A refusal before the body was read leaves it unread: the adapter's answer
  * closes the connection.
  */
 import { BodyTooLargeError } from '../base/errors.js';
@@ -48,8 +49,8 @@ export async function signedBody(v: Verification, source: BodySource, limits: Bo
   else if (Number(declared) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
   const coding: ContentCoding = kept !== undefined && source.keptEncoded !== true ? 'identity' : contentCoding(headers);
   const signature = await v.open(headers);
-  const size = kept === undefined ? (coding === 'identity' ? declared : undefined) : typeof kept === 'string' ? kept.length : kept.byteLength;
-  const ticket = v.admit(size);
+  // Bytes in hand are held at once; a body still to be read holds what arrives of it.
+  const ticket = v.admit(kept === undefined ? 0 : typeof kept === 'string' ? kept.length : kept.byteLength);
   if (kept !== undefined && coding === 'identity') return { signature, bytes: kept, ticket, owned: false };
   try {
     return { signature, bytes: await source.read(coding, ticket, coding === 'identity' ? declared : undefined), ticket, owned: true };

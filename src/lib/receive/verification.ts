@@ -39,9 +39,9 @@ export class Verification<K = unknown> {
     return this.offload.open(headers);
   }
 
-  /** A place among the bodies in flight for a body of `declared` bytes (RECEIVER_BUSY past maxInFlightBytes). */
-  admit(declared: number | undefined): Ticket {
-    return this.guard.admit(declared);
+  /** A place among the bodies in flight, holding `inHand` bytes already (RECEIVER_BUSY past maxInFlightBytes). */
+  admit(inHand: number): Ticket {
+    return this.guard.admit(inHand);
   }
 
   /**
