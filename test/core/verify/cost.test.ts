@@ -3,7 +3,7 @@
  * small body whose canonical work is large goes to a worker; a genuine delivery stays.
  */
 import { describe, expect, it } from 'vitest';
-import { canonicalWork, countFloats, LOCAL_WORK_BYTES, onWorker } from '../../../src/lib/core/verify/cost.js';
+import { canonicalWork, countFloats, LOCAL_WORK_BYTES, onWorker, placement } from '../../../src/lib/core/verify/cost.js';
 import { resolveOptions } from '../../../src/lib/core/verify/options.js';
 import { payloadText } from '../../helpers/deliveries.js';
 
@@ -37,5 +37,13 @@ describe('verification cost', () => {
     expect(onWorker(big, o, Infinity)).toBe(false);
     expect(onWorker(new Uint8Array(o.maxBodyBytes + 1), o, MiB)).toBe(false);
     expect(onWorker('['.repeat(5000), o, MiB)).toBe(false);
+  });
+
+  it('a body the estimate cannot parse comes back with its error, so it is refused without being parsed again', () => {
+    const body = `{"job_id":"x","values":[${'1.5,'.repeat(20_000)}`;
+    const where = placement(body, o, MiB);
+    expect(where.worker).toBe(false);
+    expect(where).toMatchObject({ refused: expect.objectContaining({ code: 'BODY_MALFORMED', offset: body.length }) });
+    expect(placement(payloadText('job-5'), o, MiB)).toMatchObject({ worker: false, parsed: expect.anything() });
   });
 });

@@ -47,10 +47,11 @@ export function canonicalWork(body: string | Uint8Array, o: ResolvedOptions): nu
  * Where to verify: on a worker for bodies of `threshold` bytes and more (parsing them
  * alone is work), and for smaller ones whose canonical work passes LOCAL_WORK_BYTES;
  * here otherwise, with the body as the estimate parsed it (`parsed`, to verify without
- * parsing it again; the caller disposes it) when it was parsed. Bodies over the limit,
- * and bodies that do not parse, stay here unparsed (refused at once).
+ * parsing it again; the caller disposes it) when it was parsed. Bodies over the limit
+ * stay here unparsed (refused at once); a body that does not parse comes back with its
+ * error (`refused`), to be refused without being parsed again.
  */
-export function placement(body: string | Uint8Array, o: ResolvedOptions, threshold: number): { worker: true } | { worker: false; parsed?: ParsedBody } {
+export function placement(body: string | Uint8Array, o: ResolvedOptions, threshold: number): { worker: true } | { worker: false; parsed?: ParsedBody; refused?: unknown } {
   const n = typeof body === 'string' ? body.length : body.byteLength;
   if (n > o.maxBodyBytes || threshold === Infinity) return { worker: false };
   if (n >= threshold) return { worker: true };
@@ -59,8 +60,8 @@ export function placement(body: string | Uint8Array, o: ResolvedOptions, thresho
   let parsed;
   try {
     parsed = parseBody(body, o);
-  } catch {
-    return { worker: false };
+  } catch (err) {
+    return { worker: false, refused: err };
   }
   if (workOf(parsed, body, o) <= LOCAL_WORK_BYTES) return { worker: false, parsed };
   parsed.dispose();

@@ -62,6 +62,8 @@ export class Offloader {
   verifyOpened(body: string | Uint8Array, signature: OpenedSignature, movable = false): Verified | Promise<Verified> {
     if (this.pool === undefined) return this.here(body, signature);
     const where = placement(body, this.verifier.options, this.workers.thresholdBytes);
+    // The estimate's parse refused it: the same answer, without parsing it again.
+    if (!where.worker && where.refused !== undefined) throw where.refused;
     if (!where.worker) return this.here(body, signature, where.parsed);
     return typeof body === 'string' ? this.onWorker(new TextEncoder().encode(body), signature, false) : this.onWorker(body, signature, movable);
   }
