@@ -115,6 +115,7 @@ interface Job {
   delivery?: { promise: Promise<DeliveryResult>; settle: (result: DeliveryResult) => void };
 }
 
+/** The simulator's options, checked and resolved once. */
 interface Settings {
   token: string;
   key: KeyObject;
@@ -169,7 +170,7 @@ async function settings(options: GatewaySimulatorOptions): Promise<Settings> {
   };
   if (s.token.length === 0 || /[\s\u0000-\u001f]/.test(s.token)) throw optionError`${option('token')} must be a non-empty string without whitespace`;
   const key = options.privateKey === undefined ? await newKeyPair() : importPrivateKey(options.privateKey);
-  return { ...s, key };
+  return Object.freeze({ ...s, key });
 }
 
 function sameToken(given: string, expected: string): boolean {
