@@ -7,7 +7,7 @@ import type { JsonValue } from '../core/canonical/to-value.js';
 import { GatewayNotFoundError, GatewayRejectedError, GatewayUnauthorizedError, GatewayUnavailableError } from '../base/errors.js';
 import type { JsonObjectValue } from '../core/event.js';
 import type { IdempotencyStore } from '../jobs/store.js';
-import { errorDetails, resolveLogger, type LoggerInput } from '../base/log.js';
+import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../base/log.js';
 import { optionalNumber } from '../base/options.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { JOBS_PATH } from '../base/protocol.js';
@@ -80,7 +80,22 @@ function errorFrom(status: number, body: unknown, what: string): Error {
   return new GatewayRejectedError(`The gateway refused ${what} (${status})${said}`, status, typeof e?.field === 'string' ? e.field : undefined);
 }
 
-export function createGatewayClientCore(options: GatewayClientOptions): GatewayClient {
+/** The client's options, checked and resolved once at construction. */
+interface ClientSettings {
+  /** The base URL without trailing slashes. */
+  readonly root: string;
+  readonly token: string;
+  readonly timeoutMs: number;
+  readonly fetch: typeof fetch;
+  readonly log: Logger;
+  /** Checked at construction to track pending jobs. */
+  readonly store: PendingTracker | undefined;
+}
+
+type PendingTracker = Required<Pick<IdempotencyStore, 'trackPending'>>;
+
+/** Checks the options (TypeError for mistakes) and resolves them into a frozen record. */
+function resolveClient(options: GatewayClientOptions): ClientSettings {
   checkOptionNames(options, GATEWAY_CLIENT_OPTIONS);
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with baseUrl and token');
   let base: URL;
@@ -96,57 +111,69 @@ export function createGatewayClientCore(options: GatewayClientOptions): GatewayC
   const log = resolveLogger(options.log);
   const store = options.store;
   if (store !== undefined && typeof store.trackPending !== 'function') throw new TypeError('store must track pending jobs (trackPending): all of jobhook\'s stores do');
-  const root = base.href.replace(/\/+$/, '');
+  return Object.freeze({ root: base.href.replace(/\/+$/, ''), token: options.token, timeoutMs, fetch: doFetch, log, store: store as PendingTracker | undefined });
+}
 
-  async function call(method: 'GET' | 'POST', path: string, what: string, body?: unknown): Promise<JobResource> {
-    let res: Response;
-    try {
-      res = await doFetch(root + path, {
-        method,
-        headers: { authorization: `Bearer ${options.token}`, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(timeoutMs),
-        redirect: 'error',
-      });
-    } catch (err) {
-      const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
-      throw new GatewayUnavailableError(`The gateway could not be reached ${what}: ${reason}`, undefined, { cause: err });
-    }
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    if (!res.ok) throw errorFrom(res.status, json, what);
-    if (typeof json !== 'object' || json === null || typeof (json as JobResource).public_id !== 'string') {
-      throw new GatewayUnavailableError(`The gateway answered ${res.status} ${what} without a job resource`, res.status);
-    }
-    return json as JobResource;
+/** One request to the gateway: the job resource it answers, or a GatewayError. */
+async function call(s: ClientSettings, method: 'GET' | 'POST', path: string, what: string, body?: unknown): Promise<JobResource> {
+  const { fetch: doFetch, timeoutMs } = s;
+  let res: Response;
+  try {
+    res = await doFetch(s.root + path, {
+      method,
+      headers: { authorization: `Bearer ${s.token}`, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: 'error',
+    });
+  } catch (err) {
+    const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
+    throw new GatewayUnavailableError(`The gateway could not be reached ${what}: ${reason}`, undefined, { cause: err });
   }
+  return jobResource(res, await res.text(), what);
+}
 
+/** The job resource of an answer, or the GatewayError it stands for. */
+function jobResource(res: Response, text: string, what: string): JobResource {
+  let json: unknown;
+  try {
+    json = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  if (!res.ok) throw errorFrom(res.status, json, what);
+  if (typeof json !== 'object' || json === null || typeof (json as JobResource).public_id !== 'string') {
+    throw new GatewayUnavailableError(`The gateway answered ${res.status} ${what} without a job resource`, res.status);
+  }
+  return json as JobResource;
+}
+
+/** Records a created job as pending, for the reconciler; a failure is logged, never thrown. */
+async function trackCreated(log: Logger, store: PendingTracker, job: JobResource, request: CreateJobRequest): Promise<void> {
+  const created = job.created_at === undefined ? NaN : Date.parse(job.created_at);
+  try {
+    await store.trackPending(job.public_id, {
+      since: Number.isNaN(created) ? Date.now() : created,
+      ...(request.user_webhook_parameters === undefined ? {} : { userParameters: request.user_webhook_parameters }),
+    });
+  } catch (err) {
+    // The job exists at the gateway: failing here would have callers create it twice.
+    log.error(`jobhook: job ${job.public_id} was created but could not be recorded as pending; if its webhook never comes, the reconciler will not find it.`, errorDetails(err));
+  }
+}
+
+export function createGatewayClientCore(options: GatewayClientOptions): GatewayClient {
+  const s = resolveClient(options);
   return {
     async createJob(request) {
       if (typeof request !== 'object' || request === null || typeof request.model !== 'string') throw new TypeError('createJob takes { model, input, … }');
-      const job = await call('POST', JOBS_PATH, 'to create the job', request);
-      if (store?.trackPending !== undefined) {
-        const created = job.created_at === undefined ? NaN : Date.parse(job.created_at);
-        try {
-          await store.trackPending(job.public_id, {
-            since: Number.isNaN(created) ? Date.now() : created,
-            ...(request.user_webhook_parameters === undefined ? {} : { userParameters: request.user_webhook_parameters }),
-          });
-        } catch (err) {
-          // The job exists at the gateway: failing here would have callers create it twice.
-          log.error(`jobhook: job ${job.public_id} was created but could not be recorded as pending; if its webhook never comes, the reconciler will not find it.`, errorDetails(err));
-        }
-      }
+      const job = await call(s, 'POST', JOBS_PATH, 'to create the job', request);
+      if (s.store?.trackPending !== undefined) await trackCreated(s.log, s.store, job, request);
       return job;
     },
     async getJob(id) {
       if (typeof id !== 'string' || id === '') throw new TypeError('getJob takes a job id');
-      return call('GET', `${JOBS_PATH}/${encodeURIComponent(id)}`, `job ${id}`);
+      return call(s, 'GET', `${JOBS_PATH}/${encodeURIComponent(id)}`, `job ${id}`);
     },
   };
 }

@@ -7,12 +7,12 @@
 import { isGatewayError, PayloadInvalidError } from '../base/errors.js';
 import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../core/event.js';
 import type { IdempotencyStore, PendingJob, PendingStore } from '../jobs/store.js';
-import { errorDetails, resolveLogger, type LoggerInput } from '../base/log.js';
+import { errorDetails, type Logger, type LoggerInput } from '../base/log.js';
 import { optionalNumber } from '../base/options.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { eventContext, type PollEventContext } from '../jobs/context.js';
-import { fail, TELEMETRY_OPTIONS, type TelemetryOptions } from '../runtime/telemetry.js';
-import { runnerFor, type FailureStage, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
+import { fail, TELEMETRY_OPTIONS, type Telemetry, type TelemetryOptions } from '../runtime/telemetry.js';
+import { logBesideRunner, runnerFor, type FailureStage, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
 import type { GatewayClient, JobResource } from './client.js';
 
 export interface ReconcilerOptions<Tx = unknown> extends TelemetryOptions {
@@ -100,61 +100,137 @@ function pendingStore(store: IdempotencyStore): TrackingStore {
   return store as TrackingStore;
 }
 
-export function createReconcilerCore<Tx>(options: ReconcilerOptions<Tx>): Reconciler {
+/** The reconciler's options, checked and resolved once at construction. */
+interface ReconcilerSettings<Tx> {
+  readonly client: Pick<GatewayClient, 'getJob'>;
+  readonly onEvent: ReconcilerOptions<Tx>['onEvent'];
+  readonly runner: JobRunner;
+  /** The runner was made here (from the reconciler's own options): `stop()` closes it. */
+  readonly ownsRunner: boolean;
+  readonly store: TrackingStore;
+  /** The runner's, taken once. */
+  readonly telemetry: Telemetry;
+  readonly now: () => number;
+  readonly log: Logger;
+  readonly graceMs: number;
+  readonly intervalMs: number;
+  readonly batchSize: number;
+  readonly concurrency: number;
+}
+
+/** Checks the options (TypeError for mistakes), takes or makes the runner, and resolves the rest into a frozen record. */
+function resolveReconciler<Tx>(options: ReconcilerOptions<Tx>): ReconcilerSettings<Tx> {
   checkOptionNames(options, RECONCILER_OPTIONS);
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with client, store (or runner) and onEvent');
   if (typeof options.client?.getJob !== 'function') throw new TypeError('client must have getJob(id) (createGatewayClient)');
   if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
   if (options.runner === undefined && options.store === undefined) throw new TypeError("store (or runner) is required: the receivers' store, so a job runs once whichever path delivers it");
   const runner = runnerFor(options as JobRunnerOptions & { runner?: JobRunner });
-  const store = pendingStore(runner.options.store);
-  const now = options.now ?? runner.options.clock.now;
-  const log = options.runner !== undefined && options.log !== undefined ? resolveLogger(options.log) : runner.options.log;
-  const graceMs = optionalNumber(options.graceMs, 'graceMs', 5 * 60_000, { min: 0 });
-  const intervalMs = optionalNumber(options.intervalMs, 'intervalMs', 60_000);
-  const batchSize = optionalNumber(options.batchSize, 'batchSize', 100, { integer: true });
-  const concurrency = optionalNumber(options.concurrency, 'concurrency', 4, { integer: true });
-  if (typeof store.deferPending !== 'function') {
-    log.warn('jobhook: the store has no deferPending(): jobs that stay unfinished are polled first every round, and more of them than batchSize keep the others from being polled.');
+  return Object.freeze({
+    client: options.client,
+    onEvent: options.onEvent,
+    runner,
+    ownsRunner: options.runner === undefined,
+    store: pendingStore(runner.options.store),
+    telemetry: runner.options.telemetry,
+    now: options.now ?? runner.options.clock.now,
+    log: logBesideRunner(options, runner),
+    graceMs: optionalNumber(options.graceMs, 'graceMs', 5 * 60_000, { min: 0 }),
+    intervalMs: optionalNumber(options.intervalMs, 'intervalMs', 60_000),
+    batchSize: optionalNumber(options.batchSize, 'batchSize', 100, { integer: true }),
+    concurrency: optionalNumber(options.concurrency, 'concurrency', 4, { integer: true }),
+  });
+}
+
+export function createReconcilerCore<Tx>(options: ReconcilerOptions<Tx>): Reconciler {
+  const settings = resolveReconciler(options);
+  if (typeof settings.store.deferPending !== 'function') {
+    settings.log.warn('jobhook: the store has no deferPending(): jobs that stay unfinished are polled first every round, and more of them than batchSize keep the others from being polled.');
   }
-  const notFound = new Map<string, number>();
+  const reconciler = new ReconcilerCore(settings);
+  // Each method usable on its own (`process.on('SIGTERM', reconciler.stop)`).
+  return {
+    runOnce: () => reconciler.runOnce(),
+    start: () => reconciler.start(),
+    stop: () => reconciler.stop(),
+  };
+}
+
+/** The rounds of one reconciler: the jobs due, polled a few at a time, each run through the runner once finished. */
+class ReconcilerCore<Tx> {
+  /** 404s in a row of each job, over rounds. */
+  private readonly notFound = new Map<string, number>();
+  private round: Promise<ReconcileReport> | undefined;
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(private readonly s: ReconcilerSettings<Tx>) {}
+
+  runOnce(): Promise<ReconcileReport> {
+    this.round ??= this.runRound().finally(() => (this.round = undefined));
+    return this.round;
+  }
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => {
+      this.runOnce().catch((err: unknown) => this.s.log.error('jobhook: a reconciliation round failed', errorDetails(err)));
+    }, this.s.intervalMs);
+    this.timer.unref?.();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.round?.catch(() => undefined);
+    // A shared runner belongs to its maker (they close it); one made here is closed here.
+    if (this.s.ownsRunner) await this.s.runner.close();
+  }
+
+  private async runRound(): Promise<ReconcileReport> {
+    const { store, now, graceMs, batchSize, concurrency, log } = this.s;
+    const report: ReconcileReport = { checked: 0, processed: 0, duplicates: 0, pending: 0, failed: 0, forgotten: [] };
+    const due = await store.listPending({ before: now() - graceMs, limit: batchSize });
+    let next = 0;
+    const worker = async () => {
+      while (next < due.length) await this.poll(due[next++]!, report);
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, worker));
+    if (report.checked > 0) log.info(`jobhook: reconciled ${report.checked} pending job(s)`, { ...report, forgotten: report.forgotten.length });
+    return report;
+  }
+
+  /** Polls one pending job, and sends it behind the jobs due now when it is not done. */
+  private async poll(p: PendingJob, report: ReconcileReport): Promise<void> {
+    let again: boolean;
+    try {
+      again = await this.reconcile(p, report);
+    } catch (err) {
+      report.failed++;
+      this.s.runner.report('poll', err, p.jobId);
+      again = true;
+    }
+    if (again) await this.defer(p);
+  }
 
   /** Sends a job that is not done behind the jobs due now: every due job gets its turn. */
-  async function defer(p: PendingJob): Promise<void> {
+  private async defer(p: PendingJob): Promise<void> {
     try {
-      await store.deferPending?.(p.jobId, { since: now() - graceMs });
+      await this.s.store.deferPending?.(p.jobId, { since: this.s.now() - this.s.graceMs });
     } catch (err) {
-      log.debug(`jobhook: could not move pending job ${p.jobId} back (it is polled first again)`, errorDetails(err));
+      this.s.log.debug(`jobhook: could not move pending job ${p.jobId} back (it is polled first again)`, errorDetails(err));
     }
   }
 
   /** Polls one pending job; true when it is not done (and should wait its turn again). */
-  async function reconcile(p: PendingJob, report: ReconcileReport): Promise<boolean> {
+  private async reconcile(p: PendingJob, report: ReconcileReport): Promise<boolean> {
     report.checked++;
     let job: JobResource;
     try {
-      job = await options.client.getJob(p.jobId);
+      job = await this.s.client.getJob(p.jobId);
     } catch (err) {
-      if (isGatewayError(err) && err.code === 'GATEWAY_NOT_FOUND') {
-        const times = (notFound.get(p.jobId) ?? 0) + 1;
-        if (times < NOT_FOUND_ROUNDS) {
-          notFound.set(p.jobId, times);
-          report.pending++;
-          log.warn(`jobhook: the gateway does not know pending job ${p.jobId} (404, ${times} of ${NOT_FOUND_ROUNDS} rounds before it is forgotten).`);
-          return true;
-        }
-        notFound.delete(p.jobId);
-        report.forgotten.push(p.jobId);
-        log.warn(`jobhook: the gateway does not know pending job ${p.jobId} (404 in ${NOT_FOUND_ROUNDS} rounds); it is no longer polled.`);
-        await store.forgetPending(p.jobId);
-        return false;
-      }
-      notFound.delete(p.jobId);
-      report.failed++;
-      runner.report('poll', err, p.jobId);
-      return true;
+      return this.getJobFailed(p, report, err);
     }
-    notFound.delete(p.jobId);
+    this.notFound.delete(p.jobId);
     if (job.status !== 'success' && job.status !== 'fail') {
       report.pending++;
       return true;
@@ -164,18 +240,51 @@ export function createReconcilerCore<Tx>(options: ReconcilerOptions<Tx>): Reconc
       event = eventFromJob(job, p.userParameters);
     } catch (err) {
       report.failed++;
-      runner.report('poll', err instanceof PayloadInvalidError ? err : new PayloadInvalidError(String(err)), p.jobId);
+      this.s.runner.report('poll', err instanceof PayloadInvalidError ? err : new PayloadInvalidError(String(err)), p.jobId);
       return true;
     }
+    return this.tally(p, await this.runJob(p, event), report);
+  }
+
+  /** The gateway did not give the job: polled again, or forgotten after NOT_FOUND_ROUNDS 404s in a row. */
+  private async getJobFailed(p: PendingJob, report: ReconcileReport, err: unknown): Promise<boolean> {
+    const { log } = this.s;
+    if (isGatewayError(err) && err.code === 'GATEWAY_NOT_FOUND') {
+      const times = (this.notFound.get(p.jobId) ?? 0) + 1;
+      if (times < NOT_FOUND_ROUNDS) {
+        this.notFound.set(p.jobId, times);
+        report.pending++;
+        log.warn(`jobhook: the gateway does not know pending job ${p.jobId} (404, ${times} of ${NOT_FOUND_ROUNDS} rounds before it is forgotten).`);
+        return true;
+      }
+      this.notFound.delete(p.jobId);
+      report.forgotten.push(p.jobId);
+      log.warn(`jobhook: the gateway does not know pending job ${p.jobId} (404 in ${NOT_FOUND_ROUNDS} rounds); it is no longer polled.`);
+      await this.s.store.forgetPending(p.jobId);
+      return false;
+    }
+    this.notFound.delete(p.jobId);
+    report.failed++;
+    this.s.runner.report('poll', err, p.jobId);
+    return true;
+  }
+
+  /** Runs a finished job's event through the runner, in a `jobhook.reconcile` span. */
+  private async runJob(p: PendingJob, event: JobCompletedEvent): Promise<RunResult> {
+    const { runner, onEvent, telemetry } = this.s;
     const payload = event as unknown as JsonObjectValue;
-    const { telemetry } = runner.options;
     const result = await telemetry.within('jobhook.reconcile', 'consumer', undefined, async (span) => {
       span?.setAttribute('jobhook.job_id', p.jobId);
-      const r = await runner.run(p.jobId, (claim) => options.onEvent(event, eventContext<Tx, { source: 'poll' }>({ source: 'poll' }, p.jobId, payload, claim)));
+      const r = await runner.run(p.jobId, (claim) => onEvent(event, eventContext<Tx, { source: 'poll' }>({ source: 'poll' }, p.jobId, payload, claim)));
       if (r.kind !== 'processed' && r.kind !== 'duplicate') fail(span, undefined, r.kind);
       return r;
     });
     if (result.kind === 'processed') telemetry.recovered?.add(1);
+    return result;
+  }
+
+  /** Counts what running the job came to; true when it is not done. */
+  private async tally(p: PendingJob, result: RunResult, report: ReconcileReport): Promise<boolean> {
     switch (result.kind) {
       case 'processed':
         report.processed++;
@@ -183,7 +292,7 @@ export function createReconcilerCore<Tx>(options: ReconcilerOptions<Tx>): Reconc
       case 'duplicate':
         // Done before (its completion removed it, unless it completed before it was recorded).
         report.duplicates++;
-        await store.forgetPending(p.jobId);
+        await this.s.store.forgetPending(p.jobId);
         return false;
       case 'in_progress':
       case 'claim_lost':
@@ -194,53 +303,6 @@ export function createReconcilerCore<Tx>(options: ReconcilerOptions<Tx>): Reconc
         return true;
     }
   }
-
-  let round: Promise<ReconcileReport> | undefined;
-  async function runRound(): Promise<ReconcileReport> {
-    const report: ReconcileReport = { checked: 0, processed: 0, duplicates: 0, pending: 0, failed: 0, forgotten: [] };
-    const due = await store.listPending({ before: now() - graceMs, limit: batchSize });
-    let next = 0;
-    const worker = async () => {
-      while (next < due.length) {
-        const p = due[next++]!;
-        let again: boolean;
-        try {
-          again = await reconcile(p, report);
-        } catch (err) {
-          report.failed++;
-          runner.report('poll', err, p.jobId);
-          again = true;
-        }
-        if (again) await defer(p);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, worker));
-    if (report.checked > 0) log.info(`jobhook: reconciled ${report.checked} pending job(s)`, { ...report, forgotten: report.forgotten.length });
-    return report;
-  }
-
-  let timer: ReturnType<typeof setInterval> | undefined;
-  const runOnce = (): Promise<ReconcileReport> => {
-    round ??= runRound().finally(() => (round = undefined));
-    return round;
-  };
-  return {
-    runOnce,
-    start() {
-      if (timer !== undefined) return;
-      timer = setInterval(() => {
-        runOnce().catch((err: unknown) => log.error('jobhook: a reconciliation round failed', errorDetails(err)));
-      }, intervalMs);
-      timer.unref?.();
-    },
-    async stop() {
-      clearInterval(timer);
-      timer = undefined;
-      await round?.catch(() => undefined);
-      // A shared runner belongs to its maker (they close it); one made here is closed here.
-      if (options.runner === undefined) await runner.close();
-    },
-  };
 }
 
 /** The names of {@link ReconcilerOptions}. */

@@ -154,7 +154,8 @@ export function resolveRunnerOptions(options: JobRunnerOptions, clock: Clock = s
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
   const log = resolveLogger(options.log);
   if (options.onError !== undefined && typeof options.onError !== 'function') throw new TypeError('onError must be a function (error, context) => void');
-  const store = options.store ?? new MemoryIdempotencyStore({ log: options.log });
+  // The default store logs to the runner's log, resolved once above.
+  const store = options.store ?? new MemoryIdempotencyStore({ log });
   for (const m of ['claim', 'complete', 'release'] as const) {
     if (typeof (store as unknown as Record<string, unknown>)[m] !== 'function') throw new TypeError(`store must implement ${m}()`);
   }
@@ -214,88 +215,145 @@ export function runnerFor(options: JobRunnerOptions & { runner?: JobRunner }): J
   return options.runner;
 }
 
-/** The runner for resolved options. */
-export function jobRunner(o: ResolvedRunnerOptions): JobRunner {
-  const { clock, log, telemetry } = o;
-  // The runner's own calls go through the timed store (the same one when nothing is recorded).
-  const store = timedStore(o.store, telemetry);
+/**
+ * The log of what runs on a runner (a receiver, the reconciler): the runner's, resolved
+ * once with it, unless a shared runner was given and the user has a log of its own.
+ */
+export function logBesideRunner(options: { runner?: JobRunner; log?: LoggerInput }, runner: JobRunner): Logger {
+  return options.runner !== undefined && options.log !== undefined ? resolveLogger(options.log) : runner.options.log;
+}
 
-  const report = (stage: FailureStage, error: unknown, jobId?: string): void => {
-    const what =
-      stage === 'handler'
-        ? 'the handler failed'
-        : stage === 'body'
-          ? 'the request body could not be read'
-          : stage === 'poll'
-            ? 'polling the gateway failed'
-            : stage === 'superseded'
-              ? 'a job may have run twice'
-              : `the idempotency store failed to ${stage}`;
-    log.error(`jobhook: ${what}${jobId === undefined ? '' : ` for job ${jobId}`}`, errorDetails(error));
+/** The runner for resolved options: its methods, each usable on its own (`const { run } = runner`). */
+export function jobRunner(o: ResolvedRunnerOptions): JobRunner {
+  const runner = new Runner(o);
+  return {
+    options: o,
+    run: (jobId, handler, runOptions) => runner.run(jobId, handler, runOptions),
+    report: (stage, error, jobId) => runner.report(stage, error, jobId),
+    close: (timeoutMs = 10_000) => runner.repair.drain(timeoutMs),
+    get pending() {
+      return runner.repair.size;
+    },
+    health: (timeoutMs) => runner.health(timeoutMs),
+  };
+}
+
+/** A job's handler, as `run` takes it. */
+type Handler = (claim: ClaimContext) => void | Promise<void>;
+
+/** What `claim` came to, and when its request was sent (monotonic ms): the lease is counted from then. */
+interface Claimed {
+  result: ClaimResult | undefined;
+  sentAt: number;
+}
+
+/** What `report` says happened, by stage. */
+function failureText(stage: FailureStage): string {
+  switch (stage) {
+    case 'handler':
+      return 'the handler failed';
+    case 'body':
+      return 'the request body could not be read';
+    case 'poll':
+      return 'polling the gateway failed';
+    case 'superseded':
+      return 'a job may have run twice';
+    default:
+      return `the idempotency store failed to ${stage}`;
+  }
+}
+
+/**
+ * A handler that failed: 500, or 503 when what failed is a store or broker it hands the
+ * event to (a StoreUnavailableError: the queue handlers of jobhook/bullmq and jobhook/nats).
+ * The gateway retries both.
+ */
+function failed(err: unknown): RunResult {
+  return isWebhookError(err) && err.code === 'STORE_UNAVAILABLE' ? { kind: 'store_unavailable' } : { kind: 'handler_failed' };
+}
+
+/** A completion that failed because of the handler's own use of the transaction. */
+function handlersFault(err: unknown): Error | undefined {
+  const code = ((err as { cause?: { code?: unknown } })?.cause ?? (err as { code?: unknown }))?.code;
+  if (code === '25P02') return new Error(`the handler's transaction was aborted by an SQL error (caught, so onEvent resolved): every later statement fails. Take a SAVEPOINT around a statement that may fail, or let the error reach jobhook.`, { cause: err });
+  if (code === '40001' || code === '40P01') return new Error(`the handler's transaction could not be serialized (${String(code)}): keep it at READ COMMITTED (the lease renewals update the job's row while it runs).`, { cause: err });
+  return undefined;
+}
+
+function handlerContext(claim: HeldClaim, transaction: StoreTransaction | undefined): ClaimContext {
+  return { signal: claim.signal, fencingToken: claim.fence, holdsClaim: () => claim.holds(), transaction: transaction?.client };
+}
+
+/** The store's `ping()` within `timeoutMs` (a store without one is not asked: ok). */
+async function pingStore(store: IdempotencyStore, timeoutMs: number): Promise<RunnerHealth['store']> {
+  const ping = store.ping?.bind(store);
+  if (ping === undefined) return { ok: true };
+  const started = performance.now();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([ping(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)))]);
+    return { ok: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
+  } catch (err) {
+    return { ok: false, error: (err as Error)?.message ?? String(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The runner's state (its options, the timed store, the repair queue, what its claims
+ * need) and the steps of a run: claim (waiting out a takeover grace), the handler, then
+ * the completion, plain or inside the handler's transaction.
+ */
+class Runner {
+  /** The runner's own calls go through the timed store (the same one when nothing is recorded). */
+  private readonly store: IdempotencyStore;
+  readonly repair: RepairQueue;
+  private readonly owner: ClaimOwner;
+
+  constructor(private readonly o: ResolvedRunnerOptions) {
+    const { clock, log, telemetry } = o;
+    this.store = timedStore(o.store, telemetry);
+    const repair = new RepairQueue({ store: this.store, log, clock, superseded: (jobId, detail) => this.superseded(jobId, detail) });
+    this.repair = repair;
+    telemetry.gauge('jobhook.repair.queue', 'Store operations (completions, releases) waiting to be retried', () => repair.size);
+    this.owner = {
+      store: this.store,
+      leaseMs: o.leaseMs,
+      selfFenceMarginMs: o.selfFenceMarginMs,
+      clock,
+      renewFailed: (jobId, error) => this.report('renew', error, jobId),
+      lostClaim: (jobId, why) =>
+        log.warn(
+          why === 'superseded'
+            ? `jobhook: lost the claim on job ${jobId} while its handler runs (another delivery took it over); its signal is aborted.`
+            : `jobhook: could not confirm the lease on job ${jobId} in time (the store did not answer, or this process was paused); its signal is aborted.`,
+        ),
+    };
+  }
+
+  report(stage: FailureStage, error: unknown, jobId?: string): void {
+    const { log } = this.o;
+    log.error(`jobhook: ${failureText(stage)}${jobId === undefined ? '' : ` for job ${jobId}`}`, errorDetails(error));
     try {
-      o.onError?.(error, { ...(jobId === undefined ? {} : { jobId }), stage });
+      this.o.onError?.(error, { ...(jobId === undefined ? {} : { jobId }), stage });
     } catch (err) {
       log.error('jobhook: onError threw', errorDetails(err));
     }
-  };
-
-  const superseded = (jobId: string, detail: string): void => {
-    telemetry.superseded?.add(1);
-    report('superseded', new JobSupersededError(jobId, detail), jobId);
-  };
-
-  const repair = new RepairQueue({ store, log, clock, superseded });
-  telemetry.gauge('jobhook.repair.queue', 'Store operations (completions, releases) waiting to be retried', () => repair.size);
-
-  const owner: ClaimOwner = {
-    store,
-    leaseMs: o.leaseMs,
-    selfFenceMarginMs: o.selfFenceMarginMs,
-    clock,
-    renewFailed: (jobId, error) => report('renew', error, jobId),
-    lostClaim: (jobId, why) =>
-      log.warn(
-        why === 'superseded'
-          ? `jobhook: lost the claim on job ${jobId} while its handler runs (another delivery took it over); its signal is aborted.`
-          : `jobhook: could not confirm the lease on job ${jobId} in time (the store did not answer, or this process was paused); its signal is aborted.`,
-      ),
-  };
-
-  /** Undoes a claim whose outcome is unknown (it may have been written). */
-  const undo = (jobId: string, token: string) => repair.release('undo', jobId, token, o.leaseMs + o.takeoverGraceMs);
-
-  async function claimJob(jobId: string, token: string): Promise<{ result: ClaimResult | undefined; sentAt: number }> {
-    const sentAt = clock.monotonic();
-    try {
-      const result = await store.claim(jobId, { leaseMs: o.leaseMs, token, takeoverGraceMs: o.takeoverGraceMs });
-      repair.kick();
-      return { result, sentAt };
-    } catch (err) {
-      // The claim may have been written although no reply came (or may still land): undo
-      // it by token once the store answers, or the job stays blocked for a lease.
-      undo(jobId, token);
-      report('claim', err, jobId);
-      return { result: undefined, sentAt };
-    }
   }
 
-  /** Releases a claim this runner holds (its handler failed, or its transaction was rolled back). */
-  async function release(claim: HeldClaim): Promise<void> {
-    await claim.end();
-    try {
-      await store.release(claim.jobId, claim.token);
-    } catch (err) {
-      repair.release('release', claim.jobId, claim.token, o.leaseMs + o.takeoverGraceMs);
-      report('release', err, claim.jobId);
-    }
+  private superseded(jobId: string, detail: string): void {
+    this.o.telemetry.superseded?.add(1);
+    this.report('superseded', new JobSupersededError(jobId, detail), jobId);
   }
 
-  async function run(jobId: string, handler: (claim: ClaimContext) => void | Promise<void>, runOptions: RunOptions = {}): Promise<RunResult> {
+  async run(jobId: string, handler: Handler, runOptions: RunOptions = {}): Promise<RunResult> {
+    const { repair, o } = this;
     if (repair.completing(jobId)) return { kind: 'duplicate' };
     const retainMs = Math.max(o.retainMs, Math.ceil(runOptions.retainMs ?? 0));
     // Reusing the token of an unconfirmed claim acquires the job if that claim was written.
     const token = repair.takeUndo(jobId) ?? newToken();
-    const got = await telemetry.phase('jobhook.claim', () => claimWaitingOutGrace(jobId, token));
+    const got = await o.telemetry.phase('jobhook.claim', () => this.claimWaitingOutGrace(jobId, token));
     if (got === 'completing') return { kind: 'duplicate' };
     const { result: claimed, sentAt } = got;
     if (claimed === undefined) return { kind: 'store_unavailable' };
@@ -306,19 +364,38 @@ export function jobRunner(o: ResolvedRunnerOptions): JobRunner {
     if (claimed.tookOver === true) {
       // Also when this claim is one whose reply was lost (claimed again with its token), or
       // follows the release of such a claim: the store keeps the takeover's taint.
-      superseded(jobId, 'it was taken over from a holder whose lease ran out (or from the release of a claim that had taken it over); if that holder had applied its effect, the job runs twice');
+      this.superseded(jobId, 'it was taken over from a holder whose lease ran out (or from the release of a claim that had taken it over); if that holder had applied its effect, the job runs twice');
     }
-    const claim = new HeldClaim(owner, jobId, token, fence, sentAt);
-    return o.transactional ? runInTransaction(claim, handler, retainMs) : runPlain(claim, handler, retainMs);
+    const claim = new HeldClaim(this.owner, jobId, token, fence, sentAt);
+    return o.transactional ? this.runInTransaction(claim, handler, retainMs) : this.runPlain(claim, handler, retainMs);
   }
 
-  /**
-   * A handler that failed: 500, or 503 when what failed is a store or broker it hands the
-   * event to (a StoreUnavailableError: the queue handlers of jobhook/bullmq and jobhook/nats).
-   * The gateway retries both.
-   */
-  function failed(err: unknown): RunResult {
-    return isWebhookError(err) && err.code === 'STORE_UNAVAILABLE' ? { kind: 'store_unavailable' } : { kind: 'handler_failed' };
+  async health(timeoutMs = 1000): Promise<RunnerHealth> {
+    const storeHealth = await pingStore(this.o.store, timeoutMs);
+    return { ok: storeHealth.ok, store: storeHealth, repairQueue: this.repair.size };
+  }
+
+  // --- The claim
+
+  /** Undoes a claim whose outcome is unknown (it may have been written). */
+  private undo(jobId: string, token: string): void {
+    this.repair.release('undo', jobId, token, this.o.leaseMs + this.o.takeoverGraceMs);
+  }
+
+  private async claimJob(jobId: string, token: string): Promise<Claimed> {
+    const { o } = this;
+    const sentAt = o.clock.monotonic();
+    try {
+      const result = await this.store.claim(jobId, { leaseMs: o.leaseMs, token, takeoverGraceMs: o.takeoverGraceMs });
+      this.repair.kick();
+      return { result, sentAt };
+    } catch (err) {
+      // The claim may have been written although no reply came (or may still land): undo
+      // it by token once the store answers, or the job stays blocked for a lease.
+      this.undo(jobId, token);
+      this.report('claim', err, jobId);
+      return { result: undefined, sentAt };
+    }
   }
 
   /**
@@ -326,176 +403,181 @@ export function jobRunner(o: ResolvedRunnerOptions): JobRunner {
    * off from the store, with a completion to record now that the store answers: wait
    * (open) through the grace, asking again every STALE_POLL_MS, then take the job over.
    */
-  async function claimWaitingOutGrace(jobId: string, token: string): Promise<{ result: ClaimResult | undefined; sentAt: number } | 'completing'> {
-    let got = await claimJob(jobId, token);
-    const end = clock.monotonic() + o.takeoverGraceMs + STALE_POLL_MS;
-    for (let left = graceLeft(got.result); left !== undefined && left <= o.takeoverGraceMs && clock.monotonic() < end; left = graceLeft(got.result)) {
+  private async claimWaitingOutGrace(jobId: string, token: string): Promise<Claimed | 'completing'> {
+    const { clock, takeoverGraceMs } = this.o;
+    let got = await this.claimJob(jobId, token);
+    const end = clock.monotonic() + takeoverGraceMs + STALE_POLL_MS;
+    for (let left = graceLeft(got.result); left !== undefined && left <= takeoverGraceMs && clock.monotonic() < end; left = graceLeft(got.result)) {
       await new Promise((r) => setTimeout(r, Math.min(STALE_POLL_MS, left + 5)));
-      if (repair.completing(jobId)) return 'completing';
-      got = await claimJob(jobId, token);
+      if (this.repair.completing(jobId)) return 'completing';
+      got = await this.claimJob(jobId, token);
     }
     return got;
   }
 
+  /** Releases a claim this runner holds (its handler failed, or its transaction was rolled back). */
+  private async release(claim: HeldClaim): Promise<void> {
+    await claim.end();
+    try {
+      await this.store.release(claim.jobId, claim.token);
+    } catch (err) {
+      this.repair.release('release', claim.jobId, claim.token, this.o.leaseMs + this.o.takeoverGraceMs);
+      this.report('release', err, claim.jobId);
+    }
+  }
+
+  // --- The handler and the completion
+
   /** The handler, in a `jobhook.handler` span (the application's spans stay in the delivery's context), timed. */
-  async function handle(claim: HeldClaim, handler: (claim: ClaimContext) => void | Promise<void>, transaction: StoreTransaction | undefined): Promise<void> {
+  private async handle(claim: HeldClaim, handler: Handler, transaction: StoreTransaction | undefined): Promise<void> {
+    const { telemetry } = this.o;
     const started = performance.now();
     try {
-      await telemetry.phase('jobhook.handler', () => handler(context(claim, transaction)));
+      await telemetry.phase('jobhook.handler', () => handler(handlerContext(claim, transaction)));
     } finally {
       telemetry.handlerDuration?.record((performance.now() - started) / 1000);
     }
   }
 
-  function context(claim: HeldClaim, transaction: StoreTransaction | undefined): ClaimContext {
-    return { signal: claim.signal, fencingToken: claim.fence, holdsClaim: () => claim.holds(), transaction: transaction?.client };
-  }
-
-  async function runPlain(claim: HeldClaim, handler: (claim: ClaimContext) => void | Promise<void>, retainMs: number): Promise<RunResult> {
-    const { jobId, token, fence } = claim;
+  private async runPlain(claim: HeldClaim, handler: Handler, retainMs: number): Promise<RunResult> {
     try {
-      await handle(claim, handler, undefined);
+      await this.handle(claim, handler, undefined);
     } catch (err) {
-      report('handler', err, jobId);
-      await release(claim);
+      this.report('handler', err, claim.jobId);
+      await this.release(claim);
       return failed(err);
     }
     claim.finishing();
+    return this.completePlain(claim, retainMs);
+  }
+
+  private async completePlain(claim: HeldClaim, retainMs: number): Promise<RunResult> {
+    const { jobId, token, fence } = claim;
     let reply;
     try {
-      reply = completeReply(await telemetry.phase('jobhook.complete', () => store.complete(jobId, token, { retainMs, fence })));
+      reply = completeReply(await this.o.telemetry.phase('jobhook.complete', () => this.store.complete(jobId, token, { retainMs, fence })));
     } catch (err) {
       // Done, but not yet recorded: answer as processed (a 5xx would bring the job back),
       // keep answering duplicate for it here, keep its lease alive, and record it when the
       // store answers.
-      repair.complete(jobId, token, fence, retainMs, () => void claim.end());
-      report('complete', err, jobId);
+      this.repair.complete(jobId, token, fence, retainMs, () => void claim.end());
+      this.report('complete', err, jobId);
       return { kind: 'processed' };
     }
     await claim.end();
     if (reply === 'superseded') {
-      superseded(jobId, 'its handler finished here, but another delivery had taken the job over (this holder was cut off, paused, or slower than its lease)');
+      this.superseded(jobId, 'its handler finished here, but another delivery had taken the job over (this holder was cut off, paused, or slower than its lease)');
       return { kind: 'processed', superseded: true };
     }
     return { kind: 'processed' };
   }
 
-  async function runInTransaction(claim: HeldClaim, handler: (claim: ClaimContext) => void | Promise<void>, retainMs: number): Promise<RunResult> {
-    const { jobId } = claim;
-    // Rolled back after onEvent finished: nothing written through the transaction survives,
-    // but what the handler did outside it (an e-mail, a call to another system) happened, and
-    // the retry does it again: that is reported, never silent.
-    const lost = (why: string): RunResult => {
-      log.warn(`jobhook: rolled back the transaction of job ${jobId}: ${why}. Nothing written through context.transaction was applied; a retry processes the job.`);
-      superseded(jobId, `its transaction was rolled back after onEvent finished (${why}): what the handler did outside context.transaction will run again`);
-      return { kind: 'claim_lost', retryAfterMs: o.leaseMs };
-    };
-    /** A completion that failed because of the handler's own use of the transaction. */
-    const handlersFault = (err: unknown): Error | undefined => {
-      const code = ((err as { cause?: { code?: unknown } })?.cause ?? (err as { code?: unknown }))?.code;
-      if (code === '25P02') return new Error(`the handler's transaction was aborted by an SQL error (caught, so onEvent resolved): every later statement fails. Take a SAVEPOINT around a statement that may fail, or let the error reach jobhook.`, { cause: err });
-      if (code === '40001' || code === '40P01') return new Error(`the handler's transaction could not be serialized (${String(code)}): keep it at READ COMMITTED (the lease renewals update the job's row while it runs).`, { cause: err });
-      return undefined;
-    };
-    let tx: StoreTransaction;
+  // --- The transactional run: begin, handle, complete inside the transaction, commit
+
+  private async runInTransaction(claim: HeldClaim, handler: Handler, retainMs: number): Promise<RunResult> {
+    const tx = await this.begin(claim);
+    if (tx === undefined) return { kind: 'store_unavailable' };
     try {
-      tx = await (store as TransactionalStore).begin(jobId, claim.token, { fence: claim.fence });
+      await this.handle(claim, handler, tx);
     } catch (err) {
-      report('claim', err, jobId);
-      await release(claim);
-      return { kind: 'store_unavailable' };
-    }
-    const rollback = async () => {
-      try {
-        await tx.rollback();
-      } catch (err) {
-        // The connection is dropped instead: the server rolls the transaction back.
-        log.debug(`jobhook: the rollback of job ${jobId}'s transaction failed`, errorDetails(err));
-      }
-    };
-    try {
-      await handle(claim, handler, tx);
-    } catch (err) {
-      report('handler', err, jobId);
-      await rollback();
-      await release(claim);
+      this.report('handler', err, claim.jobId);
+      await this.rollBackAndRelease(claim, tx);
       return failed(err);
     }
+    return (await this.completeInTransaction(claim, tx, retainMs)) ?? this.commit(claim, tx);
+  }
+
+  /** The handler's transaction, or undefined when the store could not begin it (reported, the claim released). */
+  private async begin(claim: HeldClaim): Promise<StoreTransaction | undefined> {
+    try {
+      return await (this.store as TransactionalStore).begin(claim.jobId, claim.token, { fence: claim.fence });
+    } catch (err) {
+      this.report('claim', err, claim.jobId);
+      await this.release(claim);
+      return undefined;
+    }
+  }
+
+  /**
+   * Writes the completion inside the transaction, while the claim still holds. Undefined:
+   * ready to commit; otherwise the run ends here, rolled back.
+   */
+  private async completeInTransaction(claim: HeldClaim, tx: StoreTransaction, retainMs: number): Promise<RunResult | undefined> {
+    const { jobId } = claim;
     // No renewal may wait on the row this transaction is about to lock.
     claim.finishing();
     claim.stopRenewing();
     if (!claim.holds()) {
-      await rollback();
-      await release(claim);
-      return lost('its lease could not be confirmed in time (the store did not answer, or this process was paused)');
+      await this.rollBackAndRelease(claim, tx);
+      return this.lost(jobId, 'its lease could not be confirmed in time (the store did not answer, or this process was paused)');
     }
     let reply;
     try {
-      reply = await telemetry.phase('jobhook.complete', () => tx.complete({ retainMs }));
+      reply = await this.o.telemetry.phase('jobhook.complete', () => tx.complete({ retainMs }));
     } catch (err) {
       const fault = handlersFault(err);
-      report(fault === undefined ? 'complete' : 'handler', fault ?? err, jobId);
-      await rollback();
-      await release(claim);
+      this.report(fault === undefined ? 'complete' : 'handler', fault ?? err, jobId);
+      await this.rollBackAndRelease(claim, tx);
       return fault === undefined ? { kind: 'store_unavailable' } : { kind: 'handler_failed' };
     }
     if (reply === 'superseded') {
-      await rollback();
+      await this.rollback(jobId, tx);
       await claim.end();
-      return lost('another delivery took the job over');
+      return this.lost(jobId, 'another delivery took the job over');
     }
     if (!claim.holds()) {
-      await rollback();
-      await release(claim);
-      return lost('its lease could not be confirmed in time');
+      await this.rollBackAndRelease(claim, tx);
+      return this.lost(jobId, 'its lease could not be confirmed in time');
     }
+    return undefined;
+  }
+
+  /** Commits the handler's writes with the completion. */
+  private async commit(claim: HeldClaim, tx: StoreTransaction): Promise<RunResult> {
+    const { jobId } = claim;
     await claim.end();
     try {
-      await telemetry.phase('jobhook.commit', () => tx.commit());
+      await this.o.telemetry.phase('jobhook.commit', () => tx.commit());
     } catch (err) {
       const fault = handlersFault(err);
       if (fault !== undefined) {
         // Refused, not in doubt: nothing was committed.
-        report('handler', fault, jobId);
-        await release(claim);
+        this.report('handler', fault, jobId);
+        await this.release(claim);
         return { kind: 'handler_failed' };
       }
       // Committed or not: the store knows. A retry finds the job completed, or the claim
       // (this holder's) running out and taken over after the grace.
-      report('complete', err, jobId);
+      this.report('complete', err, jobId);
       return { kind: 'store_unavailable' };
     }
     return { kind: 'processed' };
   }
 
-  async function health(timeoutMs = 1000): Promise<RunnerHealth> {
-    const ping = o.store.ping?.bind(o.store);
-    let storeHealth: RunnerHealth['store'] = { ok: true };
-    if (ping !== undefined) {
-      const started = performance.now();
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      try {
-        await Promise.race([ping(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)))]);
-        storeHealth = { ok: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
-      } catch (err) {
-        storeHealth = { ok: false, error: (err as Error)?.message ?? String(err) };
-      } finally {
-        clearTimeout(timer);
-      }
+  private async rollback(jobId: string, tx: StoreTransaction): Promise<void> {
+    try {
+      await tx.rollback();
+    } catch (err) {
+      // The connection is dropped instead: the server rolls the transaction back.
+      this.o.log.debug(`jobhook: the rollback of job ${jobId}'s transaction failed`, errorDetails(err));
     }
-    return { ok: storeHealth.ok, store: storeHealth, repairQueue: repair.size };
   }
 
-  return {
-    options: o,
-    run,
-    report,
-    close: (timeoutMs = 10_000) => repair.drain(timeoutMs),
-    get pending() {
-      return repair.size;
-    },
-    health,
-  };
+  private async rollBackAndRelease(claim: HeldClaim, tx: StoreTransaction): Promise<void> {
+    await this.rollback(claim.jobId, tx);
+    await this.release(claim);
+  }
+
+  /**
+   * Rolled back after onEvent finished: nothing written through the transaction survives,
+   * but what the handler did outside it (an e-mail, a call to another system) happened, and
+   * the retry does it again: that is reported, never silent.
+   */
+  private lost(jobId: string, why: string): RunResult {
+    this.o.log.warn(`jobhook: rolled back the transaction of job ${jobId}: ${why}. Nothing written through context.transaction was applied; a retry processes the job.`);
+    this.superseded(jobId, `its transaction was rolled back after onEvent finished (${why}): what the handler did outside context.transaction will run again`);
+    return { kind: 'claim_lost', retryAfterMs: this.o.leaseMs };
+  }
 }
 
 /** `createJobRunner` from `jobhook`. */

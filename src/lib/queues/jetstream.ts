@@ -7,8 +7,9 @@
  */
 import type { JetStreamClient, JsMsg } from 'nats';
 import type { JobCompletedEvent } from '../core/event.js';
-import type { RunResult } from '../jobs/runner.js';
-import { acknowledged, checkRetainMs, checkTimeoutMs, eventText, queuedEvent, resolveWorker, retryDelayMs, runQueued, type QueueHandoff, type QueueWorkerOptionsBase } from './contract.js';
+import type { Logger } from '../base/log.js';
+import type { JobRunner, RunResult } from '../jobs/runner.js';
+import { acknowledged, checkRetainMs, checkTimeoutMs, eventText, queuedEvent, resolveWorker, retryDelayMs, runQueued, type QueuedEventHandler, type QueueHandoff, type QueueWorkerOptionsBase } from './contract.js';
 
 export interface JetStreamHandlerOptions {
   /** The subject to publish on; the stream must capture it. */
@@ -157,62 +158,76 @@ export interface JetStreamWorker {
  */
 export function createJetStreamWorkerCore<Tx = unknown>(js: JetStreamClient, options: JetStreamWorkerOptions<Tx>): JetStreamWorker {
   if (typeof js !== 'object' || js === null || typeof js.consumers?.get !== 'function') throw new TypeError('js must be a JetStream client (nc.jetstream())');
+  const worker = new JetStreamConsumer(js, resolveJetStreamWorker(options));
+  return {
+    closed: worker.closed,
+    close: () => worker.close(),
+    get running() {
+      return worker.running;
+    },
+  };
+}
+
+/** The worker's options, checked and resolved once. */
+interface JetStreamWorkerSettings<Tx> {
+  readonly runner: JobRunner;
+  readonly onEvent: QueuedEventHandler<Tx>;
+  readonly stream: string;
+  readonly consumerName: string;
+  readonly concurrency: number;
+  /** The runner's, taken once. */
+  readonly log: Logger;
+}
+
+function resolveJetStreamWorker<Tx>(options: JetStreamWorkerOptions<Tx>): JetStreamWorkerSettings<Tx> {
   const { runner, onEvent } = resolveWorker(options);
   const stream = checkName(options.stream, 'stream');
   const consumerName = checkName(options.consumer, 'consumer');
   const concurrency = options.concurrency ?? 8;
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new TypeError(`concurrency must be an integer ≥ 1; got ${String(concurrency)}`);
-  const log = runner.options.log;
-  let running = 0;
-  let stopping = false;
-  let messages: { close(): Promise<void | Error> } | undefined;
+  return Object.freeze({ runner, onEvent, stream, consumerName, concurrency, log: runner.options.log });
+}
 
-  async function handle(msg: JsMsg, ackWaitMs: number): Promise<void> {
-    let event: JobCompletedEvent;
-    try {
-      event = queuedEvent(decoder.decode(msg.data));
-      const id = msg.headers?.get('Nats-Msg-Id');
-      if (id !== undefined && id !== '' && id !== event.job_id) throw new TypeError(`its Nats-Msg-Id ${JSON.stringify(id)} is not its job_id`);
-    } catch (err) {
-      runner.report('body', new TypeError(`not a jobhook event (terminated): ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
-      // Without a reason: servers before 2.11 do not take "+TERM <reason>" as a termination.
-      msg.term();
-      return;
-    }
-    const delivery = msg.info.redeliveryCount;
-    // Keep the message ours while the function runs, so JetStream does not hand it to another worker.
-    const heartbeat = setInterval(() => msg.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
-    let result: RunResult;
-    try {
-      result = await runQueued(runner, onEvent, event, delivery);
-    } finally {
-      clearInterval(heartbeat);
-    }
-    if (result.kind === 'processed' || result.kind === 'duplicate') {
-      // A lost ack only brings the message back, answered as a duplicate then.
-      await msg.ackAck().catch((err: unknown) => log.debug(`jobhook: the ack of job ${event.job_id} was not confirmed; JetStream may deliver it again (a duplicate)`, { error: String(err) }));
-      return;
-    }
-    msg.nak(retryDelayMs(result, delivery));
+/** One worker: consumes until closed, at most `concurrency` messages at a time. */
+class JetStreamConsumer<Tx> {
+  /** Messages being processed. */
+  running = 0;
+  private stopping = false;
+  private messages: { close(): Promise<void | Error> } | undefined;
+  readonly closed: Promise<void>;
+
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly s: JetStreamWorkerSettings<Tx>,
+  ) {
+    this.closed = this.consume();
+    this.closed.catch((err: unknown) => s.log.error(`jobhook: consuming ${s.consumerName} of the JetStream stream ${s.stream} stopped`, { error: err instanceof Error ? err.message : String(err) }));
   }
 
-  async function consume(): Promise<void> {
-    const consumer = await js.consumers.get(stream, consumerName);
+  async close(): Promise<void> {
+    this.stopping = true;
+    await this.messages?.close();
+    await this.closed.catch(() => undefined);
+  }
+
+  private async consume(): Promise<void> {
+    const { stream, consumerName, concurrency, runner } = this.s;
+    const consumer = await this.js.consumers.get(stream, consumerName);
     const info = await consumer.info(true);
     const ackWaitMs = Number(info.config.ack_wait ?? 30e9) / 1e6;
-    if (stopping) return;
+    if (this.stopping) return;
     const iterator = await consumer.consume({ max_messages: concurrency });
-    messages = iterator;
+    this.messages = iterator;
     const inFlight = new Set<Promise<void>>();
     for await (const msg of iterator) {
-      running++;
-      const task: Promise<void> = handle(msg, ackWaitMs)
+      this.running++;
+      const task: Promise<void> = this.handle(msg, ackWaitMs)
         .catch((err: unknown) => {
           runner.report('handler', err, undefined);
           msg.nak(1_000);
         })
         .finally(() => {
-          running--;
+          this.running--;
           inFlight.delete(task);
         });
       inFlight.add(task);
@@ -221,17 +236,38 @@ export function createJetStreamWorkerCore<Tx = unknown>(js: JetStreamClient, opt
     await Promise.all(inFlight);
   }
 
-  const closed = consume();
-  closed.catch((err: unknown) => log.error(`jobhook: consuming ${consumerName} of the JetStream stream ${stream} stopped`, { error: err instanceof Error ? err.message : String(err) }));
-  return {
-    closed,
-    async close() {
-      stopping = true;
-      await messages?.close();
-      await closed.catch(() => undefined);
-    },
-    get running() {
-      return running;
-    },
-  };
+  private async handle(msg: JsMsg, ackWaitMs: number): Promise<void> {
+    const event = this.decode(msg);
+    if (event === undefined) return;
+    const delivery = msg.info.redeliveryCount;
+    // Keep the message ours while the function runs, so JetStream does not hand it to another worker.
+    const heartbeat = setInterval(() => msg.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
+    let result: RunResult;
+    try {
+      result = await runQueued(this.s.runner, this.s.onEvent, event, delivery);
+    } finally {
+      clearInterval(heartbeat);
+    }
+    if (result.kind === 'processed' || result.kind === 'duplicate') {
+      // A lost ack only brings the message back, answered as a duplicate then.
+      await msg.ackAck().catch((err: unknown) => this.s.log.debug(`jobhook: the ack of job ${event.job_id} was not confirmed; JetStream may deliver it again (a duplicate)`, { error: String(err) }));
+      return;
+    }
+    msg.nak(retryDelayMs(result, delivery));
+  }
+
+  /** The message's event; a message that is not one is terminated and reported (undefined). */
+  private decode(msg: JsMsg): JobCompletedEvent | undefined {
+    try {
+      const event = queuedEvent(decoder.decode(msg.data));
+      const id = msg.headers?.get('Nats-Msg-Id');
+      if (id !== undefined && id !== '' && id !== event.job_id) throw new TypeError(`its Nats-Msg-Id ${JSON.stringify(id)} is not its job_id`);
+      return event;
+    } catch (err) {
+      this.s.runner.report('body', new TypeError(`not a jobhook event (terminated): ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+      // Without a reason: servers before 2.11 do not take "+TERM <reason>" as a termination.
+      msg.term();
+      return undefined;
+    }
+  }
 }

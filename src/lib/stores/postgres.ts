@@ -179,18 +179,45 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     await this.run('migrate', async (pool) => {
       const client = await pool.connect();
       try {
-        // Job ids are any well-formed Unicode: a database in another encoding (LATIN1, …)
-        // cannot store some of them, and each such delivery would fail for good.
-        const { rows } = await client.query<{ encoding: string }>('SELECT pg_encoding_to_char(encoding) AS encoding FROM pg_database WHERE datname = current_database()');
-        const encoding = rows[0]?.encoding ?? 'unknown';
-        if (encoding !== 'UTF8') {
-          throw new TypeError(
-            `PostgresIdempotencyStore needs a UTF8 database: this one is ${encoding}, which cannot store every job id (any Unicode text). Use a database created WITH ENCODING 'UTF8' (CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0).`,
-          );
-        }
+        await this.checkEncoding(client);
         await client.query('BEGIN');
         await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [this.lockKey]);
-        await client.query(
+        await this.createJobsTable(client);
+        await this.addMissingColumns(client);
+        await this.widenStateCheck(client);
+        // Fencing numbers: one sequence per table, so a takeover always gets a larger one.
+        await client.query(`CREATE SEQUENCE IF NOT EXISTS ${this.fenceSeq}`);
+        await this.createPendingTable(client);
+        await this.createIndexes(client);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        client.release();
+      }
+    });
+  }
+
+  // The steps of migrate(), in its transaction. Each statement's text is as written
+  // before the steps were split out, indentation included.
+
+  /**
+   * Job ids are any well-formed Unicode: a database in another encoding (LATIN1, …)
+   * cannot store some of them, and each such delivery would fail for good.
+   */
+  private async checkEncoding(client: PoolClient): Promise<void> {
+    const { rows } = await client.query<{ encoding: string }>('SELECT pg_encoding_to_char(encoding) AS encoding FROM pg_database WHERE datname = current_database()');
+    const encoding = rows[0]?.encoding ?? 'unknown';
+    if (encoding !== 'UTF8') {
+      throw new TypeError(
+        `PostgresIdempotencyStore needs a UTF8 database: this one is ${encoding}, which cannot store every job id (any Unicode text). Use a database created WITH ENCODING 'UTF8' (CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0).`,
+      );
+    }
+  }
+
+  private async createJobsTable(client: PoolClient): Promise<void> {
+    await client.query(
           `CREATE TABLE IF NOT EXISTS ${this.table} (
              job_id text PRIMARY KEY,
              token text,
@@ -200,62 +227,70 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
              fence bigint NOT NULL DEFAULT 0,
              took_over boolean NOT NULL DEFAULT false
            )`,
-        );
-        // Tables made by an earlier version: the columns added since (looked up first, so
-        // a table that has them all is not locked by ALTER TABLE on every start).
-        const has = await client.query<{ column_name: string }>(
-          `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
-          this.names,
-        );
-        const columns = new Set(has.rows.map((r) => r.column_name));
-        const added: Record<string, string> = { stale_at: 'timestamptz', fence: 'bigint NOT NULL DEFAULT 0', took_over: 'boolean NOT NULL DEFAULT false' };
-        for (const [column, type] of Object.entries(added)) {
-          if (!columns.has(column)) await client.query(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS ${column} ${type}`);
-        }
-        // A state check of an earlier version (claimed or completed) lets in 'released' too,
-        // only when the catalog shows it lacks it. NOT VALID: the rows already satisfy the
-        // narrower check, so the table is not scanned.
-        const checks = await client.query<{ conname: string; def: string }>(
+    );
+  }
+
+  /**
+   * Tables made by an earlier version: the columns added since (looked up first, so
+   * a table that has them all is not locked by ALTER TABLE on every start).
+   */
+  private async addMissingColumns(client: PoolClient): Promise<void> {
+    const has = await client.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
+      this.names,
+    );
+    const columns = new Set(has.rows.map((r) => r.column_name));
+    const added: Record<string, string> = { stale_at: 'timestamptz', fence: 'bigint NOT NULL DEFAULT 0', took_over: 'boolean NOT NULL DEFAULT false' };
+    for (const [column, type] of Object.entries(added)) {
+      if (!columns.has(column)) await client.query(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS ${column} ${type}`);
+    }
+  }
+
+  /**
+   * A state check of an earlier version (claimed or completed) lets in 'released' too,
+   * only when the catalog shows it lacks it. NOT VALID: the rows already satisfy the
+   * narrower check, so the table is not scanned.
+   */
+  private async widenStateCheck(client: PoolClient): Promise<void> {
+    const checks = await client.query<{ conname: string; def: string }>(
           `SELECT c.conname, pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
              JOIN pg_class r ON r.oid = c.conrelid JOIN pg_namespace n ON n.oid = r.relnamespace
             WHERE n.nspname = $1 AND r.relname = $2 AND c.contype = 'c'`,
-          this.names,
-        );
-        for (const { conname, def } of checks.rows) {
-          if (!/\bstate\b/.test(def) || def.includes("'released'")) continue;
-          await client.query(
+      this.names,
+    );
+    for (const { conname, def } of checks.rows) {
+      if (!/\bstate\b/.test(def) || def.includes("'released'")) continue;
+      await client.query(
             `ALTER TABLE ${this.table} DROP CONSTRAINT "${conname.replace(/"/g, '""')}",
                ADD CONSTRAINT ${ident(`${this.names[1].slice(0, 40)}_state_v2`, 'table')} CHECK (state IN ('claimed', 'completed', 'released')) NOT VALID`,
-          );
-        }
-        // Fencing numbers: one sequence per table, so a takeover always gets a larger one.
-        await client.query(`CREATE SEQUENCE IF NOT EXISTS ${this.fenceSeq}`);
-        await client.query(
+      );
+    }
+  }
+
+  private async createPendingTable(client: PoolClient): Promise<void> {
+    await client.query(
           `CREATE TABLE IF NOT EXISTS ${this.pendingTable} (
              job_id text PRIMARY KEY,
              since_ms bigint NOT NULL,
              user_parameters jsonb
            )`,
-        );
-        // The indexes (purgeExpired() walks expires_at's; listPending since_ms's), looked up
-        // first: CREATE INDEX IF NOT EXISTS takes a SHARE lock on the table before it finds
-        // the index there, so it would wait for every open write transaction (a
-        // transactional handler's) and hold up every claim behind it on each start.
-        const indexes = await client.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = ANY($2)`, [
-          this.names[0],
-          [this.indexNames.jobs, this.indexNames.pending],
-        ]);
-        const present = new Set(indexes.rows.map((r) => r.indexname));
-        if (!present.has(this.indexNames.jobs)) await client.query(`CREATE INDEX IF NOT EXISTS ${this.index} ON ${this.table} (expires_at)`);
-        if (!present.has(this.indexNames.pending)) await client.query(`CREATE INDEX IF NOT EXISTS ${this.pendingIndex} ON ${this.pendingTable} (since_ms)`);
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      } finally {
-        client.release();
-      }
-    });
+    );
+  }
+
+  /**
+   * The indexes (purgeExpired() walks expires_at's; listPending since_ms's), looked up
+   * first: CREATE INDEX IF NOT EXISTS takes a SHARE lock on the table before it finds
+   * the index there, so it would wait for every open write transaction (a
+   * transactional handler's) and hold up every claim behind it on each start.
+   */
+  private async createIndexes(client: PoolClient): Promise<void> {
+    const indexes = await client.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = ANY($2)`, [
+      this.names[0],
+      [this.indexNames.jobs, this.indexNames.pending],
+    ]);
+    const present = new Set(indexes.rows.map((r) => r.indexname));
+    if (!present.has(this.indexNames.jobs)) await client.query(`CREATE INDEX IF NOT EXISTS ${this.index} ON ${this.table} (expires_at)`);
+    if (!present.has(this.indexNames.pending)) await client.query(`CREATE INDEX IF NOT EXISTS ${this.pendingIndex} ON ${this.pendingTable} (since_ms)`);
   }
 
   /** The statement parameter that stands for "now": the store's clock when given (tests), else NULL (the server's). */
@@ -446,21 +481,32 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     // operations (claims, renewals): without it, handlers holding every connection would
     // leave none for the renewals that keep their own leases.
     await this.transactionSlot();
+    const freeSlot = this.slotFreer();
+    // A checked-out client has no listener of the pool's: without one, a connection the
+    // server ends while the handler works (a restart, idle_in_transaction_session_timeout)
+    // would throw from its 'error' event and end the process. Its next query fails instead.
+    const onError = (): void => undefined;
+    const client = await this.connectInTransaction(onError, freeSlot);
+    return this.transactionOn(client, onError, freeSlot, { jobId, token, fence: options.fence });
+  }
+
+  /** Gives the place `transactionSlot()` took back to the next waiter, once (later calls do nothing). */
+  private slotFreer(): () => void {
     let slotHeld = true;
-    const freeSlot = () => {
+    return () => {
       if (!slotHeld) return;
       slotHeld = false;
       this.openTransactions--;
       this.slotWaiters.shift()?.();
     };
-    // A checked-out client has no listener of the pool's: without one, a connection the
-    // server ends while the handler works (a restart, idle_in_transaction_session_timeout)
-    // would throw from its 'error' event and end the process. Its next query fails instead.
-    const onError = (): void => undefined;
+  }
+
+  /** A connection of the pool with its transaction begun, within the operation deadline (else the slot is freed). */
+  private async connectInTransaction(onError: () => void, freeSlot: () => void): Promise<PoolClient> {
     // Set when the deadline passed: a connection or a BEGIN that arrives later is not
     // returned to anyone, and must not stay checked out (with its transaction open).
     let abandoned = false;
-    const client = await this.run('begin', async (pool) => {
+    return this.run('begin', async (pool) => {
       const c = await pool.connect();
       c.on('error', onError);
       const giveBack = (err?: Error) => {
@@ -490,6 +536,10 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
       freeSlot();
       throw err;
     });
+  }
+
+  /** The transaction `begin` gives: the completion written inside it, then one COMMIT or ROLLBACK, after which the connection goes back. */
+  private transactionOn(client: PoolClient, onError: () => void, freeSlot: () => void, claim: { jobId: string; token: string; fence: number }): StoreTransaction<PoolClient> {
     let open = true;
     const end = async (sql: 'COMMIT' | 'ROLLBACK'): Promise<void> => {
       if (!open) return;
@@ -510,11 +560,19 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
       client,
       complete: async ({ retainMs }) => {
         checkMs(retainMs, 'retainMs');
-        return this.run('complete', async () => {
-          // A holder cut off from the server between here and COMMIT must not keep the
-          // row locked (takers would wait for TCP keepalives): the server ends it sooner.
-          await client.query(`SELECT set_config('idle_in_transaction_session_timeout', $1, true)`, [String(this.timeoutMs)]);
-          const r = await client.query(
+        return this.run('complete', () => this.completeIn(client, claim, retainMs));
+      },
+      commit: () => end('COMMIT'),
+      rollback: () => end('ROLLBACK'),
+    };
+  }
+
+  /** The completion, inside the handler's transaction: written only while the claim (token and fence) still holds. */
+  private async completeIn(client: PoolClient, { jobId, token, fence }: { jobId: string; token: string; fence: number }, retainMs: number): Promise<CompleteReply> {
+    // A holder cut off from the server between here and COMMIT must not keep the
+    // row locked (takers would wait for TCP keepalives): the server ends it sooner.
+    await client.query(`SELECT set_config('idle_in_transaction_session_timeout', $1, true)`, [String(this.timeoutMs)]);
+    const r = await client.query(
             `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
              up AS (
                UPDATE ${this.table} SET state = 'completed', expires_at = (SELECT now FROM c) + $3 * interval '1 millisecond', stale_at = NULL, took_over = false
@@ -522,14 +580,9 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
                 RETURNING job_id),
              gone AS (DELETE FROM ${this.pendingTable} WHERE job_id IN (SELECT job_id FROM up))
              SELECT count(*) AS n FROM up`,
-            [jobId, token, retainMs, options.fence, this.clock()],
-          );
-          return Number((r.rows[0] as { n: string }).n) === 1 ? 'completed' : 'superseded';
-        });
-      },
-      commit: () => end('COMMIT'),
-      rollback: () => end('ROLLBACK'),
-    };
+      [jobId, token, retainMs, fence, this.clock()],
+    );
+    return Number((r.rows[0] as { n: string }).n) === 1 ? 'completed' : 'superseded';
   }
 
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {

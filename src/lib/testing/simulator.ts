@@ -115,6 +115,7 @@ interface Job {
   delivery?: { promise: Promise<DeliveryResult>; settle: (result: DeliveryResult) => void };
 }
 
+/** The simulator's options, checked and resolved once. */
 interface Settings {
   token: string;
   key: KeyObject;
@@ -169,7 +170,7 @@ async function settings(options: GatewaySimulatorOptions): Promise<Settings> {
   };
   if (s.token.length === 0 || /[\s\u0000-\u001f]/.test(s.token)) throw optionError`${option('token')} must be a non-empty string without whitespace`;
   const key = options.privateKey === undefined ? await newKeyPair() : importPrivateKey(options.privateKey);
-  return { ...s, key };
+  return Object.freeze({ ...s, key });
 }
 
 function sameToken(given: string, expected: string): boolean {
@@ -240,31 +241,171 @@ function webhookPayload(job: Job): WireObject {
   };
 }
 
+/** A job's result, as the gateway would have it once the job finishes. */
+function finish(job: Job): void {
+  job.timer = undefined;
+  job.finishedAt = now();
+  if (job.request.outcome === 'fail') {
+    const failure = simulatedFailure(job.request.provider);
+    job.status = 'fail';
+    job.cost = 0;
+    job.error = { message: failure.message };
+    job.originalResponse = failure.originalResponse;
+  } else {
+    const result = simulatedResult(job.request.feature, job.request.input);
+    job.status = 'success';
+    job.output = result.output;
+    job.originalResponse = result.originalResponse;
+  }
+}
+
+/** A new job, processing; with a receiver, the delivery it will settle. */
+function newJob(request: JobRequest): Job {
+  const cost = simulatedResult(request.feature, request.input).cost;
+  const job: Job = { id: randomUUID(), request, createdAt: now(), status: 'processing', cost };
+  if (request.webhookReceiver !== undefined) {
+    let settle!: (result: DeliveryResult) => void;
+    const promise = new Promise<DeliveryResult>((resolve) => (settle = resolve));
+    job.delivery = { promise, settle };
+  }
+  return job;
+}
+
+/** Where a request goes: the collection (create), one job (read), or nowhere (404). */
+function target(req: IncomingMessage): { path: string; isCollection: boolean; id: string | undefined } {
+  const path = new URL(req.url ?? '/', 'http://simulator').pathname.replace(/\/+$/, '');
+  const isCollection = path === JOBS_PATH;
+  const id = path.startsWith(JOBS_PATH + '/') ? decodeURIComponent(path.slice(JOBS_PATH.length + 1)) : undefined;
+  return { path, isCollection, id };
+}
+
+function authorized(req: IncomingMessage, token: string): boolean {
+  const auth = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  return auth !== null && sameToken(auth[1]!, token);
+}
+
 /**
- * Starts the simulator (see `startGatewaySimulator` in `jobhook/testing` for the
- * documented entry point).
+ * One simulator's state (its settings, jobs, delivery attempts, deliveries in flight, the
+ * HTTP server) and what it does: answer requests, create and finish jobs, deliver their
+ * webhooks with retries, shut down.
  */
-export async function startGatewaySimulator(options: GatewaySimulatorOptions = {}): Promise<GatewaySimulator> {
-  const s = await settings(options);
-  const jobs = new Map<string, Job>();
-  const deliveries: DeliveryAttempt[] = [];
-  const inflight = new Set<Promise<unknown>>();
-  const cancel = new AbortController();
-  let closing: Promise<void> | undefined;
+class Simulator {
+  readonly jobs = new Map<string, Job>();
+  /** Every delivery attempt so far, in order (a live array). */
+  readonly deliveries: DeliveryAttempt[] = [];
+  private readonly inflight = new Set<Promise<unknown>>();
+  private readonly cancel = new AbortController();
+  private closing: Promise<void> | undefined;
+  private readonly server: Server;
 
-  const send = (res: ServerResponse, status: number, value: WireValue, headers: Record<string, string> = {}) => {
-    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(writeWire(value, s.dialect));
-  };
-  const fail = (res: ServerResponse, status: number, message: string, headers?: Record<string, string>) => send(res, status, { error: { message } }, headers);
+  constructor(private readonly s: Settings) {
+    this.server = createServer((req, res) => {
+      this.route(req, res).catch((err: unknown) => {
+        if (!res.headersSent) this.fail(res, 500, `Simulator error: ${(err as Error).message}`);
+        else res.destroy();
+      });
+    });
+  }
 
-  async function deliver(job: Job, url: string): Promise<DeliveryResult> {
+  /** Listens on `port` of `host`; resolves with the base URL. */
+  async listen(port: number, host: string): Promise<string> {
+    const { server } = this;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = server.address() as AddressInfo;
+    const name = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    return `http://${name}:${address.port}`;
+  }
+
+  waitForDelivery(jobId: string): Promise<DeliveryResult> {
+    const job = this.jobs.get(jobId);
+    if (job === undefined) return Promise.reject(new TypeError(`No job with id ${JSON.stringify(jobId)} on this simulator`));
+    if (job.delivery === undefined) return Promise.reject(new TypeError(`Job ${jobId} has no webhook_receiver, so nothing is delivered`));
+    return job.delivery.promise;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  // --- Requests
+
+  private send(res: ServerResponse, status: number, value: WireValue, headers: Record<string, string> = {}): void {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(writeWire(value, this.s.dialect));
+  }
+
+  private fail(res: ServerResponse, status: number, message: string, headers?: Record<string, string>): void {
+    this.send(res, status, { error: { message } }, headers);
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { path, isCollection, id } = target(req);
+    if (!isCollection && (id === undefined || id.includes('/'))) return this.fail(res, 404, `No route ${req.method ?? ''} ${path}`);
+    if (!authorized(req, this.s.token)) {
+      req.resume();
+      return this.fail(res, 401, 'Missing or invalid bearer token (Authorization: Bearer <token>)', { 'www-authenticate': 'Bearer' });
+    }
+    if (isCollection) {
+      if (req.method === 'POST') return this.createJob(req, res);
+      req.resume();
+      return this.fail(res, 405, 'Use POST to create a job', { allow: 'POST' });
+    }
+    req.resume();
+    if (req.method !== 'GET') return this.fail(res, 405, 'Use GET to read a job', { allow: 'GET' });
+    const job = this.jobs.get(id!);
+    if (job === undefined) return this.fail(res, 404, `No job with id ${JSON.stringify(id)}`);
+    this.send(res, 200, resource(job));
+  }
+
+  private async createJob(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req, MAX_REQUEST_BYTES);
+    if (raw === undefined) return this.fail(res, 413, `The body is larger than ${MAX_REQUEST_BYTES} bytes`, { connection: 'close' });
+    let body: WireValue;
+    try {
+      body = parseWire(raw);
+    } catch (err) {
+      return this.fail(res, 400, `The body is not valid JSON: ${(err as Error).message}`);
+    }
+    const request = await validateJobRequest(body, { allowLoopback: this.s.allowLoopback });
+    if (isFieldProblem(request)) return this.send(res, 422, { error: { field: request.field, message: request.message } });
+    if (this.closing) return this.fail(res, 503, 'The simulator is shutting down');
+    const job = newJob(request);
+    this.jobs.set(job.id, job);
+    job.timer = setTimeout(() => this.complete(job), this.s.delayMs);
+    this.send(res, 202, resource(job));
+  }
+
+  // --- Completions and their deliveries
+
+  private complete(job: Job): void {
+    finish(job);
+    const url = job.request.webhookReceiver;
+    if (url === undefined || job.delivery === undefined) return;
+    const settle = job.delivery.settle;
+    const running = this.deliver(job, url).then(settle, (err: unknown) =>
+      // Not expected (the URL was checked when the job was created); reported as a failed delivery.
+      settle({ jobId: job.id, url, outcome: 'gave-up', attempts: [{ jobId: job.id, url, attempt: 1, error: String(err), outcome: 'gave-up', startedAt: Date.now(), elapsedMs: 0 }] }),
+    );
+    this.inflight.add(running);
+    void running.finally(() => this.inflight.delete(running));
+  }
+
+  /** Signs the job's webhook and sends it, retrying as the gateway does, every attempt recorded. */
+  private async deliver(job: Job, url: string): Promise<DeliveryResult> {
+    const { s, cancel } = this;
     const body = writeWire(webhookPayload(job), s.dialect);
     const { headers } = signDelivery(body, s.key, { dialect: s.dialect, userAgent: SIMULATOR_USER_AGENT, ...s.headers });
     const attempts: DeliveryAttempt[] = [];
     const record = (report: AttemptReport) => {
       const attempt: DeliveryAttempt = { jobId: job.id, url, ...report };
       attempts.push(attempt);
-      deliveries.push(attempt);
+      this.deliveries.push(attempt);
       s.onAttempt?.(attempt);
     };
     let outcome: DeliveryResult['outcome'];
@@ -288,126 +429,39 @@ export async function startGatewaySimulator(options: GatewaySimulatorOptions = {
     return { jobId: job.id, url, outcome, attempts, headers, body };
   }
 
-  function complete(job: Job): void {
-    job.timer = undefined;
-    job.finishedAt = now();
-    if (job.request.outcome === 'fail') {
-      const failure = simulatedFailure(job.request.provider);
-      job.status = 'fail';
-      job.cost = 0;
-      job.error = { message: failure.message };
-      job.originalResponse = failure.originalResponse;
-    } else {
-      const result = simulatedResult(job.request.feature, job.request.input);
-      job.status = 'success';
-      job.output = result.output;
-      job.originalResponse = result.originalResponse;
-    }
-    const url = job.request.webhookReceiver;
-    if (url === undefined || job.delivery === undefined) return;
-    const settle = job.delivery.settle;
-    const running = deliver(job, url).then(settle, (err: unknown) =>
-      // Not expected (the URL was checked when the job was created); reported as a failed delivery.
-      settle({ jobId: job.id, url, outcome: 'gave-up', attempts: [{ jobId: job.id, url, attempt: 1, error: String(err), outcome: 'gave-up', startedAt: Date.now(), elapsedMs: 0 }] }),
-    );
-    inflight.add(running);
-    void running.finally(() => inflight.delete(running));
-  }
-
-  async function createJob(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const raw = await readBody(req, MAX_REQUEST_BYTES);
-    if (raw === undefined) return fail(res, 413, `The body is larger than ${MAX_REQUEST_BYTES} bytes`, { connection: 'close' });
-    let body: WireValue;
-    try {
-      body = parseWire(raw);
-    } catch (err) {
-      return fail(res, 400, `The body is not valid JSON: ${(err as Error).message}`);
-    }
-    const request = await validateJobRequest(body, { allowLoopback: s.allowLoopback });
-    if (isFieldProblem(request)) return send(res, 422, { error: { field: request.field, message: request.message } });
-    if (closing) return fail(res, 503, 'The simulator is shutting down');
-    const cost = simulatedResult(request.feature, request.input).cost;
-    const job: Job = { id: randomUUID(), request, createdAt: now(), status: 'processing', cost };
-    if (request.webhookReceiver !== undefined) {
-      let settle!: (result: DeliveryResult) => void;
-      const promise = new Promise<DeliveryResult>((resolve) => (settle = resolve));
-      job.delivery = { promise, settle };
-    }
-    jobs.set(job.id, job);
-    job.timer = setTimeout(() => complete(job), s.delayMs);
-    send(res, 202, resource(job));
-  }
-
-  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://simulator').pathname.replace(/\/+$/, '');
-    const isCollection = path === JOBS_PATH;
-    const id = path.startsWith(JOBS_PATH + '/') ? decodeURIComponent(path.slice(JOBS_PATH.length + 1)) : undefined;
-    if (!isCollection && (id === undefined || id.includes('/'))) return fail(res, 404, `No route ${req.method ?? ''} ${path}`);
-    const auth = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    if (auth === null || !sameToken(auth[1]!, s.token)) {
-      req.resume();
-      return fail(res, 401, 'Missing or invalid bearer token (Authorization: Bearer <token>)', { 'www-authenticate': 'Bearer' });
-    }
-    if (isCollection) {
-      if (req.method === 'POST') return createJob(req, res);
-      req.resume();
-      return fail(res, 405, 'Use POST to create a job', { allow: 'POST' });
-    }
-    req.resume();
-    if (req.method !== 'GET') return fail(res, 405, 'Use GET to read a job', { allow: 'GET' });
-    const job = jobs.get(id!);
-    if (job === undefined) return fail(res, 404, `No job with id ${JSON.stringify(id)}`);
-    send(res, 200, resource(job));
-  }
-
-  const server: Server = createServer((req, res) => {
-    route(req, res).catch((err: unknown) => {
-      if (!res.headersSent) fail(res, 500, `Simulator error: ${(err as Error).message}`);
-      else res.destroy();
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${host}:${address.port}`;
-
-  async function shutdown(): Promise<void> {
-    for (const job of jobs.values()) {
+  /** Cancels the jobs not finished and the deliveries under way, then stops the server. */
+  private async shutdown(): Promise<void> {
+    for (const job of this.jobs.values()) {
       if (job.timer === undefined) continue;
       clearTimeout(job.timer);
       job.timer = undefined;
       job.delivery?.settle({ jobId: job.id, url: job.request.webhookReceiver!, outcome: 'cancelled', attempts: [] });
     }
-    cancel.abort(new DOMException('The gateway simulator was closed', 'AbortError'));
-    await Promise.allSettled([...inflight]);
+    this.cancel.abort(new DOMException('The gateway simulator was closed', 'AbortError'));
+    await Promise.allSettled([...this.inflight]);
     await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
     });
   }
+}
 
+/**
+ * Starts the simulator (see `startGatewaySimulator` in `jobhook/testing` for the
+ * documented entry point).
+ */
+export async function startGatewaySimulator(options: GatewaySimulatorOptions = {}): Promise<GatewaySimulator> {
+  const s = await settings(options);
+  const simulator = new Simulator(s);
+  const url = await simulator.listen(options.port ?? 0, options.host ?? '127.0.0.1');
   return {
     url,
     jobsUrl: url + JOBS_PATH,
     token: s.token,
     publicKey: createPublicKey(s.key).export({ type: 'spki', format: 'pem' }) as string,
-    deliveries,
-    waitForDelivery(jobId: string): Promise<DeliveryResult> {
-      const job = jobs.get(jobId);
-      if (job === undefined) return Promise.reject(new TypeError(`No job with id ${JSON.stringify(jobId)} on this simulator`));
-      if (job.delivery === undefined) return Promise.reject(new TypeError(`Job ${jobId} has no webhook_receiver, so nothing is delivered`));
-      return job.delivery.promise;
-    },
-    close(): Promise<void> {
-      closing ??= shutdown();
-      return closing;
-    },
+    deliveries: simulator.deliveries,
+    waitForDelivery: (jobId: string) => simulator.waitForDelivery(jobId),
+    close: () => simulator.close(),
   };
 }
 

@@ -79,68 +79,85 @@ function keyFunctionFailed(err: unknown): Error {
   return new Error(`jobhook: the publicKey function did not give a usable key: ${reason}. This verification failed; the function is called again at the next one.`, { cause: err });
 }
 
+/** Imports the given keys, with what a verifier needs of them. */
+function keySet<K, T extends { modulusBytes: number }>(given: KeyInput<K> | undefined, importOne: (key: K) => T): KeySet<K, T> {
+  const imported = importKeys(given, importOne);
+  return { inputs: keyList(given), imported, modulusBytes: imported.map((k) => k.modulusBytes) };
+}
+
 /**
  * The keys of a verifier. Given keys are imported now (TypeError naming the bad one);
  * a function is only checked to be one, and called when `get()` first needs it.
  */
 export function keyRing<K, T extends { modulusBytes: number }>(publicKey: PublicKeySource<K> | undefined, importOne: (key: K) => T): KeyRing<K, T> {
-  const load = (given: KeyInput<K> | undefined): KeySet<K, T> => {
-    const imported = importKeys(given, importOne);
-    return { inputs: keyList(given), imported, modulusBytes: imported.map((k) => k.modulusBytes) };
-  };
-  if (typeof publicKey !== 'function') {
-    const ready = load(publicKey);
-    return { ready, get: () => Promise.resolve(ready), getSync: () => ready };
+  if (typeof publicKey === 'function') return new KeyFunctionRing(publicKey as KeyFunction<K>, importOne);
+  const ready = keySet(publicKey, importOne);
+  return { ready, get: () => Promise.resolve(ready), getSync: () => ready };
+}
+
+/** The keys of a key function: asked at first need, kept once usable, asked again after a failure. */
+class KeyFunctionRing<K, T extends { modulusBytes: number }> implements KeyRing<K, T> {
+  private keys: KeySet<K, T> | undefined;
+  /** The call under way (one shared by concurrent deliveries). */
+  private pending: Promise<KeySet<K, T>> | undefined;
+
+  constructor(
+    private readonly fn: KeyFunction<K>,
+    private readonly importOne: (key: K) => T,
+  ) {}
+
+  get ready(): KeySet<K, T> | undefined {
+    return this.keys;
   }
-  const fn = publicKey as KeyFunction<K>;
-  let ready: KeySet<K, T> | undefined;
-  let pending: Promise<KeySet<K, T>> | undefined;
-  const settle = (given: KeyInput<K>): KeySet<K, T> => {
+
+  get(): Promise<KeySet<K, T>> {
+    if (this.keys !== undefined) return Promise.resolve(this.keys);
+    if (this.pending === undefined) {
+      this.pending = this.call();
+      // Kept when it worked (ready), forgotten when it failed: the next delivery asks again.
+      const forget = () => {
+        this.pending = undefined;
+      };
+      this.pending.then(forget, forget);
+    }
+    return this.pending;
+  }
+
+  getSync(): KeySet<K, T> {
+    if (this.keys !== undefined) return this.keys;
+    const { fn } = this;
+    let given: KeyInput<K> | PromiseLike<KeyInput<K>>;
     try {
-      ready = load(given);
+      given = fn();
     } catch (err) {
       throw keyFunctionFailed(err);
     }
-    return ready;
-  };
-  return {
-    get ready() {
-      return ready;
-    },
-    get() {
-      if (ready !== undefined) return Promise.resolve(ready);
-      if (pending === undefined) {
-        pending = (async () => {
-          let given: KeyInput<K>;
-          try {
-            given = await fn();
-          } catch (err) {
-            throw keyFunctionFailed(err);
-          }
-          return settle(given);
-        })();
-        // Kept when it worked (ready), forgotten when it failed: the next delivery asks again.
-        const forget = () => {
-          pending = undefined;
-        };
-        pending.then(forget, forget);
-      }
-      return pending;
-    },
-    getSync() {
-      if (ready !== undefined) return ready;
-      let given: KeyInput<K> | PromiseLike<KeyInput<K>>;
-      try {
-        given = fn();
-      } catch (err) {
-        throw keyFunctionFailed(err);
-      }
-      if (isThenable(given)) {
-        // The promise is dropped: keep a rejection from being reported as unhandled.
-        Promise.resolve(given).catch(() => undefined);
-        throw new TypeError(ASYNC_KEY_REFUSED.replace('is an async function', 'returned a promise'));
-      }
-      return settle(given);
-    },
-  };
+    if (isThenable(given)) {
+      // The promise is dropped: keep a rejection from being reported as unhandled.
+      Promise.resolve(given).catch(() => undefined);
+      throw new TypeError(ASYNC_KEY_REFUSED.replace('is an async function', 'returned a promise'));
+    }
+    return this.settle(given);
+  }
+
+  private async call(): Promise<KeySet<K, T>> {
+    const { fn } = this;
+    let given: KeyInput<K>;
+    try {
+      given = await fn();
+    } catch (err) {
+      throw keyFunctionFailed(err);
+    }
+    return this.settle(given);
+  }
+
+  /** Imports what the function gave and keeps it; a key that cannot be imported fails this call. */
+  private settle(given: KeyInput<K>): KeySet<K, T> {
+    try {
+      this.keys = keySet(given, this.importOne);
+    } catch (err) {
+      throw keyFunctionFailed(err);
+    }
+    return this.keys;
+  }
 }
