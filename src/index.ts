@@ -60,7 +60,8 @@ export function createVerifier(options: VerifierOptions): Verifier {
  *
  * const receive = createReceiver({ publicKey: process.env.GATEWAY_PUBLIC_KEY!, onEvent: async (event) => save(event) });
  * const app = Fastify();
- * app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+ * // As large as the deliveries (the receiver's maxBodyBytes, 25 MiB by default): Fastify's default is 1 MiB.
+ * app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: 25 * 1024 * 1024 }, (_req, body, done) => done(null, body));
  * app.post('/webhooks/gateway', async (req, reply) => {
  *   const answer = await receive({ body: req.body as Buffer, headers: req.headers });
  *   return reply.code(answer.status).headers(answer.headers).send(answer.body);

@@ -43,7 +43,7 @@ export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): ((requ
     try {
       signed = await signedBody(receiver.verification, encodedBody(request, limits.maxBodyBytes), limits);
     } catch (err) {
-      return receiver.refuse(err, started);
+      return receiver.refuse(err, started, 0, request.headers);
     }
     try {
       return await receiver.receive(signed, request, started);

@@ -7,7 +7,7 @@ import type { ResolvedOptions } from '../core/verify/options.js';
 import { answerForError } from '../receive/answers.js';
 import { resolveVerification } from '../receive/config.js';
 import { ADMISSION_OPTIONS, type AdmissionOptions } from '../receive/guard.js';
-import { logRefusal } from '../receive/receiver.js';
+import { Diagnosis } from '../receive/diagnose.js';
 import { signedBody, type SignedBody } from '../receive/signed-body.js';
 import { Verification } from '../receive/verification.js';
 import { NODE_RUNTIME, VERIFIER_OPTIONS, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
@@ -34,6 +34,7 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
   if (mode !== 'respond' && mode !== 'next') throw new TypeError("errors must be 'respond' or 'next'");
   const config = resolveVerification(options, resolveLogger(options?.log));
   const verification = new Verification(config, NODE_RUNTIME);
+  const diagnosis = new Diagnosis(config.log, config.verify.signatureHeaderName);
   const limits = config.body;
   const verify = async (req: Parameters<NodeHandler>[0]) => {
     const body = await signedBody(verification, nodeBodySource(req, limits), limits);
@@ -50,7 +51,7 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
         next?.();
       },
       (err: unknown) => {
-        logRefusal(config.log, err);
+        diagnosis.refused(err, req.headers);
         if (mode === 'next' && next) passOn(err, req, res, next, limits);
         else sendAnswer(res, answerForError(err), req);
       },

@@ -127,5 +127,6 @@ export function refusal<E extends Error>(make: () => E): E {
 export function noKeyOpens(tried: number): SignatureInvalidError {
   return refusal(() => new SignatureInvalidError(
     `The signature was not made with ${tried === 1 ? 'the configured key' : `any of the ${tried} configured keys of its size`}: a forged request, or the gateway signs with another key (a rotation? check publicKey).`,
+    'unknown-key',
   ));
 }
