@@ -24,10 +24,15 @@ import { findRuntime, forgedLarge, makeApp, packPackage, post, runtimeEnv, serve
 const KEY = publicPem(2048);
 const FORGED_TOTAL = 5 * 1024 * 1024;
 const FORGED_SENT = 64 * 1024;
-/** Whether the runtime's DecompressionStream decodes brotli: Bun and Deno do (as 'brotli'); workerd knows only gzip and deflate; Node as it is here. */
+/**
+ * Whether jobhook/web decodes brotli there: Bun and Deno with their DecompressionStream
+ * ('brotli'); workerd's knows only gzip and deflate and it has no node:zlib to fall back
+ * on; Node with node:zlib from process.getBuiltinModule (≥ 20.16) or its own stream.
+ */
 const BROTLI: Record<RuntimeName | 'Node', boolean> = { Bun: true, Deno: true, workerd: false, Node: nodeDecodesBrotli() };
 
 function nodeDecodesBrotli(): boolean {
+  if (typeof (process as { getBuiltinModule?: unknown }).getBuiltinModule === 'function') return true;
   return ['brotli', 'br'].some((format) => {
     try {
       new DecompressionStream(format as CompressionFormat);
@@ -152,7 +157,7 @@ async function webChecks(label: string, target: Target, brotli: boolean): Promis
     if (coding !== 'br' || brotli) expect(answer, coding).toEqual({ status: 200, body: { status: 'processed', job_id: `${id}-${coding}` } });
     else expect({ status: answer.status, code: answer.body.error?.code }, coding).toEqual({ status: 415, code: 'ENCODING_UNSUPPORTED' });
   }
-  return { br: brotli ? '200' : '415 (no brotli `DecompressionStream`)' };
+  return { br: brotli ? '200' : '415 (no brotli decoder: no `DecompressionStream` for it, no node:zlib)' };
 }
 
 /** The Node entries' checks on the app of apps/node-entries.mjs; returns the README cells. */
