@@ -5,7 +5,7 @@
  * @packageDocumentation
  */
 import type { KeyObject } from 'node:crypto';
-import { createAgnosticReceiver, type ReceiverOptions, type ReceiverRequest } from './lib/adapters/agnostic.js';
+import { createAgnosticReceiver, type AgnosticReceiver, type ReceiverOptions } from './lib/adapters/agnostic.js';
 import type { ReceiverControls } from './lib/adapters/controls.js';
 import type { ReceiverAnswer } from './lib/receive/answers.js';
 import { SIGN_OPTIONS, signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/runtime/sign.js';
@@ -68,7 +68,7 @@ export function createVerifier(options: VerifierOptions): Verifier {
  * });
  * ```
  */
-export function createReceiver<Tx = unknown>(options: ReceiverOptions<Tx>): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
+export function createReceiver<Tx = unknown>(options: ReceiverOptions<Tx>): AgnosticReceiver {
   return createAgnosticReceiver(options);
 }
 
