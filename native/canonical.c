@@ -969,16 +969,17 @@ static void duplicate_at_close(const u8 *s, const u32 *t, const Frame *f, u32 *m
  * included); the tape holds their members so far and has room for the members of an
  * object closing with a duplicate.
  */
-static __attribute__((noinline)) void diagnose(u8 *s, u32 len, u32 *t, u32 tl, u32 sp) {
+static __attribute__((noinline)) void diagnose(u8 *s, u32 len, u32 *t, u32 tl, u32 sp, u32 utf8_known) {
   /* string_tail() found invalid UTF-8: everything before it was valid, so it is the first */
   if (err.reason == E_UTF8) return;
   /*
    * Invalid UTF-8 anywhere in the body comes first (the JS parser decodes before it
    * parses). The bytes before the reader were validated as they were read (outside
    * strings only ASCII passes) and may hold escapes decoded in place, so the check
-   * starts at the reader. A string body was encoded from well-formed text: valid.
+   * starts at the reader. Not for a body encoded from well-formed text (utf8_known):
+   * it is valid, and checking the rest of a large non-ASCII one costs a millisecond.
    */
-  u32 bad = invalid_utf8(s, err.offset, len);
+  u32 bad = utf8_known ? len : invalid_utf8(s, err.offset, len);
   if (bad < len) {
     err.reason = E_UTF8;
     err.offset = bad;
@@ -1078,9 +1079,10 @@ static void doc_release(Doc *d) {
  * Parses the body in `in` (from input_alloc; this takes it over: it is freed with
  * the document, or here when memory runs out). Returns the document, or R_NO_MEMORY,
  * or R_MALFORMED with the reason in error_info(); then `in` is the caller's to free,
- * after reading the error (its key may lie in it).
+ * after reading the error (its key may lie in it). `utf8_known`: the body was encoded
+ * from a well-formed string, so it is valid UTF-8.
  */
-EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth) {
+EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth, u32 utf8_known) {
   if (max_depth > MAX_DEPTH) max_depth = MAX_DEPTH;
   memset(in + len, 0, PAD);
   shape_gen++; /* forget the key orders of other documents */
@@ -1236,7 +1238,7 @@ string_failed:
     frames[sp].count = c_count;
     frames[sp].is_obj = c_obj;
   }
-  diagnose(s, len, t, tl, sp);
+  diagnose(s, len, t, tl, sp, utf8_known);
   release(t);
   release(d);
   /* the input stays: error_info() may point into it (a duplicate key); the caller frees it */

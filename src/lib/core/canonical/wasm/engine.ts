@@ -53,7 +53,7 @@ interface Exports {
   input_alloc(n: number): number;
   input_grow(p: number, used: number, n: number): number;
   heap_bytes(): number;
-  parse(input: number, len: number, maxDepth: number): number;
+  parse(input: number, len: number, maxDepth: number, utf8Known: number): number;
   error_info(): number;
   doc_flags(doc: number): number;
   doc_layout(doc: number): number;
@@ -165,7 +165,8 @@ class Engine implements WasmEngine {
     } else {
       throw notABody();
     }
-    const doc = this.x.parse(input, len, maxDepth);
+    // A string's encoding is valid UTF-8 (checkWellFormed): the error path need not check it.
+    const doc = this.x.parse(input, len, maxDepth, typeof body === 'string' ? 1 : 0);
     if (doc === R_NO_MEMORY) throw outOfMemory();
     if (doc === R_MALFORMED) throw this.malformed(input, maxDepth);
     const bits = this.x.doc_flags(doc);
