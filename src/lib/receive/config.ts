@@ -7,8 +7,8 @@ import { checkNumber, optionalNumber } from '../base/options.js';
 import { DEFAULT_BODY_TIMEOUT_MS } from '../base/protocol.js';
 import type { PublicKeySource } from '../core/verify/key-list.js';
 import { checkReplayWindow, resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from '../core/verify/options.js';
-import type { Clock } from '../jobs/clock.js';
 import { logBesideRunner, runnerFor, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
+import type { Clock } from '../jobs/clock.js';
 import type { Telemetry } from '../runtime/telemetry.js';
 import { resolveWorkers, type ResolvedWorkers, type WorkerOptions } from '../runtime/verify/worker-pool.js';
 import type { BodyLimits } from './body.js';
@@ -36,8 +36,15 @@ export interface ReceiverConfig<Req = unknown, K = unknown> extends Verification
   readonly telemetry: Telemetry;
   readonly clock: Clock;
   readonly retryAfterSeconds: number | undefined;
-  /** The replay window, ms: a completion is remembered until max(finished_at, receipt) + this. */
+  /** The replay window, ms. */
   readonly windowMs: number;
+  /**
+   * How long past max(finished_at, receipt) a completion is kept in the store: the window
+   * plus the clock skew tolerated (maxFutureSkewSeconds). Receivers whose clocks differ by
+   * up to that skew see one event at ages that far apart: a replay another receiver still
+   * takes inside its window must still find the completion.
+   */
+  readonly markMs: number;
   readonly onDelivery: ((outcome: DeliveryOutcome) => void) | undefined;
 }
 
@@ -75,6 +82,7 @@ export function resolveReceiverConfig<Req, K, Tx>(options: ReceiverOptionsBase<R
     clock: runner.options.clock,
     retryAfterSeconds: options.retryAfterSeconds === undefined ? undefined : checkNumber(options.retryAfterSeconds, 'retryAfterSeconds', { integer: true }),
     windowMs: (verification.verify.maxAgeSeconds ?? 0) * 1000,
+    markMs: ((verification.verify.maxAgeSeconds ?? 0) + verification.verify.maxFutureSkewSeconds) * 1000,
     onDelivery: checkHook(options.onDelivery),
   });
 }

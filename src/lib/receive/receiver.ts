@@ -107,12 +107,13 @@ export class Receiver<Req, K = unknown> {
     const { event, payload, jobId, dialect, keyIndex, canonicalSha256 } = verified.delivery;
     span?.setAttribute('jobhook.job_id', jobId);
     span?.setAttribute('jobhook.dialect', dialect);
-    // Remembered until the replay window closes on this event, however its finished_at and
-    // the receipt relate (a finished_at slightly ahead of this clock included).
+    // Kept until the replay window closes on this event on every receiver, however its
+    // finished_at and the receipt relate, and however far apart (up to the skew tolerated)
+    // the receivers' clocks are.
     const now = config.clock.now();
     const finished = parseRfc3339(event.finished_at);
     if (finished !== undefined) config.telemetry.deliveryLag?.record(Math.max(0, now - finished) / 1000, METRIC_ADAPTER.get(config.adapter));
-    const retainMs = Math.max(finished ?? now, now) + config.windowMs - now;
+    const retainMs = Math.max(finished ?? now, now) + config.markMs - now;
     const handler = (claim: ClaimContext) => config.onEvent(event, eventContext({ source: 'webhook' as const, dialect, keyIndex, canonicalSha256, request }, jobId, payload, claim));
     const result = await config.runner.run(jobId, handler, { retainMs });
     if (result.kind === 'duplicate' || result.kind === 'in_progress') config.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);

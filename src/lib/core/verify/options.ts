@@ -30,7 +30,8 @@ export interface VerifyOptionsBase {
    * With the replay window on: refuse events whose signed `finished_at` is more than this
    * many seconds ahead of this machine's clock (default 300), `EVENT_FROM_FUTURE` (401).
    * The receivers keep a completion mark until the later of `finished_at` and receipt
-   * plus `maxAgeSeconds`, so a replay inside the window is always a duplicate.
+   * plus `maxAgeSeconds` plus this skew, so a replay inside the window of any receiver
+   * whose clock is off by up to this much is always a duplicate.
    */
   maxFutureSkewSeconds?: number;
   /** How integers beyond ±(2^53 − 1) appear in the event (default `number`). */
