@@ -1,7 +1,7 @@
 /**
  * What each delivery's answers (and, when given, the receiver's effects) mean for the
- * gateway: a verdict per delivery, then the likely cause of each loss or acceptance,
- * read across the deliveries (a 401 on floats only, a 413 from some size on…).
+ * gateway: a verdict per delivery and its meaning in words. The likely causes, read
+ * across the deliveries, are causes.ts's.
  */
 import type { AttemptReport } from '../send.js';
 import type { CaseResult, PlannedCase, SendReport, Verdict } from './types.js';
@@ -40,7 +40,7 @@ function delivered(send: SendReport): string {
 /** Notes on answers that change no verdict but say something: a 503 without Retry-After. */
 function answerNotes(sends: readonly SendReport[]): string[] | undefined {
   const bare = sends.some((s) => s.attempts.some((a) => a.status === 503 && a.retryAfter === undefined));
-  return bare ? ['a 503 without Retry-After (the gateway retries on its own schedule; a jobhook receiver says when)'] : undefined;
+  return bare ? ['a 503 without Retry-After: the answer does not say when to come back (jobhook\'s receivers do)'] : undefined;
 }
 
 function slowMeaning(send: SendReport): string {
