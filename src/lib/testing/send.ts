@@ -101,7 +101,8 @@ export function checkTarget(url: string, allowInsecure = false, name = 'url'): U
   return u;
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or rejects with the signal's reason when it aborts first. */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const onAbort = () => {
@@ -117,7 +118,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 }
 
 /** The per-attempt timeout, also aborted by the caller's signal (AbortSignal.any needs Node 20.3). */
-function attemptSignal(timeoutMs: number, signal: AbortSignal | undefined): { signal: AbortSignal; done: () => void } {
+export function attemptSignal(timeoutMs: number, signal: AbortSignal | undefined): { signal: AbortSignal; done: () => void } {
   const timeout = AbortSignal.timeout(timeoutMs);
   if (signal === undefined) return { signal: timeout, done: () => undefined };
   const both = new AbortController();

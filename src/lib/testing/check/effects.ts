@@ -6,7 +6,11 @@
  */
 import type { EffectsSource } from './options.js';
 
-/** Effects answers are read this far (a few hundred thousand job ids). */
+/**
+ * Largest effects answer taken (a few hundred thousand job ids): a larger declared
+ * Content-Length is refused unread. The effects URL is the user's own, so an answer
+ * without a length is read whole and then measured.
+ */
 const MAX_EFFECTS_BYTES = 16 * 1024 * 1024;
 
 /** Job ids from an effects answer: a JSON array of strings, `{ "jobs": [...] }`, or lines. */

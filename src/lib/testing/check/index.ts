@@ -9,7 +9,8 @@ import { FAILING, judge } from './classify.js';
 import { settledEffects } from './effects.js';
 import { resolveCheckOptions, type CheckOptions, type CheckSettings } from './options.js';
 import { planCheck } from './plan.js';
-import { limitSignal, sendCase } from './run.js';
+import { sendCase } from './run.js';
+import { attemptSignal } from '../send.js';
 import type { CaseResult, CheckReport, PlannedCase, SendReport, Verdict, VerdictCounts } from './types.js';
 
 interface Sent {
@@ -19,7 +20,8 @@ interface Sent {
 }
 
 async function sendAll(s: CheckSettings, planned: readonly PlannedCase[]): Promise<Sent> {
-  const limit = limitSignal(s.timeLimitMs, s.signal);
+  // The per-attempt timer of sendDelivery, here over the whole check.
+  const limit = attemptSignal(s.timeLimitMs, s.signal);
   const sends = new Map<string, SendReport[]>();
   try {
     for (const c of planned) {
@@ -30,10 +32,12 @@ async function sendAll(s: CheckSettings, planned: readonly PlannedCase[]): Promi
         if (!limit.signal.aborted) throw err;
       }
     }
-    return limit.signal.aborted ? { sends, stopped: String((limit.signal.reason as Error)?.message ?? limit.signal.reason) } : { sends };
   } finally {
     limit.done();
   }
+  if (!limit.signal.aborted) return { sends };
+  const byCaller = s.signal?.aborted === true;
+  return { sends, stopped: byCaller ? `cancelled (${String((s.signal!.reason as Error)?.message ?? s.signal!.reason)})` : `the check's time limit (${s.timeLimitMs} ms) was reached` };
 }
 
 /** How many times each job ran, from the effects; undefined without them, a note when they cannot be read. */

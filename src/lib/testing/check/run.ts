@@ -3,26 +3,10 @@
  * as the gateway would: with its retries, once, twice, twice at once, or after an
  * attempt it gave up on. The check's time limit and the caller's signal stop it.
  */
-import { sendDelivery, type AttemptReport } from '../send.js';
+import { sendDelivery, sleep, type AttemptReport } from '../send.js';
 import { sendAndDrop } from './drop.js';
 import type { CheckSettings, RetryPolicy } from './options.js';
 import type { PlannedCase, SendReport } from './types.js';
-
-/** Aborts when the caller's signal does or when `ms` have passed; `done` removes the listeners. */
-export function limitSignal(ms: number, outer: AbortSignal | undefined): { signal: AbortSignal; done: () => void } {
-  const both = new AbortController();
-  const timer = setTimeout(() => both.abort(new DOMException(`the check's time limit (${ms} ms) was reached`, 'TimeoutError')), ms);
-  const fromOuter = () => both.abort(outer!.reason);
-  if (outer?.aborted) fromOuter();
-  outer?.addEventListener('abort', fromOuter, { once: true });
-  return {
-    signal: both.signal,
-    done: () => {
-      clearTimeout(timer);
-      outer?.removeEventListener('abort', fromOuter);
-    },
-  };
-}
 
 interface Sending {
   s: CheckSettings;
@@ -32,21 +16,6 @@ interface Sending {
 async function withPolicy(x: Sending, c: PlannedCase, policy: RetryPolicy): Promise<SendReport> {
   const { attempts, delivered } = await sendDelivery({ url: x.s.url.href, headers: c.headers, body: c.body, ...policy, allowInsecure: x.s.allowInsecure, signal: x.signal });
   return { attempts, delivered };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** The first attempt cut once its body was sent, then what is left of the gateway's attempts. */
