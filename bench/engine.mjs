@@ -5,9 +5,13 @@
 //   js      canonicalizeBytes (src/lib/core/canonical, the tree engine)
 //   wasm    the WebAssembly engine (src/lib/core/canonical/wasm), output hashed chunk by chunk
 // then the peak extra memory per body byte on the 10 MB OCR body, one child process
-// per contender.
+// per contender; then malformed ~1 MB bodies of several shapes, each failing near its
+// end (what a replay under a captured signature can send): the WebAssembly engine's
+// refusal against the JS parser's (which the WebAssembly engine ran after its own
+// parse, on the calling thread, before it reported its errors itself).
 //
-//   node bench/engine.mjs            (re-runs itself under tsx to load the TypeScript sources)
+//   node bench/engine.mjs               (re-runs itself under tsx to load the TypeScript sources)
+//   node bench/engine.mjs --malformed   (only the malformed bodies)
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -114,10 +118,106 @@ function rounds(body, names, { rounds: n, warmup, reps }) {
   return { times, cpu };
 }
 
+
+// ---------------------------------------------------------------------------------
+// Malformed bodies: what refusing one costs.
+// ---------------------------------------------------------------------------------
+
+/** ~1 MB malformed bodies of several shapes, each failing within its last few bytes. */
+function malformedBodies(size = 1024 * 1024) {
+  const enc = new TextEncoder();
+  const fill = (item) => {
+    const parts = [];
+    let n = 0;
+    for (let i = 0; n < size; i++) {
+      const s = item(i);
+      parts.push(s);
+      n += s.length + 1;
+    }
+    return parts.join(',');
+  };
+  const ocr = ocrBody(size);
+  const badUtf8 = enc.encode(ocr);
+  badUtf8[badUtf8.lastIndexOf(0x22, badUtf8.length - 30) - 1] = 0xff; // inside the last string
+  return [
+    ['floats, a bad number last', enc.encode(`[${fill((i) => `${(i * 0.6180339887) % 1000}`)},1.e5]`)],
+    ['OCR words, cut off before its last brace', enc.encode(ocr.slice(0, -1))],
+    ['OCR words, a duplicate key in the last word', enc.encode(ocr.replace(/\]\}\],"confidence"/, ',{"text":"x","text":"y"}]}],"confidence"'))],
+    ['strings with escapes, the last unterminated', enc.encode(`[${fill((i) => `"line ${i}\\n\\tMüller \\u00e9 \\"q\\" 東京"`)},"abc`)],
+    ['an object of 40k members, a bad last value', enc.encode(`{${fill((i) => `"key${i}":{"a":${i},"b":[true,null]}`)},"last":tru}`)],
+    ['arrays nested 1,000 deep, cut off', enc.encode('['.repeat(999) + fill((i) => `${i}.5`) + ']'.repeat(998))],
+    ['OCR words, invalid UTF-8 in the last string', badUtf8],
+  ];
+}
+
+/** Runs fn, which must throw BodyMalformedError. */
+function refused(fn) {
+  try {
+    fn();
+  } catch (err) {
+    if (err.code !== 'BODY_MALFORMED') throw err;
+    sink += err.offset;
+    return;
+  }
+  throw new Error('a malformed body was accepted');
+}
+
+/** The refusal of each malformed body by each engine, in interleaved rounds. */
+function malformedSection() {
+  const malformedRows = [];
+  const decoder = new TextDecoder();
+  for (const [label, bytes] of malformedBodies()) {
+    const text = label.includes('UTF-8') ? undefined : decoder.decode(bytes);
+    const refusers = {
+      'wasm (bytes in)': () => refused(() => engine.parse(bytes, OPTIONS)),
+      ...(text === undefined ? {} : { 'wasm (string in)': () => refused(() => engine.parse(text, OPTIONS)) }),
+      'JS parser (bytes in)': () => refused(() => parseDocument(bytes, OPTIONS)),
+    };
+    const names = Object.keys(refusers);
+    const times = Object.fromEntries(names.map((k) => [k, []]));
+    const cpu = Object.fromEntries(names.map((k) => [k, []]));
+    for (let r = 0; r < 2 + 11; r++) {
+      for (const name of names) {
+        const c0 = process.cpuUsage();
+        const t0 = performance.now();
+        for (let i = 0; i < 3; i++) refusers[name]();
+        const ms = (performance.now() - t0) / 3;
+        const c = process.cpuUsage(c0);
+        if (r >= 2) {
+          times[name].push(ms);
+          cpu[name].push((c.user + c.system) / 1000 / 3);
+        }
+      }
+    }
+    const js = 'JS parser (bytes in)';
+    for (const name of names) {
+      const ratio = times[js].map((x, i) => x / times[name][i]);
+      malformedRows.push({
+        body: `${label} (${bytes.length} B)`,
+        contender: name,
+        'median (ms/op)': median(times[name]).toFixed(2),
+        'spread (min–max)': `${spread(times[name], 2)} ms`,
+        'CPU time (median)': `${median(cpu[name]).toFixed(2)} ms`,
+        '× JS parser (median of rounds)': name === js ? '1.00' : `${median(ratio).toFixed(1)} (${spread(ratio, 1)})`,
+      });
+    }
+  }
+  console.log(`\n## Malformed ~1 MB bodies, each failing near its end: the refusal (BodyMalformedError with its offset)\n`);
+  console.log(table(malformedRows, Object.keys(malformedRows[0])));
+  console.log(
+    `\n"× JS parser": how many times cheaper than the JS parser's refusal of the same bytes, which the WebAssembly engine ` +
+      `used to run after its own parse to get the message and offset.`,
+  );
+}
+
 const load0 = os.loadavg();
 const start = new Date();
 console.log(`# Canonical engines — ${machine()}\n`);
 console.log(`Started ${start.toISOString()}, load average ${load0.map((x) => x.toFixed(2)).join(' ')}.\n`);
+if (process.argv.includes('--malformed')) {
+  malformedSection();
+  process.exit(0);
+}
 
 const ENGINES = ['native', 'js', 'wasm (bytes in)', 'wasm (string in)'];
 const cases = [
@@ -188,6 +288,8 @@ try {
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
+malformedSection();
+
 const load1 = os.loadavg();
 console.log(`\nFinished ${new Date().toISOString()} (${((Date.now() - start.getTime()) / 1000).toFixed(0)} s), load average ${load1.map((x) => x.toFixed(2)).join(' ')}.`);
 if (sink === -1) console.log(sink);

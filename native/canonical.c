@@ -1,8 +1,8 @@
 /*
  * jobhook canonical JSON engine, byte level, for WebAssembly (freestanding C, no libc).
  *
- * Produces exactly the bytes of the JS engine (src/lib/canonical/) for the four
- * dialects; the JS engine is the oracle (test/canonical/differential.test.ts).
+ * Produces exactly the bytes of the JS engine (src/lib/core/canonical/) for the four
+ * dialects; the JS engine is the oracle (test/core/canonical/differential.test.ts).
  *
  * Shape:
  * - parse(): one pass over the UTF-8 body with an explicit container stack. It
@@ -10,8 +10,13 @@
  *   (a decoded string is never longer than its escaped text), and writes a tape
  *   of u32 words that points into the body. Objects whose keys are not already in
  *   code point order get a permutation of their members appended after them.
- *   On any error it returns 0: the JS side re-runs the JS parser for the exact
- *   error (reason and byte offset), so this file carries no error messages.
+ *   On an error it returns R_MALFORMED and leaves in error_info() what the JS
+ *   parser (src/lib/core/canonical/parse.ts) would report: a reason code, the
+ *   UTF-8 byte offset, and what the message needs (the character there, the key
+ *   of a duplicate). The JS side writes the message from it without parsing
+ *   again: re-running the JS parser cost 5 to 30 times this parse on a 1 MB body,
+ *   on the calling thread (BENCHMARKS.md). The messages themselves are in JS
+ *   (core/canonical/reasons.ts), shared with the JS parser.
  * - serialize(): walks the tape with an explicit stack and writes the canonical
  *   bytes of one dialect into a 64 KiB buffer, handing each full buffer to JS
  *   (import env.emit). Number tokens whose text depends on the dialect are
@@ -340,6 +345,66 @@ INLINE u8 *put_utf8(u8 *w, u32 cp) {
 }
 
 /* ------------------------------------------------------------------------------------
+ * Errors
+ *
+ * The JS parser's errors, in its order: it decodes the whole body first (invalid
+ * UTF-8 anywhere comes before any syntax error), then parses from the start and
+ * fails at the first problem it meets. This parser fails at the first problem it
+ * meets too, but meets duplicate keys later (it compares keys when an object
+ * closes) and does not look at bytes past the point where it stopped; diagnose()
+ * settles that, on the error path only, so valid bodies pay nothing for it.
+ * ---------------------------------------------------------------------------------- */
+
+/* The reason codes of error_info()->reason; engine.ts maps each to its message. */
+enum {
+  E_UTF8 = 1,     /* invalid UTF-8 */
+  E_VALUE_END,    /* unexpected end of input, expected a value */
+  E_VALUE_CHAR,   /* unexpected <character>, expected a value */
+  E_LITERAL,      /* invalid literal, expected true, false or null (arg: its first letter) */
+  E_MINUS,        /* invalid number: a digit must follow the minus sign */
+  E_POINT,        /* ... the decimal point */
+  E_EXPONENT,     /* ... the exponent mark */
+  E_HEX,          /* invalid \u escape: four hex digits expected */
+  E_UNTERMINATED, /* unterminated string */
+  E_ESCAPE,       /* invalid escape in string */
+  E_CONTROL,      /* unescaped control character in string */
+  E_DEPTH,        /* nesting deeper than the limit */
+  E_ARRAY_END,    /* unexpected end of input in an array */
+  E_ARRAY_CHAR,   /* unexpected <character>, expected ',' or ']' */
+  E_OBJECT_END,   /* unexpected end of input in an object */
+  E_OBJECT_CHAR,  /* unexpected <character>, expected ',' or '}' */
+  E_KEY,          /* expected a string key */
+  E_COLON,        /* expected ':' after an object key */
+  E_DUPLICATE,    /* duplicate key (arg, arg2: the key's decoded bytes) */
+  E_TRAILING,     /* unexpected data after the JSON value */
+  /* what the parser notes where it stops; diagnose() turns them into the above */
+  E_NUMBER,       /* a value that is no token: a bad number or no value at all */
+  E_DUP_CLOSE     /* an object that closed with a duplicate key */
+};
+
+typedef struct Failure {
+  u32 reason;
+  u32 offset; /* UTF-8 byte offset in the body, as BodyMalformedError gives it */
+  u32 arg;    /* the code point at offset (E_*_CHAR), the literal's first letter
+                 (E_LITERAL), the address of the key's decoded (WTF-8) bytes
+                 (E_DUPLICATE); while parsing, E_CONTROL's opening quote */
+  u32 arg2;   /* E_DUPLICATE: the length of those bytes */
+} Failure;
+
+static Failure err;
+
+/* Where parse() left the reason of its last R_MALFORMED. */
+EXPORT("error_info") Failure *error_info(void) { return &err; }
+
+/* Notes a failure in a string (at is the reader's position) and returns 0, string_tail's error. */
+static __attribute__((noinline)) u32 string_fails(u32 reason, u32 at, u32 quote) {
+  err.reason = reason;
+  err.offset = at;
+  err.arg = quote;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------
  * Parser
  *
  * One function keeps the parser's state (tape pointer and length, flags, the open
@@ -404,6 +469,17 @@ static void sift_down(const u32 *t, const u8 *s, u32 *m, u32 root, u32 n) {
     m[root] = m[c];
     m[c] = x;
     root = c;
+  }
+}
+
+/* Sorts the key entries m[0..n) by key (equal keys end up side by side, in no particular order). */
+static void heap_sort(const u32 *t, const u8 *s, u32 *m, u32 n) {
+  for (u32 r = n / 2; r-- > 0;) sift_down(t, s, m, r, n);
+  for (u32 e = n - 1; e > 0; e--) {
+    u32 x = m[0];
+    m[0] = m[e];
+    m[e] = x;
+    sift_down(t, s, m, 0, e);
   }
 }
 
@@ -494,13 +570,7 @@ static __attribute__((noinline)) u32 sort_object(u32 *t, const u8 *s, u32 h, u32
     in_order = d < 0;
   }
   if (in_order) return 2;
-  for (u32 r = n / 2; r-- > 0;) sift_down(t, s, m, r, n);
-  for (u32 e = n - 1; e > 0; e--) {
-    u32 x = m[0];
-    m[0] = m[e];
-    m[e] = x;
-    sift_down(t, s, m, 0, e);
-  }
+  heap_sort(t, s, m, n);
   for (u32 j = 1; j < n; j++) {
     if (key_cmp(t, s, m[j - 1], m[j]) == 0) return 0;
   }
@@ -540,12 +610,13 @@ static __attribute__((noinline)) u32 string_tail(u8 *s, u32 start, const u8 *p) 
       return (u32)(p - s) + 1;
     }
     if (c == '\\') break;
-    if (c < 0x20) return 0; /* a control character, or the end of the body */
+    /* a control character, or the end of the body (told apart by diagnose()) */
+    if (c < 0x20) return string_fails(E_CONTROL, (u32)(p - s), start - 1);
     if (c == 0x7F) {
       p++;
     } else {
       u32 n = utf8_seq(p);
-      if (!n) return 0;
+      if (!n) return string_fails(E_UTF8, (u32)(p - s), start - 1);
       p += n;
     }
     flags |= F_NON_ASCII;
@@ -570,7 +641,7 @@ static __attribute__((noinline)) u32 string_tail(u8 *s, u32 start, const u8 *p) 
         case 't': b = 0x09; break;
         case 'u': {
           int h = hex4(r + 2);
-          if (h < 0) return 0;
+          if (h < 0) return string_fails(E_HEX, (u32)(r - s), start - 1);
           r += 6;
           u32 cp = (u32)h;
           if (cp >= 0x7F) flags |= F_NON_ASCII;
@@ -590,7 +661,8 @@ static __attribute__((noinline)) u32 string_tail(u8 *s, u32 start, const u8 *p) 
           continue;
         }
         default:
-          return 0;
+          /* a backslash that ends the body is an unterminated string (diagnose()) */
+          return string_fails(E_ESCAPE, (u32)(r - s), start - 1);
       }
       *w++ = (u8)b;
       r += 2;
@@ -601,14 +673,14 @@ static __attribute__((noinline)) u32 string_tail(u8 *s, u32 start, const u8 *p) 
       w += n;
       r = q;
     } else if (c < 0x20) {
-      return 0;
+      return string_fails(E_CONTROL, (u32)(r - s), start - 1);
     } else if (c == 0x7F) {
       flags |= F_NON_ASCII;
       *w++ = (u8)c;
       r++;
     } else {
       u32 n = utf8_seq(r);
-      if (!n) return 0;
+      if (!n) return string_fails(E_UTF8, (u32)(r - s), start - 1);
       flags |= F_NON_ASCII;
       for (u32 k = 0; k < n; k++) w[k] = r[k];
       w += n;
@@ -750,6 +822,211 @@ INLINE u32 parse_number(const u8 *s, u32 i, u32 *e, u32 *flags) {
   return i;
 }
 
+/* ------------------------------------------------------------------------------------
+ * The error path: from where the parser stopped to the JS parser's error
+ * ---------------------------------------------------------------------------------- */
+
+/*
+ * Offset of the first byte in [i, len) that starts an invalid UTF-8 sequence, or len
+ * (invalidUtf8Offset() in utf8.ts). i is at the start of a sequence; ASCII is passed
+ * 16 bytes at a time; a sequence cut by the end meets the zero padding and fails.
+ */
+static u32 invalid_utf8(const u8 *s, u32 i, u32 len) {
+  while (i < len) {
+    u32 high = (u32)wasm_i8x16_bitmask(wasm_v128_load(s + i));
+    if (!high) {
+      i += 16;
+      continue;
+    }
+    i += __builtin_ctz(high);
+    if (i >= len) break;
+    u32 n = utf8_seq(s + i);
+    if (!n) return i;
+    i += n;
+  }
+  return len;
+}
+
+/* The code point of the valid UTF-8 sequence at p. */
+static u32 code_point(const u8 *p) {
+  u32 c = p[0];
+  if (c < 0x80) return c;
+  if (c < 0xE0) return ((c & 0x1F) << 6) | (p[1] & 0x3F);
+  if (c < 0xF0) return ((c & 0x0F) << 12) | ((u32)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+  return ((c & 0x07) << 18) | ((u32)(p[1] & 0x3F) << 12) | ((u32)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+}
+
+/* A value at i that parse_number() refused: which check of Parser.number() (or value()) fails, and where. */
+static void number_failure(const u8 *s, u32 i) {
+  u32 p = i;
+  if (s[p] == '-') p++;
+  if (!is_digit(s[p])) {
+    err.reason = p > i ? E_MINUS : E_VALUE_CHAR; /* no number at all: no value */
+    err.offset = p;
+    return;
+  }
+  if (s[p] == '0') p++;
+  else while (is_digit(s[p])) p++;
+  if (s[p] == '.') {
+    p++;
+    if (!is_digit(s[p])) {
+      err.reason = E_POINT;
+      err.offset = p;
+      return;
+    }
+    while (is_digit(s[p])) p++;
+  }
+  /* what is left to fail: an exponent mark without digits */
+  p++;
+  if (s[p] == '+' || s[p] == '-') p++;
+  err.reason = E_EXPONENT;
+  err.offset = p;
+}
+
+/* The duplicate is the key entry at tape index k: parse.ts reports its opening quote. */
+static void note_duplicate(const u8 *s, const u32 *t, u32 k) {
+  err.reason = E_DUPLICATE;
+  err.offset = t[k + 1] - 1;
+  err.arg = addr_of(s + t[k + 1]);
+  err.arg2 = t[k] >> 3;
+}
+
+/*
+ * The open object of frame f: parse.ts compares each key with the one before while
+ * they come in order, and fails at once on an equal one (before the key's value, so
+ * before anything this parser met after it). Its keys are its complete members' and
+ * the key of the member being read, if it was read (its entry lies below `limit`, the
+ * tape index where the member's value starts or would have). Returns 1 when it found
+ * that duplicate.
+ */
+static int in_order_duplicate(const u8 *s, const u32 *t, const Frame *f, u32 limit) {
+  u32 n = f->count;
+  u32 k = f->hdr + 3; /* the first key */
+  if (n == 0) return 0; /* one key at most */
+  for (u32 j = 1;; j++) {
+    u32 prev = k;
+    k += 2;
+    k = (t[k] & 7) >= TAG_ARR ? t[k + 1] : k + 2; /* past member j - 1: key j */
+    if (j == n && k >= limit) return 0;           /* no key after the complete members */
+    int d = key_cmp(t, s, prev, k);
+    if (d == 0) {
+      note_duplicate(s, t, k);
+      return 1;
+    }
+    /* out of order: parse.ts compares no more until the object ends */
+    if (d > 0 || j == n) return 0;
+  }
+}
+
+/*
+ * The object of frame f closed with a duplicate key (and no duplicate while its keys
+ * came in order): the one parse.ts's sorted() reports. Up to 16 members it sorts by
+ * insertion and meets first the first key equal to an earlier one; with more, a
+ * stable sort puts equal keys together and the first pair is the smallest repeated
+ * key: it reports that key's second occurrence. m has room for the members' count.
+ */
+static void duplicate_at_close(const u8 *s, const u32 *t, const Frame *f, u32 *m) {
+  u32 n = f->count;
+  u32 k = f->hdr + 3;
+  for (u32 j = 0; j < n; j++) {
+    m[j] = k;
+    k += 2;
+    k = (t[k] & 7) >= TAG_ARR ? t[k + 1] : k + 2;
+  }
+  if (n <= 16) {
+    for (u32 a = 1; a < n; a++) {
+      for (u32 b = 0; b < a; b++) {
+        if (key_cmp(t, s, m[b], m[a]) == 0) {
+          note_duplicate(s, t, m[a]);
+          return;
+        }
+      }
+    }
+    return;
+  }
+  heap_sort(t, s, m, n);
+  /* tape indices follow the document: the second smallest index of the first run of equal keys */
+  for (u32 j = 1; j < n; j++) {
+    if (key_cmp(t, s, m[j - 1], m[j]) != 0) continue;
+    u32 first = m[j - 1] < m[j] ? m[j - 1] : m[j];
+    u32 second = m[j - 1] < m[j] ? m[j] : m[j - 1];
+    for (u32 r = j + 1; r < n && key_cmp(t, s, m[j], m[r]) == 0; r++) {
+      if (m[r] < first) {
+        second = first;
+        first = m[r];
+      } else if (m[r] < second) {
+        second = m[r];
+      }
+    }
+    note_duplicate(s, t, second);
+    return;
+  }
+}
+
+/*
+ * Turns the failure the parser noted in err (at err.offset, the reader's position)
+ * into the JS parser's error. frames[1..sp] are the open containers (the innermost
+ * included); the tape holds their members so far and has room for the members of an
+ * object closing with a duplicate.
+ */
+static __attribute__((noinline)) void diagnose(u8 *s, u32 len, u32 *t, u32 tl, u32 sp, u32 utf8_known) {
+  /* string_tail() found invalid UTF-8: everything before it was valid, so it is the first */
+  if (err.reason == E_UTF8) return;
+  /*
+   * Invalid UTF-8 anywhere in the body comes first (the JS parser decodes before it
+   * parses). The bytes before the reader were validated as they were read (outside
+   * strings only ASCII passes) and may hold escapes decoded in place, so the check
+   * starts at the reader. Not for a body encoded from well-formed text (utf8_known):
+   * it is valid, and checking the rest of a large non-ASCII one costs a millisecond.
+   */
+  u32 bad = utf8_known ? len : invalid_utf8(s, err.offset, len);
+  if (bad < len) {
+    err.reason = E_UTF8;
+    err.offset = bad;
+    return;
+  }
+  /* then a duplicate met while an open object's keys came in order; the outermost comes first */
+  for (u32 d = 1; d <= sp; d++) {
+    if (frames[d].is_obj && in_order_duplicate(s, t, &frames[d], d < sp ? frames[d + 1].hdr : tl)) return;
+  }
+  u32 at = err.offset;
+  switch (err.reason) {
+    case E_NUMBER:
+      number_failure(s, at);
+      if (err.reason == E_VALUE_CHAR) {
+        if (at == len) err.reason = E_VALUE_END;
+        else err.arg = code_point(s + at);
+      }
+      break;
+    case E_CONTROL:
+      /* the end of the body: parse.ts reports the string from its opening quote */
+      if (at == len) {
+        err.reason = E_UNTERMINATED;
+        err.offset = err.arg;
+      }
+      break;
+    case E_ESCAPE:
+      if (at + 1 == len) err.reason = E_UNTERMINATED; /* reported at the backslash */
+      break;
+    case E_KEY:
+      if (at == len) err.reason = E_OBJECT_END;
+      break;
+    case E_ARRAY_CHAR:
+    case E_OBJECT_CHAR:
+      if (at == len) err.reason = err.reason == E_ARRAY_CHAR ? E_ARRAY_END : E_OBJECT_END;
+      else err.arg = code_point(s + at);
+      break;
+    case E_LITERAL:
+      err.arg = s[at];
+      break;
+    case E_DUP_CLOSE:
+      duplicate_at_close(s, t, &frames[sp], t + tl);
+      break;
+    default:
+      break;
+  }
+}
+
 enum { R_MALFORMED = 0, R_NO_MEMORY = 1 };
 
 /* Makes room for n more tape words (may move the tape). */
@@ -765,6 +1042,14 @@ enum { R_MALFORMED = 0, R_NO_MEMORY = 1 };
     }                                                               \
   } while (0)
 
+/* Notes why the body is malformed, where the reader is; diagnose() settles the rest. */
+#define FAIL(reason_, at_)                                          \
+  do {                                                              \
+    why = (reason_);                                                \
+    where = (at_);                                                  \
+    goto malformed;                                                 \
+  } while (0)
+
 /* The string whose opening quote is at i, as a scalar entry; i moves past it. */
 #define PARSE_STRING()                                              \
   do {                                                              \
@@ -775,7 +1060,7 @@ enum { R_MALFORMED = 0, R_NO_MEMORY = 1 };
       i = (u32)(q_ - s) + 1;                                        \
     } else {                                                        \
       u32 end_ = string_tail(s, i + 1, q_);                         \
-      if (!end_) goto malformed;                                    \
+      if (!end_) goto string_failed; /* noted by string_tail() */   \
       t[tl] = (str_len << 3) | str_tag;                             \
       t[tl + 1] = i + 1;                                            \
       flags |= str_flags;                                           \
@@ -792,10 +1077,12 @@ static void doc_release(Doc *d) {
 
 /*
  * Parses the body in `in` (from input_alloc; this takes it over: it is freed with
- * the document, or here on failure). Returns the document, or R_MALFORMED, or
- * R_NO_MEMORY.
+ * the document, or here when memory runs out). Returns the document, or R_NO_MEMORY,
+ * or R_MALFORMED with the reason in error_info(); then `in` is the caller's to free,
+ * after reading the error (its key may lie in it). `utf8_known`: the body was encoded
+ * from a well-formed string, so it is valid UTF-8.
  */
-EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth) {
+EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth, u32 utf8_known) {
   if (max_depth > MAX_DEPTH) max_depth = MAX_DEPTH;
   memset(in + len, 0, PAD);
   shape_gen++; /* forget the key orders of other documents */
@@ -814,13 +1101,14 @@ EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth) {
   u32 c_hdr = 0, c_count = 0, c_obj = 0;
   u32 i = skip_ws(s, 0);
   u32 want_key = 0; /* the next item is an object member: key and colon first */
+  u32 why, where;   /* a failure's reason and offset (FAIL) */
   for (;;) {
     if (want_key) {
-      if (s[i] != '"') goto malformed;
+      if (s[i] != '"') FAIL(E_KEY, i);
       TAPE_ROOM(2);
       PARSE_STRING();
       i = skip_ws(s, i);
-      if (s[i] != ':') goto malformed;
+      if (s[i] != ':') FAIL(E_COLON, i);
       i = skip_ws(s, i + 1);
     }
     /* a value starts at i */
@@ -833,7 +1121,7 @@ EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth) {
         break;
       case '{':
       case '[':
-        if (sp >= max_depth) goto malformed;
+        if (sp >= max_depth) FAIL(E_DEPTH, i);
         if (sp) {
           Frame *f = &frames[sp];
           f->hdr = c_hdr;
@@ -854,31 +1142,33 @@ EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth) {
         closing = 1;
         break;
       case 't':
-        if (s[i + 1] != 'r' || s[i + 2] != 'u' || s[i + 3] != 'e') goto malformed;
+        if (s[i + 1] != 'r' || s[i + 2] != 'u' || s[i + 3] != 'e') FAIL(E_LITERAL, i);
         t[tl] = (4u << 3) | TAG_ASIS;
         t[tl + 1] = i;
         tl += 2;
         i += 4;
         break;
       case 'f':
-        if (s[i + 1] != 'a' || s[i + 2] != 'l' || s[i + 3] != 's' || s[i + 4] != 'e') goto malformed;
+        if (s[i + 1] != 'a' || s[i + 2] != 'l' || s[i + 3] != 's' || s[i + 4] != 'e') FAIL(E_LITERAL, i);
         t[tl] = (5u << 3) | TAG_ASIS;
         t[tl + 1] = i;
         tl += 2;
         i += 5;
         break;
       case 'n':
-        if (s[i + 1] != 'u' || s[i + 2] != 'l' || s[i + 3] != 'l') goto malformed;
+        if (s[i + 1] != 'u' || s[i + 2] != 'l' || s[i + 3] != 'l') FAIL(E_LITERAL, i);
         t[tl] = (4u << 3) | TAG_ASIS;
         t[tl + 1] = i;
         tl += 2;
         i += 4;
         break;
-      default:
-        i = parse_number(s, i, t + tl, &flags);
-        if (!i) goto malformed;
+      default: {
+        u32 after = parse_number(s, i, t + tl, &flags);
+        if (!after) FAIL(E_NUMBER, i);
+        i = after;
         tl += 2;
         break;
+      }
     }
     /* after a value: close containers that end here, then a comma (or the end of the body) */
     for (;;) {
@@ -897,7 +1187,7 @@ EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth) {
           if (n > 1) {
             TAPE_ROOM(n);
             u32 r = sort_object(t, s, h, n, tl);
-            if (!r) goto malformed;
+            if (!r) FAIL(E_DUP_CLOSE, i);
             if (r == 1) {
               t[h + 2] = tl;
               tl += n;
@@ -915,7 +1205,7 @@ EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth) {
       }
       i = skip_ws(s, i);
       if (sp == 0) {
-        if (i != len) goto malformed;
+        if (i != len) FAIL(E_TRAILING, i);
         goto done;
       }
       c_count++;
@@ -925,7 +1215,7 @@ EXPORT("parse") u32 parse(u8 *in, u32 len, u32 max_depth) {
         want_key = c_obj;
         break;
       }
-      if (c != (c_obj ? '}' : ']')) goto malformed;
+      if (c != (c_obj ? '}' : ']')) FAIL(c_obj ? E_OBJECT_CHAR : E_ARRAY_CHAR, i);
       i++;
       closing = 1;
     }
@@ -939,8 +1229,20 @@ done:
   d->layout = layout;
   return addr_of(d);
 malformed:
-  result = R_MALFORMED;
-  goto fail;
+  err.reason = why;
+  err.offset = where;
+string_failed:
+  /* the innermost container joins the others for diagnose() */
+  if (sp) {
+    frames[sp].hdr = c_hdr;
+    frames[sp].count = c_count;
+    frames[sp].is_obj = c_obj;
+  }
+  diagnose(s, len, t, tl, sp, utf8_known);
+  release(t);
+  release(d);
+  /* the input stays: error_info() may point into it (a duplicate key); the caller frees it */
+  return R_MALFORMED;
 no_memory:
   result = R_NO_MEMORY;
 fail:

@@ -10,7 +10,7 @@ import ts from 'typescript';
 const args = process.argv.slice(2);
 const maxAt = args.indexOf('--max');
 const max = maxAt >= 0 ? Number(args[maxAt + 1]) : undefined;
-const min = Number(args.find((a, i) => /^\d+$/.test(a) && i !== maxAt + 1) ?? 60);
+const min = Number(args.find((a, i) => /^\d+$/.test(a) && (maxAt < 0 || i !== maxAt + 1)) ?? 60);
 const root = new URL('..', import.meta.url).pathname;
 
 function* files(dir) {

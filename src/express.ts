@@ -55,7 +55,8 @@ export function createReceiver<Tx = unknown>(options: ExpressReceiverOptions<Tx>
  * Verification only: sets `req.webhook` (`{ event, payload, jobId, dialect, keyIndex,
  * canonicalSha256 }`) and calls `next()`; your route does the rest (no idempotency).
  * Failures are answered with the receiver's status codes, or passed to `next(err)` with
- * `errors: 'next'`. Mount it before `express.json()`, or keep the bytes with `keepRawBody`.
+ * `errors: 'next'`. Mount it before `express.json()`, or keep the bytes with
+ * `express.json({ limit: '25mb', verify: keepRawBody })`.
  *
  * @example
  * ```ts

@@ -5,7 +5,7 @@
  * @packageDocumentation
  */
 import type { KeyObject } from 'node:crypto';
-import { createAgnosticReceiver, type ReceiverOptions, type ReceiverRequest } from './lib/adapters/agnostic.js';
+import { createAgnosticReceiver, type AgnosticReceiver, type ReceiverOptions } from './lib/adapters/agnostic.js';
 import type { ReceiverControls } from './lib/adapters/controls.js';
 import type { ReceiverAnswer } from './lib/receive/answers.js';
 import { SIGN_OPTIONS, signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/runtime/sign.js';
@@ -60,14 +60,15 @@ export function createVerifier(options: VerifierOptions): Verifier {
  *
  * const receive = createReceiver({ publicKey: process.env.GATEWAY_PUBLIC_KEY!, onEvent: async (event) => save(event) });
  * const app = Fastify();
- * app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+ * // As large as the deliveries (the receiver's maxBodyBytes, 25 MiB by default): Fastify's default is 1 MiB.
+ * app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: 25 * 1024 * 1024 }, (_req, body, done) => done(null, body));
  * app.post('/webhooks/gateway', async (req, reply) => {
  *   const answer = await receive({ body: req.body as Buffer, headers: req.headers });
  *   return reply.code(answer.status).headers(answer.headers).send(answer.body);
  * });
  * ```
  */
-export function createReceiver<Tx = unknown>(options: ReceiverOptions<Tx>): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
+export function createReceiver<Tx = unknown>(options: ReceiverOptions<Tx>): AgnosticReceiver {
   return createAgnosticReceiver(options);
 }
 

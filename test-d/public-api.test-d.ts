@@ -16,6 +16,8 @@ import {
   type VerifiedDelivery,
   type WebhookErrorCode,
 } from '../src/index.js';
+import express5 from 'express';
+import Fastify from 'fastify';
 import { createMiddleware, createReceiver as createExpressReceiver } from '../src/express.js';
 import { createReceiver as createWebReceiver, createVerifier as createWebVerifier } from '../src/web.js';
 import { checkReceiver, type CheckReport, type Verdict } from '../src/testing.js';
@@ -142,6 +144,21 @@ describe('public types', () => {
     // @ts-expect-error unknown dialect
     canonicalize('{}', { dialect: 'json5' });
     expectTypeOf(parseJson('1', { integers: 'bigint' })).toEqualTypeOf<JsonValue>();
+  });
+
+  it('the framework-agnostic receiver is not an Express or Fastify handler; verify() takes raw bytes, not a parsed body', () => {
+    const receive = createReceiver({ publicKey: '', onEvent: () => undefined });
+    const app = express5();
+    // @ts-expect-error { body, headers } in, the answer out: createReceiver from 'jobhook/express' is the Express handler
+    app.post('/hook', receive);
+    const fastify = Fastify();
+    // @ts-expect-error a Fastify route hands the raw body over: receive({ body: req.body, headers: req.headers })
+    fastify.post('/hook', receive);
+    const verifier = createVerifier({ publicKey: '' });
+    const parsed: Record<string, unknown> = { job_id: 'x' };
+    // @ts-expect-error a parsed body is not what was signed (at run time: BODY_UNAVAILABLE)
+    verifier.verify(parsed, {});
+    verifier.verify(new Uint8Array(0), {});
   });
 
   it('receivers require onEvent, and onError is a callback', () => {

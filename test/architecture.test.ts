@@ -64,3 +64,14 @@ describe('layers', () => {
 it('npx depcruise src --config .dependency-cruiser.cjs passes', { timeout: 120_000 }, () => {
   expect(execFileSync(depcruise, ['src', '--config', CONFIG], { cwd: ROOT, encoding: 'utf8' })).toMatch(/no dependency violations found/);
 });
+
+describe('small functions', () => {
+  it('no function of src/ over 80 lines, at most 6 over 60 (scripts/function-sizes.mjs)', { timeout: 60_000 }, () => {
+    const list = (min: number) =>
+      execFileSync(process.execPath, [join(ROOT, 'scripts', 'function-sizes.mjs'), String(min)], { cwd: ROOT, encoding: 'utf8' })
+        .split('\n')
+        .filter((line) => line.includes(' src/'));
+    expect(list(80)).toEqual([]);
+    expect(list(60).length).toBeLessThanOrEqual(6);
+  });
+});

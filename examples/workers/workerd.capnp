@@ -1,8 +1,5 @@
-# worker.js on workerd itself, the runtime `wrangler dev` runs (jobhook's tests use this file).
-# Bundle it as wrangler would (jobhook/rsa.wasm stays a module of its own), then serve with the key in the environment:
-#   npx esbuild worker.js --bundle --format=esm --conditions=workerd,worker,browser --external:jobhook/rsa.wasm --outfile=dist/worker.js
-#   cp node_modules/jobhook/dist/rsa.wasm dist/rsa.wasm
-#   GATEWAY_PUBLIC_KEY="$(cat gateway-public.pem)" npx workerd serve workerd.capnp
+# worker.js on workerd itself, the runtime `wrangler dev` runs: run.sh bundles it and serves it
+# on port 8787, with the key from the environment (jobhook's tests run run.sh as written).
 using Workerd = import "/workerd/workerd.capnp";
 
 const config :Workerd.Config = (

@@ -54,3 +54,21 @@ describe('agnostic createReceiver specifics', () => {
     await expect(receive(undefined as never)).rejects.toThrow(TypeError);
   });
 });
+
+describe('agnostic createReceiver: Content-Encoding of bytes in hand', () => {
+  it('decodes off the calling thread: the event loop turns while a br body 25 MiB decoded is refused 413', async () => {
+    const { brotliCompressSync } = await import('node:zlib');
+    const receive = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, log: {} });
+    const d = signed(jobId('bomb'));
+    // A few hundred bytes that decode to 26 MB: past maxBodyBytes (25 MiB).
+    const bomb = brotliCompressSync(Buffer.alloc(26 * 1024 * 1024, 0x20));
+    expect(bomb.byteLength).toBeLessThan(1024);
+    let turned = false;
+    setImmediate(() => (turned = true));
+    const answer = await receive({ body: bomb, headers: { ...d.headers, 'content-encoding': 'br' } });
+    expect(answer.status).toBe(413);
+    // Decoded synchronously, the answer came before the loop could turn.
+    expect(turned).toBe(true);
+    await receive.close();
+  });
+});

@@ -86,6 +86,26 @@ for (const [name, express] of versions) {
       expect(heard).toEqual(['body']);
     });
 
+    it('the advice the log gives for a body parser ahead, followed literally, takes 2 MB and 20 MB deliveries (not 413)', async () => {
+      const errors: string[] = [];
+      const first = express();
+      first.use(express.json());
+      first.post('/hook', createReceiver({ publicKey, onEvent: () => undefined, log: { error: (m, details) => void errors.push(`${m} ${JSON.stringify(details)}`) } }));
+      const d = signed(jobId());
+      expect((await poster(first)(d.body, d.headers)).status).toBe(500);
+      // The code the message tells to write, as written.
+      const advice = /(app\.use\(express\.json\(\{.*?\}\)\))/.exec(errors.join('\n'))?.[1];
+      expect(advice).toBeDefined();
+      const app = express();
+      new Function('app', 'express', 'keepRawBody', advice!)(app, express, keepRawBody);
+      app.post('/hook', createReceiver({ publicKey, onEvent: () => undefined, log: false }));
+      for (const mib of [2, 20]) {
+        const large = signed(jobId(), `,"original_response":{"pages":"${'x'.repeat(mib * 1024 * 1024)}"}`);
+        const r = await poster(app)(large.body, large.headers);
+        expect({ mib, status: r.status, body: r.body }).toMatchObject({ mib, status: 200, body: { status: 'processed' } });
+      }
+    });
+
     it('after express.json({ verify: keepRawBody }) → verified from the kept bytes', async () => {
       const app = express();
       app.use(express.json({ verify: keepRawBody }));

@@ -339,6 +339,19 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
     expect(runs).toBe(1);
   });
 
+  it('a signature verified here, replayed with another body, is refused without parsing that body', async () => {
+    const { port } = await start({});
+    const id = jobId('remembered');
+    const genuine = signDelivery(payloadText(id), key);
+    expect((await post(port, genuine.body, genuine.headers).answer).status).toBe(200);
+    // Not JSON: parsed, it would be 400 BODY_MALFORMED; known, it is not what was signed.
+    const replay = await post(port, '{', genuine.headers).answer;
+    expect({ status: replay.status, code: replay.body.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
+    // The gateway's retry (the same bytes) still goes through.
+    const retry = await post(port, genuine.body, genuine.headers).answer;
+    expect([retry.status, retry.body.job_id]).toEqual([200, id]);
+  });
+
   it('a replay that fails verification never blocks the genuine delivery with the same signature', async () => {
     const { port, controls } = await start({ workerThresholdBytes: 1024 });
     const id = jobId('genuine');

@@ -15,8 +15,9 @@ receiverBehaviour('Fetch createReceiver', (options) => {
   };
 }, { brotli: brotliStreams() });
 
-/** Whether this runtime's DecompressionStream decodes brotli, by either name (Node 20's does not). */
+/** Whether this runtime decodes brotli: its DecompressionStream by either name (Node 20's does not), or node:zlib from process.getBuiltinModule. */
 function brotliStreams(): boolean {
+  if (typeof (process as { getBuiltinModule?: unknown }).getBuiltinModule === 'function') return true;
   return ['brotli', 'br'].some((format) => {
     try {
       new DecompressionStream(format as CompressionFormat);

@@ -180,4 +180,29 @@ describe('help, version, unknown commands', () => {
     expect(bad.stderr).toMatch(/^jobhook canonicalize: BODY_MALFORMED: Malformed JSON at byte 5/);
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
   });
+
+  it('canonicalize is bounded as the verifier is: body size, nesting and canonical size refused before anything is built', async () => {
+    // ~1 MB of nested arrays: a canonical form of gigabytes (2 spaces per level per line), refused from its parsed layout.
+    const nested = `[${Array(560).fill('['.repeat(900) + ']'.repeat(900)).join(',')}]`;
+    const deep = await cli(['canonicalize', '-'], { stdin: nested });
+    expect({ code: deep.code, out: deep.stdout }).toEqual({ code: 2, out: '' });
+    expect(deep.stderr).toMatch(/^jobhook canonicalize: CANONICAL_TOO_LARGE: /);
+    // An endless input (/dev/zero) stops at --max-body-bytes.
+    let given = 0;
+    async function* zeros() {
+      for (;;) {
+        given += 65_536;
+        yield new Uint8Array(65_536);
+      }
+    }
+    const endless = await cli(['canonicalize', '--max-body-bytes', '1000000', '-'], { stdin: zeros() });
+    expect(endless.code).toBe(2);
+    expect(endless.stderr).toMatch(/larger than 1000000 bytes \(--max-body-bytes\)/);
+    expect(given).toBeLessThan(1_200_000);
+    expect((await cli(['canonicalize', '--max-depth', '3', '-'], { stdin: '[[[[1]]]]' })).stderr).toMatch(/BODY_MALFORMED: .*nesting deeper than the limit of 3/);
+    expect((await cli(['canonicalize', '--max-canonical-bytes', '10', '-'], { stdin: '{"a":[1,2,3]}' })).stderr).toMatch(/CANONICAL_TOO_LARGE/);
+    // Within the limits: the same text as before, written as it is made.
+    const text = await cli(['canonicalize', '--dialect', 'python', '-'], { stdin: '{"é":[1.5,{"b":null}]}' });
+    expect(text.stdout).toBe('{\n  "\\u00e9": [\n    1.5,\n    {\n      "b": null\n    }\n  ]\n}\n');
+  });
 });

@@ -140,10 +140,12 @@ export async function expectRecipe(url: string, label: string, expect: typeof im
   expect({ status: tampered.status, code: tampered.json?.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
 }
 
-/** A genuine delivery of 2 MB (past body-parser's 100 kB and Fastify's 1 MiB defaults) → 200 processed. */
+/** Genuine deliveries of 2 MB and 20 MB (past body-parser's 100 kB and Fastify's 1 MiB defaults) → 200 processed. */
 export async function expectLargeDelivery(url: string, label: string, expect: typeof import('vitest').expect): Promise<void> {
-  const d = delivery(label, 2 * 1024 * 1024);
-  expect(d.body.length).toBeGreaterThan(2 * 1024 * 1024);
-  const answer = await post(url, d.body, d.headers);
-  expect({ status: answer.status, json: answer.json }).toEqual({ status: 200, json: { status: 'processed', job_id: d.jobId } });
+  for (const mib of [2, 20]) {
+    const d = delivery(`${label}-${mib}`, mib * 1024 * 1024);
+    expect(d.body.length).toBeGreaterThan(mib * 1024 * 1024);
+    const answer = await post(url, d.body, d.headers);
+    expect({ size: mib, status: answer.status, json: answer.json }).toEqual({ size: mib, status: 200, json: { status: 'processed', job_id: d.jobId } });
+  }
 }

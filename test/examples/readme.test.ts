@@ -21,6 +21,10 @@ const recipes = [
   'examples/lambda/handler.ts',
   'examples/hono-node/server.ts',
   'examples/observability/server.ts',
+  'examples/workers/worker.js',
+  'examples/workers/run.sh',
+  'examples/workers/workerd.capnp',
+  'examples/workers/wrangler.toml',
 ];
 
 describe('README recipes', () => {

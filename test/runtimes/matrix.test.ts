@@ -7,12 +7,12 @@
  * in-process: Node has no Fetch server of its own). The README's table is held equal to
  * what this file measures.
  */
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signPayload } from '../../src/testing.js';
 import { jobId, payloadText } from '../helpers/deliveries.js';
@@ -24,10 +24,15 @@ import { findRuntime, forgedLarge, makeApp, packPackage, post, runtimeEnv, serve
 const KEY = publicPem(2048);
 const FORGED_TOTAL = 5 * 1024 * 1024;
 const FORGED_SENT = 64 * 1024;
-/** Whether the runtime's DecompressionStream decodes brotli: Bun and Deno do (as 'brotli'); workerd knows only gzip and deflate; Node as it is here. */
+/**
+ * Whether jobhook/web decodes brotli there: Bun and Deno with their DecompressionStream
+ * ('brotli'); workerd's knows only gzip and deflate and it has no node:zlib to fall back
+ * on; Node with node:zlib from process.getBuiltinModule (≥ 20.16) or its own stream.
+ */
 const BROTLI: Record<RuntimeName | 'Node', boolean> = { Bun: true, Deno: true, workerd: false, Node: nodeDecodesBrotli() };
 
 function nodeDecodesBrotli(): boolean {
+  if (typeof (process as { getBuiltinModule?: unknown }).getBuiltinModule === 'function') return true;
   return ['brotli', 'br'].some((format) => {
     try {
       new DecompressionStream(format as CompressionFormat);
@@ -102,11 +107,23 @@ beforeAll(async () => {
     starts.push(start('Deno web', Deno.bin, ['run', '--allow-net', '--allow-env', 'deno/server.ts']), start('Deno node', Deno.bin, ['run', '--allow-all', 'node-entries.mjs']));
   }
   if (workerd.ok) {
-    // As wrangler bundles a Worker (and as workerd.capnp's comment says).
-    await build({ entryPoints: [join(app, 'workers', 'worker.js')], bundle: true, format: 'esm', conditions: ['workerd', 'worker', 'browser'], external: ['jobhook/rsa.wasm'], outfile: join(app, 'workers', 'dist', 'worker.js'), logLevel: 'warning' });
-    copyFileSync(join(app, 'node_modules', 'jobhook', 'dist', 'rsa.wasm'), join(app, 'workers', 'dist', 'rsa.wasm'));
+    // examples/workers/run.sh as written, in the Worker's directory; its npm installs are what this
+    // app has (the packed jobhook; esbuild and workerd from this repository, where npm puts their bins).
+    const dir = join(app, 'workers');
+    const bin = join(app, 'node_modules', '.bin');
+    mkdirSync(bin, { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules', 'esbuild', 'bin', 'esbuild'), join(bin, 'esbuild'));
+    symlinkSync(workerd.bin, join(bin, 'workerd'));
+    symlinkSync(join(app, 'node_modules'), join(dir, 'node_modules'), 'dir');
+    writeFileSync(join(dir, 'gateway-public.pem'), KEY);
+    const commands = readFileSync(join(ROOT, 'examples', 'workers', 'run.sh'), 'utf8')
+      .split('\n')
+      .filter((line) => line !== '' && !line.startsWith('#') && !line.startsWith('npm install'));
+    const serveCommand = commands.pop()!;
+    for (const command of commands) execSync(command, { cwd: dir, stdio: 'pipe' });
+    // The one change: a free port instead of the config's 8787.
     const port = await freePort();
-    starts.push(start('workerd web', workerd.bin, ['serve', join('workers', 'workerd.capnp'), '--socket-addr', `http=127.0.0.1:${port}`], port));
+    starts.push(start('workerd web', 'sh', ['-c', `cd workers && ${serveCommand} --socket-addr http=127.0.0.1:${port}`], port));
   }
   await Promise.all(starts);
   console.log(`[jobhook] runtime matrix: package built and packed in ${Math.round(packed - t0)} ms, ${started.length} apps started in ${Math.round(performance.now() - packed)} ms`);
@@ -152,7 +169,7 @@ async function webChecks(label: string, target: Target, brotli: boolean): Promis
     if (coding !== 'br' || brotli) expect(answer, coding).toEqual({ status: 200, body: { status: 'processed', job_id: `${id}-${coding}` } });
     else expect({ status: answer.status, code: answer.body.error?.code }, coding).toEqual({ status: 415, code: 'ENCODING_UNSUPPORTED' });
   }
-  return { br: brotli ? '200' : '415 (no brotli `DecompressionStream`)' };
+  return { br: brotli ? '200' : '415 (no brotli decoder: no `DecompressionStream` for it, no node:zlib)' };
 }
 
 /** The Node entries' checks on the app of apps/node-entries.mjs; returns the README cells. */

@@ -31,7 +31,14 @@ export interface ReceiverOptions<Tx = unknown> extends NodeVerifierOptions, Rece
 /** `createReceiver` from `jobhook`. */
 export const AGNOSTIC_RECEIVER_OPTIONS = { ...VERIFIER_OPTIONS, ...RECEIVER_OPTIONS, ...WORKER_OPTIONS } as const satisfies OptionNamesOf<ReceiverOptions>;
 
-export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): ((request: ReceiverRequest) => Promise<ReceiverAnswer>) & ReceiverControls {
+/**
+ * The framework-agnostic receiver: `{ body, headers }` in, the answer out. Its second
+ * parameter is `never`: passed as a framework's handler (Express's `(req, res, next)`,
+ * Fastify's `(request, reply)`), it does not compile.
+ */
+export type AgnosticReceiver = ((request: ReceiverRequest, notAResponse?: never) => Promise<ReceiverAnswer>) & ReceiverControls;
+
+export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): AgnosticReceiver {
   checkOptionNames(options, AGNOSTIC_RECEIVER_OPTIONS);
   const receiver = new Receiver(resolveReceiverConfig(options, 'agnostic'), NODE_RUNTIME);
   const limits = receiver.config.body;
@@ -43,7 +50,7 @@ export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): ((requ
     try {
       signed = await signedBody(receiver.verification, encodedBody(request, limits.maxBodyBytes), limits);
     } catch (err) {
-      return receiver.refuse(err, started);
+      return receiver.refuse(err, started, 0, request.headers);
     }
     try {
       return await receiver.receive(signed, request, started);

@@ -44,23 +44,72 @@ export async function decodeBytes(zlib: ZlibModule, body: string | Uint8Array, c
 /**
  * The names runtimes give each coding's DecompressionStream: Bun and Deno call brotli
  * 'brotli' (and refuse 'br'); 'br' is tried too, for a runtime that takes the header's name.
- * Node 20 and workerd know neither: br is 415 there.
+ * Node 20 and workerd know neither.
  */
 const FORMATS: Record<Coding, readonly string[]> = { gzip: ['gzip'], deflate: ['deflate'], br: ['brotli', 'br'] };
 
-/** A Fetch body stream decoded per `coding` (415 where the runtime has no decoder for it). */
-export function webDecoded(stream: ReadableStream<Uint8Array>, coding: Coding): ReadableStream<Uint8Array> {
-  let decoder: DecompressionStream | undefined;
+/** The runtime's DecompressionStream for `coding`, if it has one. */
+function decompressionStream(coding: Coding): TransformStream<Uint8Array, Uint8Array> | undefined {
   for (const format of FORMATS[coding]) {
     try {
-      decoder = new DecompressionStream(format as CompressionFormat);
-      break;
+      return new DecompressionStream(format as CompressionFormat) as unknown as TransformStream<Uint8Array, Uint8Array>;
     } catch {
       // Not a name this runtime knows: try the next.
     }
   }
+  return undefined;
+}
+
+/**
+ * node:zlib where the runtime hands it out without an import a bundler would see
+ * (`process.getBuiltinModule`: Node ≥ 20.16, Bun, Deno), else undefined.
+ */
+function builtinZlib(): ZlibModule | undefined {
+  const p = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process;
+  try {
+    const zlib = p?.getBuiltinModule?.call(p, 'node:zlib') as ZlibModule | undefined;
+    return typeof zlib?.createBrotliDecompress === 'function' ? zlib : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A Node decoding stream as a web TransformStream: each chunk written, its output passed
+ * on as it comes, stopped (413) as soon as the output passes `limit` (a small bomb would
+ * otherwise decode whole before anyone counts).
+ */
+function zlibTransform(zlib: ZlibModule, coding: Coding, limit: number): TransformStream<Uint8Array, Uint8Array> {
+  const decoder = nodeDecoder(zlib, coding);
+  let size = 0;
+  return new TransformStream<Uint8Array, Uint8Array>({
+    start(controller) {
+      decoder.on('data', (chunk: Uint8Array) => {
+        size += chunk.byteLength;
+        if (size > limit) decoder.destroy(new BodyTooLargeError(limit));
+        else controller.enqueue(chunk);
+      });
+      decoder.on('error', (err) => controller.error(err));
+    },
+    transform: (chunk) => new Promise<void>((resolve, reject) => void decoder.write(chunk, (err) => (err ? reject(err) : resolve()))),
+    flush: () =>
+      new Promise<void>((resolve, reject) => {
+        decoder.once('end', resolve);
+        decoder.once('error', reject);
+        decoder.end();
+      }),
+  });
+}
+
+/**
+ * A Fetch body stream decoded per `coding`: the runtime's DecompressionStream, else
+ * node:zlib where the runtime has it (br on Node through jobhook/web), else 415.
+ */
+export function webDecoded(stream: ReadableStream<Uint8Array>, coding: Coding, limit: number): ReadableStream<Uint8Array> {
+  const zlib = builtinZlib();
+  const decoder = decompressionStream(coding) ?? (zlib === undefined ? undefined : zlibTransform(zlib, coding, limit));
   if (decoder === undefined) {
     throw new EncodingUnsupportedError(`Content-Encoding ${coding} cannot be decoded in this runtime; send the body as is, or gzip or deflate.`);
   }
-  return stream.pipeThrough(decoder as unknown as TransformStream<Uint8Array, Uint8Array>);
+  return stream.pipeThrough(decoder);
 }

@@ -31,7 +31,7 @@ export function createNodeReceiver<Tx>(options: ExpressReceiverOptions<Tx>): Nod
     signed(req)
       .then(
         (body) => receiver.receive(body, req, started).finally(() => body.ticket.release()),
-        (err: unknown) => receiver.refuse(err, started),
+        (err: unknown) => receiver.refuse(err, started, 0, req.headers),
       )
       .then(
         (answer) => sendAnswer(res, answer, req),

@@ -37,7 +37,7 @@ export function fetchBodySource(request: Request, limits: BodyLimits): BodySourc
 /** The body's stream, bounded raw and decoded. */
 function bodyStream(body: ReadableStream<Uint8Array>, coding: ContentCoding, limit: number): ReadableStream<Uint8Array> {
   const stream = body.pipeThrough(limited(limit));
-  return coding === 'identity' ? stream : webDecoded(stream, coding).pipeThrough(limited(limit));
+  return coding === 'identity' ? stream : webDecoded(stream, coding, limit).pipeThrough(limited(limit));
 }
 
 /**

@@ -1,11 +1,14 @@
 /** Verification only, as Express/Connect middleware: `req.webhook`, then `next()`. */
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { resolveLogger, type LoggerInput } from '../base/log.js';
+import { parseRfc3339 } from '../core/event.js';
+import type { VerifiedDelivery } from '../core/verify/core.js';
+import type { ResolvedOptions } from '../core/verify/options.js';
 import { answerForError } from '../receive/answers.js';
 import { resolveVerification } from '../receive/config.js';
 import { ADMISSION_OPTIONS, type AdmissionOptions } from '../receive/guard.js';
-import { logRefusal } from '../receive/receiver.js';
-import { signedBody } from '../receive/signed-body.js';
+import { Diagnosis } from '../receive/diagnose.js';
+import { signedBody, type SignedBody } from '../receive/signed-body.js';
 import { Verification } from '../receive/verification.js';
 import { NODE_RUNTIME, VERIFIER_OPTIONS, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
 import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
@@ -31,11 +34,12 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
   if (mode !== 'respond' && mode !== 'next') throw new TypeError("errors must be 'respond' or 'next'");
   const config = resolveVerification(options, resolveLogger(options?.log));
   const verification = new Verification(config, NODE_RUNTIME);
+  const diagnosis = new Diagnosis(config.log, config.verify.signatureHeaderName);
   const limits = config.body;
   const verify = async (req: Parameters<NodeHandler>[0]) => {
     const body = await signedBody(verification, nodeBodySource(req, limits), limits);
     try {
-      return (await verification.verify(body.bytes, body.signature, body.owned)).delivery;
+      return await verifyRemembering(verification, body, config.verify);
     } finally {
       body.ticket.release();
     }
@@ -47,10 +51,30 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
         next?.();
       },
       (err: unknown) => {
-        logRefusal(config.log, err);
+        diagnosis.refused(err, req.headers);
         if (mode === 'next' && next) passOn(err, req, res, next, limits);
         else sendAnswer(res, answerForError(err), req);
       },
     );
   };
+}
+
+/**
+ * Verifies a signed body, answering a replay of a signature verified here with another
+ * body at once (401, no canonical work: it is not what was signed), and remembers the
+ * bytes that verified until the replay window closes on the event (the middleware never
+ * learns whether the route completed, so it remembers what verified).
+ */
+async function verifyRemembering(verification: Verification, body: SignedBody, o: ResolvedOptions): Promise<VerifiedDelivery> {
+  const now = o.now();
+  const known = await verification.known(body.signature, body.bytes, now);
+  if (known?.kind === 'refused') throw known.error;
+  const verified = await verification.verify(body.bytes, body.signature, body.owned);
+  const { delivery } = verified;
+  // Until the replay window closes on its finished_at (after it, any replay is EVENT_TOO_OLD anyway).
+  if (verified.own && o.maxAgeSeconds !== undefined) {
+    const finished = parseRfc3339(delivery.event.finished_at) ?? now;
+    await verification.remember(body.signature, delivery.jobId, verified, body.bytes, finished + o.maxAgeSeconds * 1000);
+  }
+  return delivery;
 }

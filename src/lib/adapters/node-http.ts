@@ -22,16 +22,26 @@ export interface NodeWebhookRequest extends IncomingMessage {
   webhook?: VerifiedDelivery;
 }
 
-const HOW_TO_MOUNT =
-  'The request body was already parsed by another middleware (express.json()?) and its raw bytes were not kept, so the signature cannot be checked. ' +
-  'Mount the jobhook handler before express.json(), or keep the bytes: app.use(express.json({ verify: keepRawBody })).';
+/** body-parser's size for maxBodyBytes: '25mb' for the default 25 MiB (its 'mb' is 1024²), else the byte count. */
+function parserLimit(maxBodyBytes: number): string {
+  return maxBodyBytes % (1024 * 1024) === 0 ? `'${maxBodyBytes / (1024 * 1024)}mb'` : String(maxBodyBytes);
+}
+
+/** What to do when a parser took the body: advice that carries the limit it needs (body-parser's default 100 kB would answer larger deliveries 413). */
+function howToMount(maxBodyBytes: number): string {
+  return (
+    'The request body was already parsed by another middleware (express.json()?) and its raw bytes were not kept, so the signature cannot be checked. ' +
+    `Mount the jobhook handler before express.json(), or keep the bytes and take bodies as large as jobhook does: app.use(express.json({ limit: ${parserLimit(maxBodyBytes)}, verify: keepRawBody })) ` +
+    "(body-parser's default limit, 100 kB, answers larger deliveries 413 before jobhook sees them, and the gateway does not retry a 413)."
+  );
+}
 
 /**
  * Bytes another middleware already read (body parsers decode Content-Encoding
  * themselves, so these are the decoded bytes), undefined when the stream is still
  * ours to read; BodyUnavailableError when only a parsed object is left.
  */
-function keptBytes(req: NodeWebhookRequest): Uint8Array | undefined {
+function keptBytes(req: NodeWebhookRequest, maxBodyBytes: number): Uint8Array | undefined {
   const kept = req.rawBody;
   if (kept instanceof Uint8Array) return kept;
   if (typeof kept === 'string') return Buffer.from(kept, 'utf8');
@@ -40,7 +50,7 @@ function keptBytes(req: NodeWebhookRequest): Uint8Array | undefined {
   if (!consumed) return undefined;
   // express.text() decoded the bytes as UTF-8; encoding them again gives them back for any valid UTF-8 body.
   if (typeof req.body === 'string') return Buffer.from(req.body, 'utf8');
-  throw new BodyUnavailableError(HOW_TO_MOUNT);
+  throw new BodyUnavailableError(howToMount(maxBodyBytes));
 }
 
 let zlibModule: Promise<ZlibModule> | undefined;
@@ -55,7 +65,7 @@ export function loadZlib(): Promise<ZlibModule> {
 export function nodeBodySource(req: NodeWebhookRequest, limits: BodyLimits): BodySource {
   return {
     headers: req.headers,
-    kept: keptBytes(req),
+    kept: keptBytes(req, limits.maxBodyBytes),
     read: async (coding, ticket, declared) => {
       const unzip = coding === 'identity' ? undefined : nodeDecoder(await loadZlib(), coding);
       return new Promise<Uint8Array>((resolve, reject) => new StreamRead(req, coding, unzip, limits, ticket, declared, resolve, reject).start());
@@ -247,7 +257,8 @@ export function boundUnreadBody(req: IncomingMessage, res: ServerResponse, limit
  * @example
  * ```ts
  * import { createReceiver, keepRawBody } from 'jobhook/express';
- * app.use(express.json({ verify: keepRawBody }));
+ * // The limit: as large as the deliveries (jobhook's maxBodyBytes, 25 MiB by default).
+ * app.use(express.json({ limit: '25mb', verify: keepRawBody }));
  * app.post('/webhooks/gateway', createReceiver({ publicKey, onEvent }));
  * ```
  */

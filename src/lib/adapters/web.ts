@@ -26,7 +26,7 @@ export function createFetchReceiver<Tx>(options: WebReceiverOptions<Tx>): ((requ
     try {
       signed = await signedBody(receiver.verification, fetchBodySource(request, limits), limits);
     } catch (err) {
-      const answer = receiver.refuse(err, started);
+      const answer = receiver.refuse(err, started, 0, request.headers);
       // Refused with its body unread: the connection ends with the answer (servers that honour the header).
       if (request.body !== null && !request.bodyUsed) answer.headers.connection = 'close';
       return toResponse(answer);

@@ -169,8 +169,22 @@ export class AlgorithmUnsupportedError extends WebhookError {
 }
 
 /** No key opens the signature, or the hash it carries matches no dialect's canonical form of the body. */
+/**
+ * Why a signature was refused: no configured key opens it (`unknown-key`: forged, or the
+ * receiver has the wrong key), a key opens it but the body is not what was signed
+ * (`body-changed`: altered on the way, or a captured signature replayed with another
+ * body), or it was verified and completed here with other bytes (`replayed`).
+ */
+export type SignatureInvalidReason = 'unknown-key' | 'body-changed' | 'replayed';
+
 export class SignatureInvalidError extends WebhookError {
   readonly code = 'SIGNATURE_INVALID' as const;
+  /** Why, where jobhook knows it. */
+  readonly reason: SignatureInvalidReason | undefined;
+  constructor(message: string, reason?: SignatureInvalidReason) {
+    super(message);
+    this.reason = reason;
+  }
 }
 
 /** The signature is valid but the payload is not an `async_job_completed` event jobhook can hand over. */

@@ -17,8 +17,8 @@ export interface Logger {
   error(message: string, details?: Record<string, unknown>): void;
 }
 
-/** What `log` options accept: any subset of the four methods. */
-export type LoggerInput = Partial<Logger>;
+/** What `log` options accept: any subset of the four methods, or `false` for silence. */
+export type LoggerInput = Partial<Logger> | false;
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
@@ -44,8 +44,11 @@ type Write = (fn: (...args: unknown[]) => unknown, source: object, message: stri
 const messageFirst: Write = (fn, source, message, details) => fn.call(source, message, details);
 const objectFirst: Write = (fn, source, message, details) => fn.call(source, details, message);
 
-/** A complete logger from a partial one (default: warn and error to the console). */
+const SILENT: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/** A complete logger from a partial one (default: warn and error to the console; `false`: nothing). */
 export function resolveLogger(input: LoggerInput | undefined, what = 'log'): Logger {
+  if (input === false) return SILENT;
   const source = input ?? CONSOLE;
   if (typeof source !== 'object' || source === null) throw new TypeError(`${what} must be an object with some of debug, info, warn, error`);
   const write = isPino(source) ? objectFirst : messageFirst;

@@ -1,5 +1,4 @@
 import { createReadStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 
 /** Where a CLI run reads and writes; tests pass their own. */
 export interface CliIo {
@@ -34,11 +33,18 @@ export async function* inputChunks(path: string | undefined, io: CliIo): AsyncGe
   else yield* stdin;
 }
 
-/** Reads a file argument whole, `-` meaning standard input. */
-export async function readInput(path: string | undefined, io: CliIo): Promise<Uint8Array> {
-  if (path !== undefined && path !== '-') return new Uint8Array(await readFile(path));
+/**
+ * Reads a file argument whole, `-` meaning standard input, at most `limit` bytes (a
+ * UsageError past it: /dev/zero is not read to the end of memory).
+ */
+export async function readInput(path: string | undefined, io: CliIo, limit = Infinity): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
-  for await (const chunk of inputChunks(path, io)) chunks.push(chunk);
+  let size = 0;
+  for await (const chunk of inputChunks(path, io)) {
+    size += chunk.byteLength;
+    if (size > limit) throw new UsageError(`${inputName(path)} is larger than ${limit} bytes (--max-body-bytes)`);
+    chunks.push(chunk);
+  }
   return chunks.length === 1 ? chunks[0]! : new Uint8Array(Buffer.concat(chunks));
 }
 

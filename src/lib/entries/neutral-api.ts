@@ -29,7 +29,7 @@ export type { VerifiedDelivery } from '../core/verify/core.js';
 export type { VerifyOptionsBase } from '../core/verify/options.js';
 export type { HeadersInput } from '../core/verify/headers.js';
 export type { JobCompletedEvent, JobFailedEvent, JobSucceededEvent, JsonObjectValue } from '../core/event.js';
-export type { ReceiverOptions, ReceiverRequest } from '../adapters/agnostic.js';
+export type { AgnosticReceiver, ReceiverOptions, ReceiverRequest } from '../adapters/agnostic.js';
 export type { ReceiverControls, ReceiverHealth } from '../adapters/controls.js';
 export type { ReceiverAnswer } from '../receive/answers.js';
 export type { DeliveryOutcome, EventContext, FailureStage, ReceiverOptionsBase, WebhookEventContext } from '../receive/types.js';

@@ -2,13 +2,13 @@
  * A receiver's options, resolved once at construction into one frozen record; everything
  * below takes the parts it needs from it, never the user's object.
  */
-import { resolveLogger, type Logger, type LoggerInput } from '../base/log.js';
+import type { Logger } from '../base/log.js';
 import { checkNumber, optionalNumber } from '../base/options.js';
 import { DEFAULT_BODY_TIMEOUT_MS } from '../base/protocol.js';
 import type { PublicKeySource } from '../core/verify/key-list.js';
 import { checkReplayWindow, resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from '../core/verify/options.js';
 import type { Clock } from '../jobs/clock.js';
-import { runnerFor, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
+import { logBesideRunner, runnerFor, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
 import type { Telemetry } from '../runtime/telemetry.js';
 import { resolveWorkers, type ResolvedWorkers, type WorkerOptions } from '../runtime/verify/worker-pool.js';
 import type { BodyLimits } from './body.js';
@@ -64,7 +64,7 @@ export function resolveReceiverConfig<Req, K, Tx>(options: ReceiverOptionsBase<R
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with publicKey and onEvent');
   if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
   const runner = runnerFor(options as JobRunnerOptions & { runner?: JobRunner });
-  const verification = resolveVerification(options, receiverLog(options, runner));
+  const verification = resolveVerification(options, logBesideRunner(options, runner));
   checkReplayWindow(verification.verify.maxAgeSeconds, runner.options.retainMs);
   return Object.freeze({
     ...verification,
@@ -77,11 +77,6 @@ export function resolveReceiverConfig<Req, K, Tx>(options: ReceiverOptionsBase<R
     windowMs: (verification.verify.maxAgeSeconds ?? 0) * 1000,
     onDelivery: checkHook(options.onDelivery),
   });
-}
-
-/** The runner's log, unless a shared runner was given and this receiver has a log of its own. */
-function receiverLog(options: { runner?: JobRunner; log?: LoggerInput }, runner: JobRunner): Logger {
-  return options.runner !== undefined && options.log !== undefined ? resolveLogger(options.log) : runner.options.log;
 }
 
 function checkHook(hook: unknown): ((outcome: DeliveryOutcome) => void) | undefined {

@@ -4,8 +4,8 @@
  * and say what happened (log, telemetry, `onDelivery`). Adapters only read the body and
  * send the answer.
  */
-import { isWebhookError, type WebhookErrorCode } from '../base/errors.js';
-import { errorDetails, type Logger } from '../base/log.js';
+import { isWebhookError } from '../base/errors.js';
+import { errorDetails } from '../base/log.js';
 import type { DialectName } from '../core/canonical/dialects.js';
 import { parseRfc3339 } from '../core/event.js';
 import type { VerifiedDelivery } from '../core/verify/core.js';
@@ -14,31 +14,12 @@ import type { ClaimContext, RunResult } from '../jobs/runner.js';
 import { AttributeSets, fail, type SpanLike } from '../runtime/telemetry.js';
 import type { VerifyRuntime } from '../runtime/verify/offload.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
-import { ClientAbortedError } from './body.js';
 import type { ReceiverConfig } from './config.js';
+import { Diagnosis } from './diagnose.js';
+import type { HeadersInput } from '../core/verify/headers.js';
 import type { SignedBody } from './signed-body.js';
 import type { AdapterName, DeliveryOutcome, DeliveryOutcomeKind } from './types.js';
 import { Verification, type OwnVerified } from './verification.js';
-
-/** Codes that anyone can cause without the gateway's key: logged at debug only. */
-const UNSIGNED: ReadonlySet<WebhookErrorCode> = new Set<WebhookErrorCode>([
-  'BODY_TOO_LARGE',
-  'BODY_TIMEOUT',
-  'ENCODING_UNSUPPORTED',
-  'SIGNATURE_MISSING',
-  'SIGNATURE_MALFORMED',
-  'ALGORITHM_UNSUPPORTED',
-  'SIGNATURE_INVALID',
-]);
-
-/** Logs why a delivery was refused: debug when anyone could have sent it, info when it was signed. */
-export function logRefusal(log: Logger, err: unknown): void {
-  if (err instanceof ClientAbortedError) log.debug(`jobhook: ${err.message}`);
-  else if (!isWebhookError(err)) log.error('jobhook: the receiver failed unexpectedly', errorDetails(err));
-  else if (err.code === 'BODY_UNAVAILABLE') log.error(`jobhook: ${err.message}`);
-  else if (UNSIGNED.has(err.code)) log.debug(`jobhook: refused a delivery: ${err.code}`, { message: err.message });
-  else log.info(`jobhook: refused a signed delivery: ${err.code}`, { message: err.message });
-}
 
 const codeOf = (err: unknown): string => (isWebhookError(err) ? err.code : 'INTERNAL_ERROR');
 
@@ -79,6 +60,8 @@ interface Told {
 
 export class Receiver<Req, K = unknown> {
   readonly verification: Verification<K>;
+  /** Tells why deliveries were refused, loud where it points at this receiver's setup. */
+  readonly diagnosis: Diagnosis;
   private readonly deliveries: AttributeSets;
 
   constructor(
@@ -86,6 +69,7 @@ export class Receiver<Req, K = unknown> {
     runtime: VerifyRuntime<K>,
   ) {
     this.verification = new Verification(config, runtime);
+    this.diagnosis = new Diagnosis(config.log, config.verify.signatureHeaderName);
     this.deliveries = deliverySets(config.adapter);
   }
 
@@ -103,13 +87,13 @@ export class Receiver<Req, K = unknown> {
         this.config.log.debug(`jobhook: job ${known.jobId}: duplicate (its signature and bytes were verified and completed here)`);
         return this.delivered(answerForRun({ kind: 'duplicate' }, known.jobId, undefined), { outcome: 'duplicate', jobId: known.jobId, started, bodyBytes });
       }
-      if (known?.kind === 'refused') return this.failed(span, known.error, started, bodyBytes);
+      if (known?.kind === 'refused') return this.failed(span, known.error, started, bodyBytes, signed.headers);
       let verified: OwnVerified;
       const verifying = performance.now();
       try {
         verified = await telemetry.phase('jobhook.verify', () => this.verification.verify(signed.bytes, signed.signature, signed.owned));
       } catch (err) {
-        return this.failed(span, err, started, bodyBytes);
+        return this.failed(span, err, started, bodyBytes, signed.headers);
       } finally {
         telemetry.verifyDuration?.record((performance.now() - verifying) / 1000, METRIC_ADAPTER.get(adapter));
       }
@@ -153,23 +137,23 @@ export class Receiver<Req, K = unknown> {
 
   /**
    * The answer for a delivery refused before its job ran (or a body that could not be
-   * read), logged at the level it deserves, counted and heard (`onDelivery`).
-   * `bodyBytes`: what was read of its body.
+   * read), told at the level it deserves, counted and heard (`onDelivery`).
+   * `bodyBytes`: what was read of its body; `headers`: the request's, for hints.
    */
-  refuse(err: unknown, started?: number, bodyBytes = 0): ReceiverAnswer {
+  refuse(err: unknown, started?: number, bodyBytes = 0, headers?: HeadersInput): ReceiverAnswer {
     this.config.telemetry.instant('jobhook.receive', 'server', SPAN_ADAPTER.get(this.config.adapter), codeOf(err));
-    return this.refusal(err, started, bodyBytes);
+    return this.refusal(err, started, bodyBytes, headers);
   }
 
   /** A refusal inside the delivery's span. */
-  private failed(span: SpanLike | undefined, err: unknown, started: number, bodyBytes: number): ReceiverAnswer {
+  private failed(span: SpanLike | undefined, err: unknown, started: number, bodyBytes: number, headers: HeadersInput): ReceiverAnswer {
     fail(span, err);
-    return this.refusal(err, started, bodyBytes);
+    return this.refusal(err, started, bodyBytes, headers);
   }
 
-  private refusal(err: unknown, started: number | undefined, bodyBytes: number): ReceiverAnswer {
+  private refusal(err: unknown, started: number | undefined, bodyBytes: number, headers?: HeadersInput): ReceiverAnswer {
     if (isWebhookError(err) && err.code === 'BODY_UNAVAILABLE') this.config.runner.report('body', err);
-    else logRefusal(this.config.log, err);
+    else this.diagnosis.refused(err, headers);
     const answer = answerForError(err);
     const code = codeOf(err);
     return this.delivered(answer, { outcome: outcomeOf(answer.status, code), code, started, bodyBytes });

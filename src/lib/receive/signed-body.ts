@@ -34,6 +34,7 @@ export interface BodySource {
 
 /** A signed request: its signature, its body, and its place among the bodies in flight (release it once done). */
 export interface SignedBody {
+  readonly headers: HeadersInput;
   readonly signature: OpenedSignature;
   readonly bytes: string | Uint8Array;
   readonly ticket: Ticket;
@@ -51,9 +52,9 @@ export async function signedBody(v: Verification, source: BodySource, limits: Bo
   const signature = await v.open(headers);
   // Bytes in hand are held at once; a body still to be read holds what arrives of it.
   const ticket = v.admit(kept === undefined ? 0 : typeof kept === 'string' ? kept.length : kept.byteLength);
-  if (kept !== undefined && coding === 'identity') return { signature, bytes: kept, ticket, owned: false };
+  if (kept !== undefined && coding === 'identity') return { headers, signature, bytes: kept, ticket, owned: false };
   try {
-    return { signature, bytes: await source.read(coding, ticket, coding === 'identity' ? declared : undefined), ticket, owned: true };
+    return { headers, signature, bytes: await source.read(coding, ticket, coding === 'identity' ? declared : undefined), ticket, owned: true };
   } catch (err) {
     ticket.release();
     throw err;

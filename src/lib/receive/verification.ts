@@ -66,7 +66,7 @@ export class Verification<K = unknown> {
     if (known.bodies.includes(await this.hashRaw(bytesOf(body)))) return { kind: 'duplicate', jobId: known.jobId };
     return {
       kind: 'refused',
-      error: new SignatureInvalidError(`The event this signature covers (job ${known.jobId}) was verified and completed here with another body: this one is not what was signed.`),
+      error: new SignatureInvalidError(`The event this signature covers (job ${known.jobId}) was verified and completed here with another body: this one is not what was signed.`, 'replayed'),
     };
   }
 

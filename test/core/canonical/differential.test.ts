@@ -1,7 +1,9 @@
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DIALECTS, type DialectName } from '../../../src/lib/core/canonical/dialects.js';
-import { parseDocument } from '../../../src/lib/core/canonical/parse.js';
+import { BodyMalformedError } from '../../../src/lib/base/errors.js';
+import { canonicalize, canonicalizeToBytes } from '../../../src/index.js';
+import { jsParserRuns, parseDocument } from '../../../src/lib/core/canonical/parse.js';
 import { serializeDocument } from '../../../src/lib/core/canonical/serialize.js';
 import type { ParsedDocument } from '../../../src/lib/core/canonical/tree.js';
 import { wasmEngine, wasmHeapBytes, type DocumentFlags, type WasmDocument, type WasmEngine } from '../../../src/lib/core/canonical/wasm/engine.js';
@@ -78,7 +80,7 @@ function difference(
   body: string | Uint8Array,
   maxDepth: number,
   seen: Record<string, number>,
-): { diff: string | undefined; accepted: boolean } {
+): { diff: string | undefined; accepted: boolean; error?: string } {
   const js = jsOutcome(body, maxDepth);
   const w = wasmOutcome(wasm, body, maxDepth);
   const accepted = !('error' in js);
@@ -88,7 +90,7 @@ function difference(
   if ('error' in js || 'error' in w) {
     const a = 'error' in js ? js.error : 'accepted';
     const b = 'error' in w ? w.error : 'accepted';
-    return { diff: a === b ? undefined : `js: ${a}\nwasm: ${b}`, accepted };
+    return { diff: a === b ? undefined : `js: ${a}\nwasm: ${b}`, accepted, error: 'error' in js ? js.error : undefined };
   }
   for (const f of FLAG_NAMES) {
     if (js.flags[f] !== w.flags[f]) return { diff: `flag ${f}: js ${String(js.flags[f])}, wasm ${String(w.flags[f])}`, accepted };
@@ -112,14 +114,16 @@ function label(body: string | Uint8Array): string {
 
 /**
  * Runs bodies through both engines: the differences (at most 10 described), how many
- * were accepted and rejected, and how many accepted documents raised each flag.
+ * were accepted and rejected, how many accepted documents raised each flag, and how
+ * many rejected ones had each reason (reasonOf), per kind of input ("bytes: …", "string: …").
  */
 function compareAll(
   wasm: WasmEngine,
   bodies: Iterable<[string | Uint8Array, number]>,
-): { failures: string[]; accepted: number; rejected: number; seen: Record<string, number> } {
+): { failures: string[]; accepted: number; rejected: number; seen: Record<string, number>; reasons: Record<string, number> } {
   const failures: string[] = [];
   const seen: Record<string, number> = {};
+  const reasons: Record<string, number> = {};
   let accepted = 0;
   let rejected = 0;
   // Errors are compared by class, code, offset and message; capturing stacks would only double the time.
@@ -134,12 +138,14 @@ function compareAll(
         accepted++;
       } else {
         rejected++;
+        const key = `${typeof body === 'string' ? 'string' : 'bytes'}: ${reasonOf(r.error ?? '')}`;
+        reasons[key] = (reasons[key] ?? 0) + 1;
       }
     }
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
   }
-  return { failures, accepted, rejected, seen };
+  return { failures, accepted, rejected, seen, reasons };
 }
 
 // ---------------------------------------------------------------------------------
@@ -325,7 +331,160 @@ class Gen {
   }
 }
 
+/** Where a fault is planted: the state the parser is in when it meets it. */
+const FAULTS = [
+  'utf8', 'value-end', 'value-char', 'literal', 'minus', 'point', 'exponent', 'hex', 'unterminated', 'escape', 'control',
+  'depth', 'array-separator', 'object-separator', 'key', 'colon', 'duplicate', 'trailing',
+] as const;
+type Fault = (typeof FAULTS)[number];
+
+// What may stand where a value is expected but none starts (and the JS parser names the character).
+const NOT_A_VALUE = ['}', ']', ',', ':', 'x', '+', '.', 'e', 'é', '😀', '\u2028', '\ufeff', '\u0000', '\u001f', '\u007f', "'", '\\', '/', '#', '\u00a0'];
+const BAD_SEPARATORS = [' 1', '"x"', ':', ' }', ' ]', 'é', '😀', '\u0000', '\u00a0', 'x', ';', '\ufeff'];
+// Keys from a small set, so that objects repeat some of them (in order, out of order, as escapes).
+const FEW_KEYS = ['"a"', '"b"', '"c"', '"\\u0061"', '"\\u0062"', '"é"', '"\\u00e9"', '"😀"', '"\\ud83d\\ude00"', '"\\ud800"', '""', '"a\\u0000"'];
+const INVALID_UTF8 = [[0x80], [0xbf], [0xc0, 0x80], [0xc3], [0xc3, 0x28], [0xe0, 0x80, 0x80], [0xed, 0xa0, 0x80], [0xef, 0xbf], [0xf0, 0x8f, 0xbf, 0xbf], [0xf4, 0x90, 0x80, 0x80], [0xf5], [0xff], [0xfe]];
+
+/**
+ * Malformed documents with a fault planted in every state of the parser (inside
+ * open arrays and objects, after members whose keys may repeat), then the rest of
+ * the document cut off, completed, or completed with more faults after the first
+ * (invalid UTF-8, duplicate keys, syntax errors): the first in the JS parser's order
+ * is the error.
+ */
+class FaultGen extends Gen {
+  fewKey(): string {
+    return this.r() < 0.6 ? this.pick(FEW_KEYS) : this.key();
+  }
+  small(): string {
+    return this.r() < 0.8 ? this.value(3) : this.value(0);
+  }
+  /** An object whose keys repeat: few or many members (insertion sort or a stable sort in parse.ts), in order or not. */
+  duplicates(depth = 0): string {
+    const n = this.r() < 0.6 ? 2 + this.int(8) : 15 + this.int(30);
+    const keys: string[] = [];
+    for (let i = 0; i < n; i++) keys.push(this.r() < 0.3 ? `"k${this.int(n * 2)}"` : this.fewKey());
+    if (this.r() < 0.3) keys.sort();
+    const members = keys.map((k) => `${this.ws()}${k}${this.ws()}:${this.ws()}${depth < 2 && this.r() < 0.05 ? this.duplicates(depth + 1) : this.small()}`);
+    return `{${members.join(',')}}`;
+  }
+  /** The planted fault, at a value position (or for trailing data, after the document). */
+  fault(kind: Fault, depth: number): { text: string; maxDepth?: number; bytes?: number[]; stop?: boolean } {
+    switch (kind) {
+      case 'utf8':
+        return { text: this.r() < 0.5 ? '"ab' : '', bytes: this.pick(INVALID_UTF8) };
+      case 'value-end':
+        return { text: this.ws(), stop: true };
+      case 'value-char':
+        return { text: this.pick(NOT_A_VALUE) };
+      case 'literal':
+        return { text: this.pick(['tru', 'fals', 'nul', 'trUe', 'nulL', 'f', 't', 'n', 'fa1se', 'True', 'nan']) };
+      case 'minus':
+        return { text: this.pick(['-', '-x', '-.5', '--1', '- 1', '-e1', '-]']), stop: this.r() < 0.2 };
+      case 'point':
+        return { text: this.pick(['1.', '1.e5', '0.x', '-2.]', '12.,', '0.', '-0.-']), stop: this.r() < 0.2 };
+      case 'exponent':
+        return { text: this.pick(['1e', '1E+', '2.5e-x', '0e', '1ee1', '-0.5E', '3e+-1']), stop: this.r() < 0.2 };
+      case 'hex':
+        return { text: this.pick(['"ab\\u12g4"', '"\\u00e"', '"x\\uD83D\\u12"', '"\\u', '"é\\uzzzz"', '"\\n\\u00"']), stop: this.r() < 0.3 };
+      case 'unterminated':
+        return { text: this.pick(['"abc', '"', '"é😀', '"a\\n', '"a\\', '"\\u00e9', '"x\\"']), stop: true };
+      case 'escape':
+        return { text: this.pick(['"a\\x"', '"\\a"', '"\\é"', '"\\ "', '"\\U0041"', '"\\\u0000"', '"é\\\'"']) };
+      case 'control':
+        return { text: this.pick(['"a\u0001b"', '"\t"', '"\n"', '"é\u001f"', '"\\n\u0000"', '"x\r"', '"\\u00e9\u0008"']) };
+      case 'depth': {
+        const extra = 1 + this.int(3);
+        const open = Array.from({ length: extra + 1 }, () => (this.r() < 0.5 ? '[' : '{"a":')).join('');
+        return { text: open, maxDepth: depth + extra };
+      }
+      case 'array-separator':
+        return { text: `[${this.ws()}${this.small()}${this.r() < 0.3 ? '' : this.pick(BAD_SEPARATORS)}`, stop: this.r() < 0.3 };
+      case 'object-separator':
+        return { text: `{${this.fewKey()}:${this.small()}${this.r() < 0.3 ? '' : this.pick(BAD_SEPARATORS)}`, stop: this.r() < 0.3 };
+      case 'key':
+        return { text: `{${this.r() < 0.5 ? '' : `${this.fewKey()}:1,`}${this.ws()}${this.r() < 0.2 ? '' : this.pick(['1', 'a', '}', "'a'", '[', '\u00e9', ','])}`, stop: this.r() < 0.2 };
+      case 'colon':
+        return { text: `{${this.fewKey()}${this.ws()}${this.r() < 0.2 ? '' : this.pick(['1', ',', '}', '=', '"b"', ';'])}`, stop: this.r() < 0.2 };
+      case 'duplicate':
+        return { text: this.duplicates() };
+      case 'trailing':
+        return { text: '' };
+    }
+  }
+  /** One malformed document, its maxDepth, and whether to give it as bytes. */
+  malformed(): [string | Uint8Array, number] {
+    const kind = this.pick(FAULTS);
+    const asBytes = kind === 'utf8' ? this.r() < 0.8 : this.r() < 0.5;
+    const stack: string[] = [];
+    let text = this.ws();
+    if (kind !== 'trailing') {
+      const levels = this.int(5);
+      for (let d = 0; d < levels; d++) {
+        const members = this.int(this.r() < 0.9 ? 4 : 20);
+        if (this.r() < 0.5) {
+          text += '[' + this.ws();
+          for (let i = 0; i < members; i++) text += this.small() + this.ws() + ',' + this.ws();
+          stack.push(']');
+        } else {
+          // keys from a small set: open objects may hold a duplicate met before the fault
+          text += '{' + this.ws();
+          for (let i = 0; i < members; i++) text += `${this.fewKey()}:${this.small()},${this.ws()}`;
+          text += this.fewKey() + this.ws() + ':' + this.ws();
+          stack.push('}');
+        }
+      }
+    } else {
+      text += this.small() + this.ws() + this.pick(['x', '1', ']', '}', ',', '"a"', '{}', 'é', '\u0000', 'nul']);
+    }
+    const f = this.fault(kind, stack.length);
+    const parts: Array<string | number[]> = [text + f.text];
+    if (f.bytes !== undefined) {
+      if (asBytes) parts.push(f.bytes);
+      else parts.push(this.pick(['\ud800', '\udfff', '\udbff']));
+    }
+    if (!f.stop && this.r() < 0.7) {
+      // the rest of the document: more members, the closing brackets, maybe more faults
+      let rest = '';
+      while (stack.length > 0) {
+        if (this.r() < 0.3) rest += ',' + this.ws() + (stack.at(-1) === '}' ? `${this.fewKey()}:` : '') + this.small();
+        if (this.r() < 0.05) rest += this.pick(NOT_A_VALUE);
+        rest += this.ws() + stack.pop()!;
+      }
+      if (this.r() < 0.05) rest += ' x';
+      parts.push(rest);
+      if (this.r() < 0.15) parts.push(asBytes ? this.pick(INVALID_UTF8) : this.pick(['\ud800', '\udc00']), '"]');
+    }
+    const maxDepth = f.maxDepth ?? (this.r() < 0.1 ? stack.length + 1 + this.int(3) : 1000);
+    if (!asBytes) return [parts.map((p) => (typeof p === 'string' ? p : '')).join(''), maxDepth];
+    return [Buffer.concat(parts.map((p) => (typeof p === 'string' ? encoder.encode(p) : Uint8Array.from(p)))), maxDepth];
+  }
+}
+
+/** The reason of a BodyMalformedError described by describeError(), without what varies (offset, character, key, limit). */
+function reasonOf(error: string): string {
+  return error
+    .replace(/^BodyMalformedError BODY_MALFORMED \d+ Malformed JSON at byte \d+: /, '')
+    .replace(/\.$/, '')
+    .replace(/character (?:'.'|U\+[0-9A-F]{4})/, 'character C')
+    .replace(/duplicate key .*/s, 'duplicate key K')
+    .replace(/limit of \d+/, 'limit of N')
+    .replace(/expected (?:true|false|null)$/, 'expected W');
+}
+
+/** Every reason the JS parser gives (reasons.ts), as reasonOf() writes it. */
+const EVERY_REASON = [
+  'invalid UTF-8', 'lone surrogate in the text (it cannot be encoded as UTF-8)', 'unexpected end of input, expected a value',
+  'unexpected character C, expected a value', 'invalid literal, expected W', 'invalid number: a digit must follow the minus sign',
+  'invalid number: a digit must follow the decimal point', 'invalid number: a digit must follow the exponent mark',
+  'invalid \\u escape: four hex digits expected', 'unterminated string', 'invalid escape in string',
+  'unescaped control character in string', 'nesting deeper than the limit of N', 'unexpected end of input in an array',
+  "unexpected character C, expected ',' or ']'", 'unexpected end of input in an object', "unexpected character C, expected ',' or '}'",
+  'expected a string key', "expected ':' after an object key", 'duplicate key K', 'unexpected data after the JSON value',
+];
+
 const GENERATED = 100_000;
+const MALFORMED_GENERATED = 40_000;
 
 describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
   const wasm = engine!;
@@ -390,6 +549,88 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
     expect(rejected).toBeGreaterThan(GENERATED * 0.2);
     for (const f of FLAG_NAMES.slice(0, 6)) expect(seen[f] ?? 0, f).toBeGreaterThan(GENERATED / 200);
   }, 120_000); // ~10 s alone; more while the rest of the suite shares the cores
+
+  it(`${MALFORMED_GENERATED.toLocaleString('en')} generated malformed documents (seeded): every reason, as bytes and as a string, same message and offset`, () => {
+    const gen = new FaultGen(mulberry32(0x6d616c66));
+    function* bodies(): Generator<[string | Uint8Array, number]> {
+      for (let i = 0; i < MALFORMED_GENERATED; i++) yield gen.malformed();
+    }
+    const { failures, accepted, rejected, reasons } = compareAll(wasm, bodies());
+    console.log(`differential: ${MALFORMED_GENERATED} generated malformed documents, ${accepted} accepted, ${rejected} rejected; reasons: ${JSON.stringify(reasons)}`);
+    expect(failures).toEqual([]);
+    expect(rejected).toBeGreaterThan(MALFORMED_GENERATED * 0.9);
+    // Every reason the JS parser gives is met many times from bytes and from strings
+    // (invalid UTF-8 only from bytes, a lone surrogate only from strings), and no other.
+    for (const reason of EVERY_REASON) {
+      if (!reason.startsWith('lone surrogate')) expect(reasons[`bytes: ${reason}`] ?? 0, `bytes: ${reason}`).toBeGreaterThan(50);
+      if (reason !== 'invalid UTF-8') expect(reasons[`string: ${reason}`] ?? 0, `string: ${reason}`).toBeGreaterThan(50);
+    }
+    expect(Object.keys(reasons).filter((k) => !EVERY_REASON.includes(k.replace(/^(bytes|string): /, '')))).toEqual([]);
+  }, 120_000);
+
+  it('duplicate keys: the one the JS parser reports, where it reports it', () => {
+    const many = (keys: string[]) => `{${keys.map((k, i) => `"${k}":${i}`).join(',')}}`;
+    const letters = (n: number) => Array.from({ length: n }, (_, i) => `k${String(i).padStart(2, '0')}`);
+    const bodies: Array<[string | Uint8Array, number]> = [];
+    for (const text of [
+      // in order: the second of an equal pair fails as it is read, before anything after it
+      '{"a":1,"a":2}', '{"a":1,"a":2,"b":x}', '{"a":1,"a"', '{"a":1,"a":[1,', '{"a":1,"a":{"b":1,"b":2}}', '{"a":{"b":1,"b":2},"a":1}',
+      '{"a":1,"b":{"c":1,"c":',  '{"a":1,"a":1,"b":{"c":1,"c":', '[{"a":1,"\u0061":2}]',
+      // out of order: found when the object ends, after what is inside it
+      '{"b":1,"a":2,"a":3,"c":x}', '{"b":1,"a":2,"a":3}', '{"b":1,"a":{"c":1,"c":2},"a":3}', '{"z":1,"a":1,"z":2,"a":2}',
+      '{"b":1,"a":1,"b":{"x":1,"x":2}}',
+      // more than 16 members: the second occurrence of the smallest repeated key
+      many([...letters(20), 'k19', 'k03']), many([...letters(20).reverse(), 'k19', 'k03', 'k03']),
+      many(['z', 'y', ...letters(17), 'y', 'z']), many(['z', ...letters(17), 'z', 'k05', 'k05']),
+      `{"a":1,${many([...letters(17), 'k01']).slice(1, -1)}}`, `{"a":${many(['b', ...letters(17), 'b'])},"a":1}`,
+      // keys that differ in bytes but not in value, and lone surrogates
+      '{"é":1,"\u00e9":2}', '{"😀":1,"\ud83d\ude00":2}', '{"\ud83d":1,"\ud83d":2}', '{"x":1,"\ud800\ud800":1,"\ud800\ud800":2}',
+      `{"${'k'.repeat(5000)}é":1,"${'k'.repeat(5000)}\u00e9":2}`,
+    ]) {
+      bodies.push([text, 1000], [encoder.encode(text), 1000]);
+    }
+    const { failures, rejected, reasons } = compareAll(wasm, bodies);
+    expect(failures).toEqual([]);
+    expect(rejected).toBe(bodies.length);
+    expect(reasons['bytes: duplicate key K']).toBeGreaterThan(bodies.length / 2 - 5);
+  });
+
+  it('a malformed body is refused from the WebAssembly parser\'s own report: the JS parser does not run', () => {
+    // ~1 MB bodies that fail near their end (what a replay under a captured signature can send)
+    const floats = `[${Array.from({ length: 60_000 }, (_, i) => `${i}.${i % 97}e-3`).join(',')}`;
+    const nested = '{"a":[' + '{"b":[1.5,"x",{"c":null}],"d":"é"},'.repeat(25_000);
+    const strings = `[${'"the quick brown fox \\n jumps é 😀",'.repeat(25_000)}`;
+    const objects = `[${Array.from({ length: 12_000 }, (_, i) => `{"text":"w${i}","confidence":0.9${i},"bbox":[1,2,3,4]}`).join(',')}`;
+    const cases = [
+      `${floats}]x`, `${floats},1.e5]`, `${floats},-]`, `${nested}{"b":1,"b":2}]}`, `${nested}{"b":tru}]}`, `${nested}`,
+      `${strings}"\\x"]`, `${strings}"abc`, `${strings}"\\u12"]`, `${objects},{"text":"w","text":"v"}]`, `${objects},{"text" 1}]`,
+      `${objects}]]`, `${objects},{"b":1,"a":2,"b":3}]`,
+    ];
+    const decoder = new TextDecoder();
+    for (const text of cases) {
+      expect(text.length).toBeGreaterThan(500_000);
+      for (const body of [text, encoder.encode(text), Buffer.concat([encoder.encode(text), Uint8Array.of(0xff)])]) {
+        const runs = jsParserRuns();
+        let fromWasm: unknown;
+        try {
+          wasm.parse(body, { maxDepth: 1000 });
+        } catch (err) {
+          fromWasm = err;
+        }
+        // The JS parser was not called; the error is the one it gives (and calling it counts).
+        expect(jsParserRuns()).toBe(runs);
+        expect(fromWasm).toBeInstanceOf(BodyMalformedError);
+        const fromJs = jsOutcome(body, 1000);
+        expect(jsParserRuns()).toBe(runs + 1);
+        expect('error' in fromJs && fromJs.error).toBe(describeError(fromWasm));
+      }
+      // nor through the public API
+      const runs = jsParserRuns();
+      expect(() => canonicalizeToBytes(encoder.encode(text))).toThrow(BodyMalformedError);
+      expect(() => canonicalize(decoder.decode(encoder.encode(text)))).toThrow(BodyMalformedError);
+      expect(jsParserRuns()).toBe(runs);
+    }
+  });
 
   it('nesting at and past the limit, up to 2,000', () => {
     const bodies: Array<[string | Uint8Array, number]> = [];

@@ -237,8 +237,10 @@ describe('keys are checked at construction', () => {
     expect(() => createVerifier({ publicKey: '-----BEGIN EC PARAMETERS-----\nAA==\n-----END EC PARAMETERS-----' })).toThrow(/is a PEM "EC PARAMETERS"; expected "PUBLIC KEY", "RSA PUBLIC KEY", "CERTIFICATE"/);
   });
 
-  it('a body that is a parsed object is refused with a TypeError', () => {
-    expect(() => createVerifier({ publicKey: publicPem(2048) }).verify({} as unknown as string, {})).toThrow(/raw request body/);
+  it('a body that is a parsed object is refused with BODY_UNAVAILABLE, saying how to keep the raw bytes', () => {
+    expect(() => createVerifier({ publicKey: publicPem(2048) }).verify({} as unknown as string, {})).toThrow(
+      expect.objectContaining({ code: 'BODY_UNAVAILABLE', message: expect.stringMatching(/a parsed object, not the raw request body.*keepRawBody/) }),
+    );
   });
 });
 

@@ -3,6 +3,7 @@ import { JsonNumber, JsonObject, type JsonNode, type ParsedDocument } from './tr
 import { checkWellFormed, decodeUtf8, utf8ByteLength } from './utf8.js';
 import { PYTHON_ESCAPED, quoteUtf8 } from './quote.js';
 import { optionalNumber } from '../../base/options.js';
+import { duplicateKey, invalidLiteral, MALFORMED, nestingTooDeep, unexpectedCharacter } from './reasons.js';
 
 /** Default and highest accepted nesting limits. */
 export const DEFAULT_MAX_DEPTH = 1000;
@@ -36,6 +37,16 @@ class ParseFailure {
   ) {}
 }
 
+let runs = 0;
+
+/**
+ * How many times parseDocument() was called in this process (tests: the WebAssembly
+ * engine reports its own errors and must not fall back to the JS parser).
+ */
+export function jsParserRuns(): number {
+  return runs;
+}
+
 export function resolveMaxDepth(maxDepth: number | undefined): number {
   return optionalNumber(maxDepth, 'maxDepth', DEFAULT_MAX_DEPTH, { integer: true, max: MAX_MAX_DEPTH });
 }
@@ -47,6 +58,7 @@ export function resolveMaxDepth(maxDepth: number | undefined): number {
  * hostile nesting cannot overflow the stack.
  */
 export function parseDocument(body: string | Uint8Array, options?: ParseOptions): ParsedDocument {
+  runs++;
   const maxDepth = resolveMaxDepth(options?.maxDepth);
   let text: string;
   if (typeof body === 'string') {
@@ -55,7 +67,7 @@ export function parseDocument(body: string | Uint8Array, options?: ParseOptions)
   } else if (body instanceof Uint8Array) {
     text = decodeUtf8(body);
   } else {
-    throw new TypeError('body must be a string or a Uint8Array holding the raw request body');
+    throw notABody();
   }
   const parser = new Parser(text, maxDepth);
   try {
@@ -75,6 +87,11 @@ export function parseDocument(body: string | Uint8Array, options?: ParseOptions)
     if (err instanceof ParseFailure) throw new BodyMalformedError(err.reason, utf8ByteLength(text, err.index));
     throw err;
   }
+}
+
+/** The TypeError for a body that is neither a string nor a Uint8Array. */
+export function notABody(): TypeError {
+  return new TypeError('body must be a string or a Uint8Array holding the raw request body');
 }
 
 class Parser {
@@ -97,7 +114,7 @@ class Parser {
     this.ws();
     const root = this.value(0);
     this.ws();
-    if (this.i < this.t.length) this.fail('unexpected data after the JSON value');
+    if (this.i < this.t.length) this.fail(MALFORMED.trailingData);
     return root;
   }
 
@@ -133,13 +150,13 @@ class Parser {
         return this.literal('null');
       default:
         if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.number();
-        if (Number.isNaN(c)) this.fail('unexpected end of input, expected a value');
-        this.fail(`unexpected ${describe(c)}, expected a value`);
+        if (Number.isNaN(c)) this.fail(MALFORMED.valueEnd);
+        this.fail(unexpectedCharacter(c, 'a value'));
     }
   }
 
-  literal(word: string): string {
-    if (!this.t.startsWith(word, this.i)) this.fail(`invalid literal, expected ${word}`);
+  literal(word: 'true' | 'false' | 'null'): string {
+    if (!this.t.startsWith(word, this.i)) this.fail(invalidLiteral(word));
     this.i += word.length;
     return word;
   }
@@ -161,7 +178,7 @@ class Parser {
       do c = t.charCodeAt(++i);
       while (c >= 0x30 && c <= 0x39);
     } else {
-      this.fail('invalid number: a digit must follow the minus sign', i);
+      this.fail(MALFORMED.minusSign, i);
     }
     const intLen = i - intStart;
     c = t.charCodeAt(i);
@@ -170,7 +187,7 @@ class Parser {
     if (c === 0x2e) {
       fracStart = i + 1;
       c = t.charCodeAt(++i);
-      if (!(c >= 0x30 && c <= 0x39)) this.fail('invalid number: a digit must follow the decimal point', i);
+      if (!(c >= 0x30 && c <= 0x39)) this.fail(MALFORMED.decimalPoint, i);
       do c = t.charCodeAt(++i);
       while (c >= 0x30 && c <= 0x39);
       fracLen = i - fracStart;
@@ -180,7 +197,7 @@ class Parser {
       exponent = true;
       c = t.charCodeAt(++i);
       if (c === 0x2b || c === 0x2d) c = t.charCodeAt(++i);
-      if (!(c >= 0x30 && c <= 0x39)) this.fail('invalid number: a digit must follow the exponent mark', i);
+      if (!(c >= 0x30 && c <= 0x39)) this.fail(MALFORMED.exponentMark, i);
       do c = t.charCodeAt(++i);
       while (c >= 0x30 && c <= 0x39);
     }
@@ -291,21 +308,21 @@ class Parser {
         const e = t.charCodeAt(j + 1);
         if (e === 0x75) {
           const hex = t.slice(j + 2, j + 6);
-          if (!/^[0-9a-fA-F]{4}$/.test(hex)) this.fail('invalid \\u escape: four hex digits expected', j);
+          if (!/^[0-9a-fA-F]{4}$/.test(hex)) this.fail(MALFORMED.unicodeEscape, j);
           const code = parseInt(hex, 16);
           if (code >= 0xd800 && code <= 0xdfff) escapedSurrogate = true;
           out += String.fromCharCode(code);
           j += 6;
         } else {
           const s = ESCAPES[e];
-          if (s === undefined) this.fail(Number.isNaN(e) ? 'unterminated string' : 'invalid escape in string', j);
+          if (s === undefined) this.fail(Number.isNaN(e) ? MALFORMED.unterminatedString : MALFORMED.invalidEscape, j);
           out += s;
           j += 2;
         }
       } else if (Number.isNaN(c)) {
-        this.fail('unterminated string', start - 1);
+        this.fail(MALFORMED.unterminatedString, start - 1);
       } else {
-        this.fail('unescaped control character in string', j);
+        this.fail(MALFORMED.controlCharacter, j);
       }
       const k = this.plainRun(j);
       if (k > j) {
@@ -320,7 +337,7 @@ class Parser {
   }
 
   array(depth: number): JsonNode[] {
-    if (depth > this.maxDepth) this.fail(`nesting deeper than the limit of ${this.maxDepth}`);
+    if (depth > this.maxDepth) this.fail(nestingTooDeep(this.maxDepth));
     const t = this.t;
     this.i++;
     this.ws();
@@ -342,13 +359,13 @@ class Parser {
         this.layoutBytes += items.length * (1 + 2 * depth) + 2 * depth - 1;
         return items;
       } else {
-        this.fail(Number.isNaN(c) ? 'unexpected end of input in an array' : `unexpected ${describe(c)}, expected ',' or ']'`);
+        this.fail(Number.isNaN(c) ? MALFORMED.arrayEnd : unexpectedCharacter(c, "',' or ']'"));
       }
     }
   }
 
   object(depth: number): JsonObject {
-    if (depth > this.maxDepth) this.fail(`nesting deeper than the limit of ${this.maxDepth}`);
+    if (depth > this.maxDepth) this.fail(nestingTooDeep(this.maxDepth));
     const t = this.t;
     const start = this.i;
     this.i++;
@@ -362,7 +379,7 @@ class Parser {
     let prev = '';
     for (;;) {
       if (t.charCodeAt(this.i) !== 0x22) {
-        this.fail(this.i >= t.length ? 'unexpected end of input in an object' : 'expected a string key');
+        this.fail(this.i >= t.length ? MALFORMED.objectEnd : MALFORMED.stringKey);
       }
       const key = this.key();
       if (m.length > 0 && inOrder) {
@@ -372,7 +389,7 @@ class Parser {
       }
       prev = key;
       this.ws();
-      if (t.charCodeAt(this.i) !== 0x3a) this.fail("expected ':' after an object key");
+      if (t.charCodeAt(this.i) !== 0x3a) this.fail(MALFORMED.colon);
       this.i++;
       this.ws();
       m.push(key, this.value(depth));
@@ -385,7 +402,7 @@ class Parser {
         this.i++;
         break;
       } else {
-        this.fail(Number.isNaN(c) ? 'unexpected end of input in an object' : `unexpected ${describe(c)}, expected ',' or '}'`);
+        this.fail(Number.isNaN(c) ? MALFORMED.objectEnd : unexpectedCharacter(c, "',' or '}'"));
       }
     }
     // Newline and indent before each member and the closing brace, and the space after each colon.
@@ -442,7 +459,7 @@ class Parser {
       p.i++;
       p.ws();
     }
-    this.fail(`duplicate key ${JSON.stringify(key)}`, p.i);
+    this.fail(duplicateKey(key), p.i);
   }
 }
 
@@ -466,9 +483,4 @@ export function compareKeys(a: string, b: string): number {
     return d !== 0 ? d : a.codePointAt(i)! - b.codePointAt(i)!;
   }
   return a.length - b.length;
-}
-
-function describe(c: number): string {
-  if (c >= 0x21 && c <= 0x7e) return `character '${String.fromCharCode(c)}'`;
-  return `character U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
 }

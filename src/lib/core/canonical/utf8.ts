@@ -1,4 +1,5 @@
 import { BodyMalformedError } from '../../base/errors.js';
+import { MALFORMED } from './reasons.js';
 
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const encoder = new TextEncoder();
@@ -11,7 +12,7 @@ export function decodeUtf8(bytes: Uint8Array): string {
   try {
     return decoder.decode(bytes);
   } catch {
-    throw new BodyMalformedError('invalid UTF-8', invalidUtf8Offset(bytes));
+    throw new BodyMalformedError(MALFORMED.invalidUtf8, invalidUtf8Offset(bytes));
   }
 }
 
@@ -28,7 +29,7 @@ export function checkWellFormed(text: string): void {
       }
     }
     if (c >= 0xd800 && c <= 0xdfff) {
-      throw new BodyMalformedError('lone surrogate in the text (it cannot be encoded as UTF-8)', utf8ByteLength(text, i));
+      throw new BodyMalformedError(MALFORMED.loneSurrogate, utf8ByteLength(text, i));
     }
   }
 }

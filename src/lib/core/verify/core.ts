@@ -269,10 +269,11 @@ export function noDialectMatches(body: ParsedBody, o: ResolvedOptions, opened: r
   const key = `Key ${opened[0]!.keyIndex} opens the signature (it is the gateway's)`;
   if (tried === 0) {
     const reasons = o.dialects.map((d) => unrepresentableReason(body.flags, d)).filter((r) => r !== undefined);
-    return new SignatureInvalidError(`${key}, but no dialect tried can write this body (${reasons[0]}), so it is not what was signed.`);
+    return new SignatureInvalidError(`${key}, but no dialect tried can write this body (${reasons[0]}), so it is not what was signed.`, 'body-changed');
   }
   return new SignatureInvalidError(
     `${key}, but the hash it carries matches the canonical form of this body in no dialect tried: the body was changed after signing, or re-serialized before verification (pass the raw bytes).`,
+    'body-changed',
   );
 }
 

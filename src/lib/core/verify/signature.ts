@@ -1,5 +1,5 @@
 import { utf8ByteLength } from '../canonical/utf8.js';
-import { AlgorithmUnsupportedError, BodyTooLargeError, SignatureInvalidError, SignatureMalformedError, SignatureMissingError } from '../../base/errors.js';
+import { AlgorithmUnsupportedError, BodyTooLargeError, BodyUnavailableError, SignatureInvalidError, SignatureMalformedError, SignatureMissingError } from '../../base/errors.js';
 import { DEFAULT_SIGNATURE_HEADER } from '../../base/protocol.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { ResolvedOptions } from './options.js';
@@ -10,7 +10,11 @@ export interface SignatureBytes {
   keyIndexes: number[];
 }
 
-/** The size of a raw body in bytes (exact up to `limit`); TypeError for anything that is not a raw body. */
+/**
+ * The size of a raw body in bytes (exact up to `limit`). Anything else (a parsed object,
+ * a stream) is BODY_UNAVAILABLE: the signature covers the bytes as sent, which a parsed
+ * object no longer has.
+ */
 function bodyBytes(body: unknown, limit: number): number {
   if (typeof body === 'string') {
     // Cheap bounds first: UTF-8 takes 1–3 bytes per UTF-16 unit.
@@ -18,10 +22,14 @@ function bodyBytes(body: unknown, limit: number): number {
     return body.length * 3 <= limit ? body.length : utf8ByteLength(body, body.length);
   }
   if (body instanceof Uint8Array) return body.byteLength;
-  throw new TypeError('body must be the raw request body as a string or Uint8Array (not a parsed object)');
+  throw new BodyUnavailableError(
+    `The body given is ${body === null ? 'null' : typeof body === 'object' ? `a parsed ${Array.isArray(body) ? 'array' : 'object'}` : `a ${typeof body}`}, not the raw request body: the signature covers the bytes as sent. ` +
+      "Pass the raw bytes (a Buffer, Uint8Array or string): in Express, express.raw({ type: 'application/json', limit: '25mb' }) on the route, or " +
+      "express.json({ limit: '25mb', verify: keepRawBody }) and req.rawBody; in Fastify, a content-type parser with parseAs: 'buffer' and bodyLimit; with fetch, await request.arrayBuffer().",
+  );
 }
 
-/** BODY_TOO_LARGE (413) for a body over `maxBodyBytes`; TypeError for anything that is not a raw body. */
+/** BODY_TOO_LARGE (413) for a body over `maxBodyBytes`; BODY_UNAVAILABLE for anything that is not a raw body. */
 export function checkBodySize(body: string | Uint8Array, o: Pick<ResolvedOptions, 'maxBodyBytes'>): void {
   if (bodyBytes(body, o.maxBodyBytes) > o.maxBodyBytes) throw refusal(() => new BodyTooLargeError(o.maxBodyBytes));
 }
@@ -127,5 +135,6 @@ export function refusal<E extends Error>(make: () => E): E {
 export function noKeyOpens(tried: number): SignatureInvalidError {
   return refusal(() => new SignatureInvalidError(
     `The signature was not made with ${tried === 1 ? 'the configured key' : `any of the ${tried} configured keys of its size`}: a forged request, or the gateway signs with another key (a rotation? check publicKey).`,
+    'unknown-key',
   ));
 }

@@ -32,8 +32,15 @@ parentPort!.on('message', (m: WorkerRequest) => {
     );
     response = { id: m.id, body: m.body, ok };
   } catch (err) {
-    const e = err as Error & { code?: string; offset?: number; limit?: number };
-    const error = { name: e.name, message: e.message, ...(isWebhookError(err) ? { code: err.code } : {}), ...(e.offset === undefined ? {} : { offset: e.offset }), ...(e.limit === undefined ? {} : { limit: e.limit }) };
+    const e = err as Error & { code?: string; offset?: number; limit?: number; reason?: string };
+    const error = {
+      name: e.name,
+      message: e.message,
+      ...(isWebhookError(err) ? { code: err.code } : {}),
+      ...(e.offset === undefined ? {} : { offset: e.offset }),
+      ...(e.limit === undefined ? {} : { limit: e.limit }),
+      ...(e.reason === undefined ? {} : { reason: e.reason }),
+    };
     response = { id: m.id, body: m.body, error };
   }
   // The body goes back without a copy: the main thread builds the event from it.

@@ -4,17 +4,20 @@
  * It parses the UTF-8 body into a compact tape inside WebAssembly memory and
  * streams the canonical bytes of a dialect out in chunks, without building JS
  * values. Its bytes, flags and errors equal the JS engine's (parse.ts +
- * serialize.ts, the oracle; test/canonical/differential.test.ts proves it):
- * - on any malformed body it re-runs the JS parser, so the thrown
- *   `BodyMalformedError` is exactly the JS engine's (reason and byte offset);
+ * serialize.ts, the oracle; test/core/canonical/differential.test.ts proves it):
+ * - on a malformed body the WebAssembly parser reports why (a reason code, the byte
+ *   offset, the character or key the message names) and the `BodyMalformedError`
+ *   is written from that, with the JS parser's texts (reasons.ts): the body is not
+ *   parsed again;
  * - number tokens whose text depends on the dialect are formatted by the JS
  *   engine's own `formatFloat`, called from WebAssembly.
  * Runtime-neutral: no `node:` imports, the module is embedded as base64.
  */
-import { CanonicalUnrepresentableError } from '../../../base/errors.js';
+import { BodyMalformedError, CanonicalUnrepresentableError } from '../../../base/errors.js';
 import { assertDialect, DIALECTS, type DialectName } from '../dialects.js';
 import { formatFloat } from '../floats.js';
-import { MAX_MAX_DEPTH, parseDocument, resolveMaxDepth } from '../parse.js';
+import { MAX_MAX_DEPTH, notABody, resolveMaxDepth } from '../parse.js';
+import { duplicateKey, invalidLiteral, MALFORMED, nestingTooDeep, unexpectedCharacter } from '../reasons.js';
 import { unrepresentableReason } from '../serialize.js';
 import { checkWellFormed } from '../utf8.js';
 import type { DocumentFlags } from '../tree.js';
@@ -50,7 +53,8 @@ interface Exports {
   input_alloc(n: number): number;
   input_grow(p: number, used: number, n: number): number;
   heap_bytes(): number;
-  parse(input: number, len: number, maxDepth: number): number;
+  parse(input: number, len: number, maxDepth: number, utf8Known: number): number;
+  error_info(): number;
   doc_flags(doc: number): number;
   doc_layout(doc: number): number;
   doc_free(doc: number): void;
@@ -67,6 +71,8 @@ const F_DIALECT_NUMBERS = 16;
 const F_NEGATIVE_ZERO = 32;
 const R_MALFORMED = 0;
 const R_NO_MEMORY = 1;
+/** The reason code of a duplicate key (native/canonical.c; the others: reasonText()). */
+const E_DUPLICATE = 19;
 /** The C side keeps lengths in 29 bits. */
 const MAX_BODY_BYTES = 2 ** 29 - 1;
 /**
@@ -157,11 +163,12 @@ class Engine implements WasmEngine {
       if (input === 0) throw outOfMemory();
       this.mem().set(body, input);
     } else {
-      return this.malformed(body, maxDepth);
+      throw notABody();
     }
-    const doc = this.x.parse(input, len, maxDepth);
+    // A string's encoding is valid UTF-8 (checkWellFormed): the error path need not check it.
+    const doc = this.x.parse(input, len, maxDepth, typeof body === 'string' ? 1 : 0);
     if (doc === R_NO_MEMORY) throw outOfMemory();
-    if (doc === R_MALFORMED) return this.malformed(body, maxDepth);
+    if (doc === R_MALFORMED) throw this.malformed(input, maxDepth);
     const bits = this.x.doc_flags(doc);
     const flags: DocumentFlags = {
       loneSurrogate: (bits & F_LONE_SURROGATE) !== 0,
@@ -205,10 +212,23 @@ class Engine implements WasmEngine {
     return [input, written];
   }
 
-  /** The WebAssembly parser rejected the body: the JS parser gives the exact error. */
-  malformed(body: unknown, maxDepth: number): never {
-    parseDocument(body as string, { maxDepth });
-    throw new Error('jobhook internal error: the WebAssembly canonical engine rejected a body that the JS parser accepts');
+  /**
+   * The WebAssembly parser rejected the body: the JS parser's error, from what it left
+   * in error_info() (native/canonical.c, E_*), then frees the input (a duplicate
+   * key's bytes lie in it).
+   */
+  malformed(input: number, maxDepth: number): Error {
+    try {
+      // struct Failure { reason, offset, arg, arg2 }
+      const info = new Uint32Array(this.x.memory.buffer, this.x.error_info(), 4);
+      const reason = info[0]!;
+      const arg = info[2]!;
+      const text = reason === E_DUPLICATE ? duplicateKey(decodeWtf8(this.mem().subarray(arg, arg + info[3]!))) : reasonText(reason, arg, maxDepth);
+      if (text === undefined) return new Error(`jobhook internal error: the WebAssembly canonical engine gave the unknown reason ${reason}`);
+      return new BodyMalformedError(text, info[1]!);
+    } finally {
+      this.x.free(input);
+    }
   }
 
   serialize(doc: number, dialect: number, sink: (chunk: Uint8Array, last: boolean) => void): void {
@@ -285,6 +305,82 @@ class Document implements WasmDocument {
     this.#engine.x.doc_free(this.#doc);
     this.#doc = 0;
   }
+}
+
+/**
+ * The message of a reason code of native/canonical.c (its enum: E_UTF8 = 1, and so on;
+ * E_DUPLICATE apart), with what its error left in `arg`; undefined for no known code.
+ */
+function reasonText(reason: number, arg: number, maxDepth: number): string | undefined {
+  switch (reason) {
+    case 1: // E_UTF8
+      return MALFORMED.invalidUtf8;
+    case 2: // E_VALUE_END
+      return MALFORMED.valueEnd;
+    case 3: // E_VALUE_CHAR
+      return unexpectedCharacter(firstUnit(arg), 'a value');
+    case 4: // E_LITERAL
+      return invalidLiteral(arg === 0x74 ? 'true' : arg === 0x66 ? 'false' : 'null');
+    case 5: // E_MINUS
+      return MALFORMED.minusSign;
+    case 6: // E_POINT
+      return MALFORMED.decimalPoint;
+    case 7: // E_EXPONENT
+      return MALFORMED.exponentMark;
+    case 8: // E_HEX
+      return MALFORMED.unicodeEscape;
+    case 9: // E_UNTERMINATED
+      return MALFORMED.unterminatedString;
+    case 10: // E_ESCAPE
+      return MALFORMED.invalidEscape;
+    case 11: // E_CONTROL
+      return MALFORMED.controlCharacter;
+    case 12: // E_DEPTH
+      return nestingTooDeep(maxDepth);
+    case 13: // E_ARRAY_END
+      return MALFORMED.arrayEnd;
+    case 14: // E_ARRAY_CHAR
+      return unexpectedCharacter(firstUnit(arg), "',' or ']'");
+    case 15: // E_OBJECT_END
+      return MALFORMED.objectEnd;
+    case 16: // E_OBJECT_CHAR
+      return unexpectedCharacter(firstUnit(arg), "',' or '}'");
+    case 17: // E_KEY
+      return MALFORMED.stringKey;
+    case 18: // E_COLON
+      return MALFORMED.colon;
+    case 20: // E_TRAILING
+      return MALFORMED.trailingData;
+    default:
+      return undefined;
+  }
+}
+
+/** The first UTF-16 code unit of a code point: what the JS parser's charCodeAt() sees there. */
+function firstUnit(codePoint: number): number {
+  return codePoint >= 0x10000 ? 0xd800 + ((codePoint - 0x10000) >> 10) : codePoint;
+}
+
+let strictDecoder: TextDecoder | undefined;
+
+/** A key as the WebAssembly parser decoded it: UTF-8, or WTF-8 where escapes left lone surrogates. */
+function decodeWtf8(b: Uint8Array): string {
+  try {
+    strictDecoder ??= new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+    return strictDecoder.decode(b);
+  } catch {
+    // a lone surrogate, three bytes like any code point of its range: decoded below
+  }
+  let s = '';
+  for (let i = 0; i < b.length; ) {
+    const c = b[i]!;
+    const n = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+    let cp = n === 1 ? c : c & (0x7f >> n);
+    for (let k = 1; k < n; k++) cp = (cp << 6) | (b[i + k]! & 0x3f);
+    s += String.fromCodePoint(cp);
+    i += n;
+  }
+  return s;
 }
 
 function outOfMemory(): Error {
