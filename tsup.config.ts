@@ -29,7 +29,7 @@ const common: Options = {
  * 3). So some entries take the whole code of another module (what they export does not
  * change; the code is in their chunks, and a bundler keeps it):
  * - the Node entries besides jobhook (express, redis, postgres, testing, bullmq, nats),
- *   the CLI (and its lazily loaded simulator) and the verification worker take all of
+ *   the CLI (and its lazily loaded simulator and check) and the verification worker take all of
  *   jobhook: they are used with it anyway;
  * - jobhook/web takes the runtime-neutral API of jobhook, and the edge build of jobhook
  *   and the runtime-neutral subpaths (errors, gateway, store) take jobhook/web (the
@@ -39,7 +39,7 @@ const common: Options = {
  *   gzipped), one of jobhook alone ~48 kB; one of both, as the Workers recipe has, ~9 kB.
  */
 const takers: Array<[RegExp, string]> = [
-  [/[\\/]src[\\/](express|redis|postgres|testing|bullmq|nats|cli|lib[\\/]cli[\\/]simulate|lib[\\/]runtime[\\/]verify[\\/]verify-worker)\.ts$/, 'index.ts'],
+  [/[\\/]src[\\/](express|redis|postgres|testing|bullmq|nats|cli|lib[\\/]cli[\\/](simulate|check)|lib[\\/]runtime[\\/]verify[\\/]verify-worker)\.ts$/, 'index.ts'],
   [/[\\/]src[\\/]web\.ts$/, 'lib/entries/neutral-api.ts'],
   [/[\\/]src[\\/](neutral|errors|gateway|store)\.ts$/, 'web.ts'],
 ];

@@ -8,11 +8,15 @@ import type { SignedDelivery } from './lib/runtime/sign.js';
 import { generateTestKeys as generateTestKeysCore, type TestKeyOptions, type TestKeyPair } from './lib/testing/keys.js';
 import { signPayload as signPayloadCore, type PayloadInput, type SignPayloadOptions } from './lib/testing/sign-payload.js';
 import { startGatewaySimulator as startCore, type GatewaySimulator, type GatewaySimulatorOptions } from './lib/testing/simulator.js';
+import { checkReceiver as checkCore, type CheckOptions, type CheckReport } from './lib/testing/check/index.js';
+import { formatCheckReport as formatCore } from './lib/testing/check/report.js';
 
 export type { DeliveryAttempt, DeliveryResult, GatewaySimulator, GatewaySimulatorOptions } from './lib/testing/simulator.js';
 export { SIMULATOR_USER_AGENT } from './lib/testing/simulator.js';
 export type { TestKeyOptions, TestKeyPair } from './lib/testing/keys.js';
 export type { PayloadInput, SignPayloadOptions } from './lib/testing/sign-payload.js';
+export type { CaseResult, CheckGroup, CheckOptions, CheckReport, EffectsSource, SendReport, Verdict, VerdictCounts } from './lib/testing/check/index.js';
+export type { AttemptReport } from './lib/testing/send.js';
 
 /**
  * Starts a local stand-in for the gateway's async-job interface on 127.0.0.1 (a free
@@ -109,4 +113,48 @@ export function generateTestKeys(options?: TestKeyOptions): TestKeyPair {
  */
 export function signPayload(payload: PayloadInput, privateKey: string | KeyObject, options?: SignPayloadOptions): SignedDelivery {
   return signPayloadCore(payload, privateKey, options);
+}
+
+/**
+ * Checks a deployed receiver from outside, as the gateway would see it: signs
+ * deliveries with `privateKey` (a TEST-ONLY key whose public key the receiver trusts),
+ * sends them to `url` and judges each answer. Genuine deliveries in every dialect with
+ * floats, big integers, escapes and Unicode generated from `seed`, every documented job
+ * shape, sizes up to 25 MB and gzip/br must be accepted; tampered, forged, other-key,
+ * header missing/renamed/doubled, too old and future-dated ones must be refused; the
+ * same delivery twice, twice at once and after a cut attempt must run once. Each
+ * delivery ends `passed`, `lost`, `accepted-forged`, `ran-twice`, `slow`, `skipped` or
+ * `not-run`, with the likely cause; `report.ok` is false when anything was lost,
+ * accepted forged, run twice or not run. `effects` (a URL answering the job ids the
+ * handler ran, or a function) lets runs be counted from what ran, not from the answers.
+ *
+ * @example
+ * ```ts
+ * import { checkReceiver, formatCheckReport } from 'jobhook/testing';
+ *
+ * const report = await checkReceiver('https://staging.example.com/webhooks/gateway', {
+ *   privateKey: process.env.TEST_PRIVATE_KEY!, // the receiver under test trusts its public key
+ *   effects: async () => (await db.query('SELECT job_id FROM results')).rows.map((r) => r.job_id),
+ * });
+ * console.log(formatCheckReport(report));
+ * if (!report.ok) process.exitCode = 1;
+ * ```
+ * @throws OptionError (a TypeError) for plain http:// to a host that is not loopback
+ * (unless `allowInsecure`), a key that is not an RSA private key, or bad options.
+ */
+export function checkReceiver(url: string, options: CheckOptions): Promise<CheckReport> {
+  return checkCore(url, options);
+}
+
+/**
+ * A check's report as the `jobhook check` command prints it: a line per delivery, the
+ * answer time by size, one line per class, the likely causes, PASS or FAIL.
+ *
+ * @example
+ * ```ts
+ * console.log(formatCheckReport(await checkReceiver(url, { privateKey })));
+ * ```
+ */
+export function formatCheckReport(report: CheckReport): string {
+  return formatCore(report);
 }

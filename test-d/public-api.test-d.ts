@@ -20,6 +20,7 @@ import express5 from 'express';
 import Fastify from 'fastify';
 import { createMiddleware, createReceiver as createExpressReceiver } from '../src/express.js';
 import { createReceiver as createWebReceiver, createVerifier as createWebVerifier } from '../src/web.js';
+import { checkReceiver, type CheckReport, type Verdict } from '../src/testing.js';
 
 describe('public types', () => {
   it('narrows the event on status, and only then', () => {
@@ -167,5 +168,16 @@ describe('public types', () => {
     createReceiver({ publicKey: '', onEvent: () => undefined, onError: 'next' });
     // A partial logger is fine.
     createReceiver({ publicKey: '', onEvent: () => undefined, log: { error: () => undefined } });
+  });
+
+  it('checkReceiver needs a private key, takes effects as a URL or a function, and reports counts per verdict', () => {
+    // @ts-expect-error privateKey is required
+    void checkReceiver('https://example.com/hook', {});
+    // @ts-expect-error a misspelt option does not compile
+    void checkReceiver('https://example.com/hook', { privateKey: '', size: [1000] });
+    void checkReceiver('https://example.com/hook', { privateKey: '', effects: 'https://example.com/effects' });
+    void checkReceiver('https://example.com/hook', { privateKey: '', effects: async () => ['job-1'], sizes: [1000], encodings: [] });
+    expectTypeOf<CheckReport['counts']>().toEqualTypeOf<Record<Verdict, number>>();
+    expectTypeOf<CheckReport['ok']>().toEqualTypeOf<boolean>();
   });
 });

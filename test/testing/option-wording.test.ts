@@ -44,7 +44,7 @@ describe('the tooling modules speak the library language', () => {
   });
 
   it('no message in the tooling modules names a CLI flag', () => {
-    const files = ['src/lib/runtime/sign.ts', 'src/lib/base/option-error.ts', ...readdirSync(join(ROOT, 'src/lib/testing')).filter((f) => f.endsWith('.ts')).map((f) => `src/lib/testing/${f}`)];
+    const files = ['src/lib/runtime/sign.ts', 'src/lib/base/option-error.ts', ...readdirSync(join(ROOT, 'src/lib/testing'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => `src/lib/testing/${f}`)];
     const code = (f: string) => readFileSync(join(ROOT, f), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
     for (const f of files) expect(code(f), f).not.toMatch(/['"`(\s]--[a-z]/);
   });

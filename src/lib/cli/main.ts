@@ -16,6 +16,7 @@ const COMMANDS: Record<string, { run: Command; summary: string }> = {
   sign: { run: signCommand, summary: 'sign a payload as the gateway does (prints a capture object)' },
   send: { run: sendCommand, summary: "POST a signed delivery with the gateway's retry policy" },
   simulate: { run: async (argv, io) => (await import('./simulate.js')).simulateCommand(argv, io), summary: 'run a local gateway that creates jobs and sends signed webhooks' },
+  check: { run: async (argv, io) => (await import('./check.js')).checkCommand(argv, io), summary: 'prove a deployed receiver takes what the gateway sends (a scorecard)' },
 };
 
 export const MAIN_HELP = `Usage: jobhook <command> [options]

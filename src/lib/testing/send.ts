@@ -14,6 +14,8 @@ export interface AttemptReport {
    * code (`SIGNATURE_INVALID`, `IN_PROGRESS`…) otherwise. Absent when the body says neither.
    */
   answer?: string;
+  /** The answer's `Retry-After`, when it had one. */
+  retryAfter?: string;
   outcome: 'delivered' | 'rejected' | 'retry' | 'gave-up';
   /** Wait before the next attempt (outcome `retry`). */
   delayMs?: number;
@@ -84,22 +86,23 @@ function isLoopback(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
 }
 
-/** Throws an OptionError (a TypeError) for URLs `sendDelivery` refuses. */
-export function checkTarget(url: string, allowInsecure = false): URL {
+/** Throws an OptionError (a TypeError) for URLs `sendDelivery` refuses; `name` is the option that holds the URL. */
+export function checkTarget(url: string, allowInsecure = false, name = 'url'): URL {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
-    throw optionError`${option('url')} is not a URL: ${url}`;
+    throw optionError`${option(name)} is not a URL: ${url}`;
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw optionError`${option('url')} must be an http:// or https:// URL, got ${u.protocol}`;
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw optionError`${option(name)} must be an http:// or https:// URL, got ${u.protocol}`;
   if (u.protocol === 'http:' && !isLoopback(u.hostname) && !allowInsecure) {
     throw optionError`refusing to send over plain http:// to ${u.hostname} (not loopback); use https:// or ${enable('allowInsecure')}`;
   }
   return u;
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or rejects with the signal's reason when it aborts first. */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const onAbort = () => {
@@ -115,7 +118,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 }
 
 /** The per-attempt timeout, also aborted by the caller's signal (AbortSignal.any needs Node 20.3). */
-function attemptSignal(timeoutMs: number, signal: AbortSignal | undefined): { signal: AbortSignal; done: () => void } {
+export function attemptSignal(timeoutMs: number, signal: AbortSignal | undefined): { signal: AbortSignal; done: () => void } {
   const timeout = AbortSignal.timeout(timeoutMs);
   if (signal === undefined) return { signal: timeout, done: () => undefined };
   const both = new AbortController();
@@ -155,10 +158,12 @@ export async function sendDelivery(options: SendOptions): Promise<SendResult> {
     let error: string | undefined;
     let timedOut = false;
     let answer: string | undefined;
+    let retryAfter: string | null = null;
     const timer = attemptSignal(timeoutMs, cancel);
     try {
       const res = await fetch(url, { method: 'POST', headers: options.headers, body: options.body as BodyInit, redirect: 'manual', signal: timer.signal });
       status = res.status;
+      retryAfter = res.headers.get('retry-after');
       answer = await readAnswer(res);
     } catch (err) {
       if (cancel?.aborted) throw cancel.reason;
@@ -170,7 +175,7 @@ export async function sendDelivery(options: SendOptions): Promise<SendResult> {
     }
     const elapsedMs = Math.round(performance.now() - t0);
     const retryable = status === undefined || status >= 500;
-    const got = status !== undefined ? { status, ...(answer !== undefined ? { answer } : {}) } : { error, ...(timedOut ? { timedOut } : {}) };
+    const got = status !== undefined ? { status, ...(answer !== undefined ? { answer } : {}), ...(retryAfter !== null ? { retryAfter } : {}) } : { error, ...(timedOut ? { timedOut } : {}) };
     let report: AttemptReport;
     if (status !== undefined && status >= 200 && status < 300) report = { attempt, ...got, outcome: 'delivered', startedAt, elapsedMs };
     else if (!retryable) report = { attempt, ...got, outcome: 'rejected', startedAt, elapsedMs };
