@@ -1,0 +1,259 @@
+// Issue 30: jobhook's own work per request, over the floor, on each framework. Every
+// contender is a server in a child process that receives the same N distinct, freshly
+// signed 1.4 KB deliveries (none is a duplicate: each server sees each job once), sent
+// by a client in another process at 32 in flight over keep-alive connections. The
+// server's CPU time over the run (process.cpuUsage, all threads) divided by N is its
+// cost per request. The floor of a framework is its bare endpoint that reads the raw
+// body and does what any verifier must: the SHA-256 of the body, one RSA verification
+// with an imported key, JSON.parse, a JSON answer. Contenders run in interleaved rounds;
+// reported: median and spread of µs per request, req/s, and jobhook − floor per round.
+//   npm run build && node bench/http.mjs [requests per run, default 4000] [rounds, default 5]
+//   (ONLY=express,fastify for some frameworks)
+import { fork } from 'node:child_process';
+import { createHash, createPrivateKey, createPublicKey, sign as rsaSign, verify as rsaVerify } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, request as httpRequest, Agent } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { ocrBody } from './bodies.mjs';
+import { load, machine, median, spread, table } from './harness.mjs';
+
+const keys = new URL('../fixtures/keys/', import.meta.url);
+const publicPem = readFileSync(new URL('test-2048-public.pem', keys), 'utf8');
+const privatePem = readFileSync(new URL('test-2048-private.pem', keys), 'utf8'); // TEST-ONLY
+const N = Number(process.argv[2] ?? 4000);
+const ROUNDS = Number(process.argv[3] ?? 5);
+const CONCURRENCY = 32;
+
+/**
+ * The floor's work on a raw body: hash, one RSA verification, parse (what every verifier
+ * does at least). Its signature covers the SHA-256 hex of the raw body (x-floor-signature),
+ * so that it verifies without canonical work.
+ */
+function floorWork(key) {
+  return (body, signature) => {
+    const digest = createHash('sha256').update(body).digest('hex');
+    const ok = rsaVerify('sha256', Buffer.from(digest), key, Buffer.from(signature ?? '', 'hex'));
+    const event = JSON.parse(body);
+    return ok ? { status: 200, body: JSON.stringify({ status: 'processed', job_id: event.job_id }) } : { status: 401, body: '{"error":{"code":"SIGNATURE_INVALID"}}' };
+  };
+}
+
+/** The servers: [framework, kind] → a function starting one on a free port. */
+const SERVERS = {
+  'node:http': {
+    async floor() {
+      const work = floorWork(createPublicKey(publicPem));
+      return createServer((req, res) => {
+        const chunks = [];
+        req.on('data', (c) => chunks.push(c));
+        req.on('end', () => {
+          const a = work(Buffer.concat(chunks), req.headers['x-floor-signature']);
+          res.writeHead(a.status, { 'content-type': 'application/json' }).end(a.body);
+        });
+      });
+    },
+    async jobhook() {
+      const { createReceiver } = await import('../dist/index.js');
+      const receive = createReceiver({ publicKey: publicPem, onEvent: () => undefined, log: false });
+      return createServer((req, res) => {
+        const chunks = [];
+        req.on('data', (c) => chunks.push(c));
+        req.on('end', async () => {
+          const a = await receive({ body: Buffer.concat(chunks), headers: req.headers });
+          res.writeHead(a.status, a.headers).end(a.body);
+        });
+      });
+    },
+    async 'jobhook/express on node:http'() {
+      const { createReceiver } = await import('../dist/express.js');
+      return createServer(createReceiver({ publicKey: publicPem, onEvent: () => undefined, log: false }));
+    },
+  },
+  express: {
+    async floor() {
+      const express = (await import('express')).default;
+      const work = floorWork(createPublicKey(publicPem));
+      const app = express();
+      app.post('/hook', express.raw({ type: '*/*', limit: '25mb' }), (req, res) => {
+        const a = work(req.body, req.headers['x-floor-signature']);
+        res.status(a.status).type('application/json').send(a.body);
+      });
+      return createServer(app);
+    },
+    async jobhook() {
+      const express = (await import('express')).default;
+      const { createReceiver } = await import('../dist/express.js');
+      const app = express();
+      app.post('/hook', createReceiver({ publicKey: publicPem, onEvent: () => undefined, log: false }));
+      return createServer(app);
+    },
+    async 'jobhook middleware'() {
+      const express = (await import('express')).default;
+      const { createMiddleware } = await import('../dist/express.js');
+      const app = express();
+      app.post('/hook', createMiddleware({ publicKey: publicPem, log: false }), (req, res) => res.json({ status: 'processed', job_id: req.webhook.jobId }));
+      return createServer(app);
+    },
+  },
+  fastify: {
+    async floor() {
+      const work = floorWork(createPublicKey(publicPem));
+      return fastifyServer((req, reply) => {
+        const a = work(req.body, req.headers['x-floor-signature']);
+        return reply.code(a.status).type('application/json').send(a.body);
+      });
+    },
+    async jobhook() {
+      const { createReceiver } = await import('../dist/index.js');
+      const receive = createReceiver({ publicKey: publicPem, onEvent: () => undefined, log: false });
+      return fastifyServer(async (req, reply) => {
+        const a = await receive({ body: req.body, headers: req.headers });
+        return reply.code(a.status).headers(a.headers).send(a.body);
+      });
+    },
+  },
+  'hono (node-server)': {
+    async floor() {
+      const work = floorWork(createPublicKey(publicPem));
+      return honoServer(async (c) => {
+        const a = work(Buffer.from(await c.req.arrayBuffer()), c.req.header('x-floor-signature'));
+        return c.body(a.body, a.status, { 'content-type': 'application/json' });
+      });
+    },
+    async jobhook() {
+      const { createReceiver } = await import('../dist/web.js');
+      const receive = createReceiver({ publicKey: publicPem, onEvent: () => undefined, log: false });
+      return honoServer((c) => receive(c.req.raw));
+    },
+  },
+};
+
+async function fastifyServer(handler) {
+  const Fastify = (await import('fastify')).default;
+  const app = Fastify({ bodyLimit: 25 * 1024 * 1024 });
+  // The raw bytes (the README recipe): Fastify's own JSON parser out.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  app.post('/hook', handler);
+  await app.ready();
+  return app.server;
+}
+
+async function honoServer(handler) {
+  const { Hono } = await import('hono');
+  const { createAdaptorServer } = await import('@hono/node-server');
+  const app = new Hono();
+  app.post('/hook', handler);
+  return createAdaptorServer({ fetch: app.fetch });
+}
+
+if (process.argv[2] === '--server') {
+  const [, , , framework, kind] = process.argv;
+  const server = await SERVERS[framework][kind]();
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+  let cpu;
+  let wall;
+  process.on('message', (m) => {
+    if (m === 'start') {
+      cpu = process.cpuUsage();
+      wall = performance.now();
+      process.send('started');
+    } else if (m === 'stop') {
+      const used = process.cpuUsage(cpu);
+      process.send({ cpuMs: (used.user + used.system) / 1000, wallMs: performance.now() - wall });
+    } else if (m === 'exit') process.exit(0);
+  });
+} else if (process.argv[2] === '--client') {
+  // Sends the deliveries of a file, CONCURRENCY at a time, over keep-alive connections.
+  const [, , , port, file] = process.argv;
+  const deliveries = JSON.parse(readFileSync(file, 'utf8'));
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const post = (d) =>
+    new Promise((resolve) => {
+      const body = Buffer.from(d.body);
+      const req = httpRequest({ host: '127.0.0.1', port: Number(port), method: 'POST', path: '/hook', agent, headers: { ...d.headers, 'content-length': body.length } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode));
+      });
+      req.on('error', () => resolve('error'));
+      req.end(body);
+    });
+  // Warm-up deliveries first (their own job ids), then the measured ones on the server's start.
+  const warm = deliveries.slice(0, 200);
+  const measured = deliveries.slice(200);
+  for (const d of warm) await post(d);
+  process.send('warm');
+  await new Promise((r) => process.once('message', r));
+  const counts = {};
+  let next = 0;
+  const lane = async () => {
+    while (next < measured.length) {
+      const status = await post(measured[next++]);
+      counts[status] = (counts[status] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, lane));
+  process.send({ counts });
+  await new Promise((r) => process.once('message', r));
+  process.exit(0);
+} else {
+  const { writeFileSync, mkdtempSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  // N + 200 distinct deliveries, signed as the gateway signs (canonical JSON: the bench body is
+  // written canonically already, so a plain signature over it is the gateway's), finished now.
+  const key = createPrivateKey(privatePem);
+  const { canonicalize } = await import('../dist/index.js');
+  const template = ocrBody(1400).replace('2026-11-21T10:00:05Z', new Date().toISOString().replace(/\.\d+Z$/, 'Z'));
+  const deliveries = [];
+  for (let k = 0; k < N + 200; k++) {
+    const body = template.replace('3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41', `http-bench-${process.pid}-${k}`);
+    const signature = rsaSign('sha256', Buffer.from(createHash('sha256').update(canonicalize(body)).digest('hex')), key).toString('hex');
+    const floor = rsaSign('sha256', Buffer.from(createHash('sha256').update(body).digest('hex')), key).toString('hex');
+    deliveries.push({ body, headers: { 'content-type': 'application/json', 'x-service-signature': signature, 'x-service-hash-algorithm': 'SHA256', 'x-floor-signature': floor } });
+  }
+  const file = join(mkdtempSync(join(tmpdir(), 'jobhook-http-bench-')), 'deliveries.json');
+  writeFileSync(file, JSON.stringify(deliveries));
+  const once = (child, predicate = () => true) => new Promise((r) => child.on('message', function on(m) { if (predicate(m)) { child.off('message', on); r(m); } }));
+
+  async function run(framework, kind) {
+    const server = fork(fileURLToPath(import.meta.url), ['--server', framework, kind], { stdio: 'inherit' });
+    const { port } = await once(server);
+    const client = fork(fileURLToPath(import.meta.url), ['--client', String(port), file], { stdio: 'inherit' });
+    await once(client, (m) => m === 'warm');
+    server.send('start');
+    await once(server, (m) => m === 'started');
+    const t0 = performance.now();
+    client.send('go');
+    const { counts } = await once(client, (m) => m.counts !== undefined);
+    const seconds = (performance.now() - t0) / 1000;
+    server.send('stop');
+    const { cpuMs } = await once(server, (m) => m.cpuMs !== undefined);
+    client.send('exit');
+    server.send('exit');
+    return { cpuUs: (cpuMs * 1000) / N, rps: N / seconds, counts };
+  }
+
+  const frameworks = (process.env.ONLY?.split(',') ?? Object.keys(SERVERS)).filter((f) => SERVERS[f] !== undefined);
+  const contenders = frameworks.flatMap((f) => Object.keys(SERVERS[f]).map((k) => [f, k]));
+  console.log(`# per-request work — ${machine()}\n\nStarted ${new Date().toISOString()}, load average ${load()}. ${N} distinct deliveries per run (1.4 KB), ${CONCURRENCY} in flight, ${ROUNDS} interleaved rounds.\n`);
+  const results = Object.fromEntries(contenders.map(([f, k]) => [`${f} ${k}`, []]));
+  for (let round = 0; round < ROUNDS; round++) for (const [f, k] of contenders) results[`${f} ${k}`].push(await run(f, k));
+  const rows = contenders.map(([f, k]) => {
+    const r = results[`${f} ${k}`];
+    const floor = results[`${f} floor`];
+    const over = r.map((x, i) => x.cpuUs - floor[i].cpuUs);
+    return {
+      framework: f,
+      contender: k,
+      'CPU µs/request': `${median(r.map((x) => x.cpuUs)).toFixed(1)} (${spread(r.map((x) => x.cpuUs), 1)})`,
+      'req/s': `${median(r.map((x) => x.rps)).toFixed(0)} (${spread(r.map((x) => x.rps), 0)})`,
+      '− floor µs': k === 'floor' ? '' : `${median(over).toFixed(1)} (${spread(over, 1)})`,
+      'req/s × floor': k === 'floor' ? '' : median(r.map((x, i) => x.rps / floor[i].rps)).toFixed(2),
+      answers: Object.entries(r.reduce((all, x) => (Object.entries(x.counts).forEach(([s, n]) => (all[s] = (all[s] ?? 0) + n)), all), {})).map(([s, n]) => `${s}: ${n}`).join(', '),
+    };
+  });
+  console.log(table(rows));
+  console.log(`\nFinished ${new Date().toISOString()}, load average ${load()}.`);
+}
