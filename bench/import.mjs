@@ -96,13 +96,17 @@ const contenders = evalEntry
       ...Object.fromEntries(extra.map(([name, path]) => [name, [byExtension(path), path.endsWith('.cjs') ? CJS_BASE : ESM_BASE, path]])),
     };
 
-/** The package's files a module file loads: itself and its relative static imports, followed. */
+/**
+ * The package's files a module file loads: itself and its relative static imports,
+ * followed (not a dynamic import(), which CommonJS writes
+ * `Promise.resolve().then(() => _interopRequireWildcard(require("./x.cjs")))`).
+ */
 function loadedFiles(path) {
   const seen = new Set();
   const visit = (p) => {
     if (seen.has(p)) return;
     seen.add(p);
-    for (const m of readFileSync(p, 'utf8').matchAll(/(?:\bfrom\s*|\bimport\s*|\brequire\(\s*)["'](\.\.?\/[^"']+)["']/g)) visit(join(dirname(p), m[1]));
+    for (const m of readFileSync(p, 'utf8').matchAll(/(?:\bfrom\s*|\bimport\s*|(?<!\(\) => _interopRequireWildcard\()\brequire\(\s*)["'](\.\.?\/[^"']+)["']/g)) visit(join(dirname(p), m[1]));
   };
   visit(path);
   return { files: seen.size, kB: [...seen].reduce((sum, p) => sum + statSync(p).size, 0) / 1000 };
