@@ -143,11 +143,11 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     }
   });
 
-  it("import('jobhook'), require('jobhook') and jobhook/web do not load the WebAssembly RSA operation: it is loaded when first used", async () => {
+  it("import('jobhook'), require('jobhook') and jobhook/web load neither the WebAssembly RSA operation nor the worker pool: each is loaded when first used", async () => {
     // Where node:crypto does the RSA operation (Node, Bun) the WebAssembly one (15 kB of
-    // base64 and its code) is never needed (bench/import.mjs).
+    // base64 and its code) is never needed; the pool only by a costly body (bench/import.mjs).
     const { RSA_WASM_BASE64 } = await import('../../src/lib/runtime/crypto/rsa-wasm-module.js');
-    const markers = { 'the RSA WebAssembly': RSA_WASM_BASE64.trim().split('\n')[0]! };
+    const markers = { 'the RSA WebAssembly': RSA_WASM_BASE64.trim().split('\n')[0]!, 'the worker pool': 'var WorkerPool = class' };
     const shippedJs = [...files].filter((path) => /\.c?js$/.test(path));
     for (const [what, marker] of Object.entries(markers)) {
       expect(marker.length, what).toBeGreaterThan(20);
