@@ -4,19 +4,14 @@
  * signature is opened here first (one RSA operation: a forged request never takes a
  * worker's time or a place in the queue); the worker parses, canonicalizes and hashes;
  * the main thread then builds the event from a plan of small pieces, yielding between
- * them.
+ * them (pool.ts, loaded by the first costly body with what only it needs).
  */
 import { errorDetails, type Logger } from '../../base/log.js';
-import { reviveError } from '../../base/revive-error.js';
-import type { DialectName } from '../../core/canonical/dialects.js';
-import { parseDocument } from '../../core/canonical/parse.js';
-import { documentValue } from '../../core/canonical/to-value.js';
-import { deliveryFrom, type OpenedSignature, type ParsedBody, type VerifiedDelivery } from '../../core/verify/core.js';
+import type { OpenedSignature, ParsedBody, VerifiedDelivery } from '../../core/verify/core.js';
 import { placement } from '../../core/verify/cost.js';
 import type { HeadersInput } from '../../core/verify/headers.js';
 import type { PublicKeySource } from '../../core/verify/key-list.js';
 import type { ResolvedOptions } from '../../core/verify/options.js';
-import { buildValue } from '../../core/verify/split.js';
 import type { WorkerPool } from './pool.js';
 import type { NodeBuiltins, ResolvedWorkers } from './worker-pool.js';
 
@@ -111,15 +106,7 @@ export class Offloader {
       this.log.warn('jobhook: verification workers are unavailable; verifying on the calling thread', errorDetails(err));
       return this.here(body, signature);
     }
-    const opened = signature.opened.map(({ keyIndex, hash }) => ({ keyIndex, hash }));
-    const response = await pool.run(body, opened, movable);
-    if ('error' in response) throw reviveError(response.error);
-    const { dialect, keyIndex, canonicalSha256, plan, rawSha256 } = response.ok;
-    const o = this.verifier.options;
-    // The body came back (moved, or the worker's copy).
-    const back = response.body;
-    const value = plan === undefined ? documentValue(parseDocument(back, { maxDepth: o.maxDepth }), o.integers, dialect as DialectName) : await buildValue(back, plan);
-    return { delivery: deliveryFrom(value, o, dialect as DialectName, keyIndex, canonicalSha256), rawSha256 };
+    return pool.verify(body, signature, movable);
   }
 }
 

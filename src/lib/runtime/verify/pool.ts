@@ -7,7 +7,13 @@
 import type { Worker } from 'node:worker_threads';
 import { ReceiverBusyError } from '../../base/errors.js';
 import { errorDetails, type Logger } from '../../base/log.js';
+import { reviveError } from '../../base/revive-error.js';
+import type { DialectName } from '../../core/canonical/dialects.js';
+import { parseDocument } from '../../core/canonical/parse.js';
+import { documentValue } from '../../core/canonical/to-value.js';
+import { deliveryFrom, type OpenedSignature, type VerifiedDelivery } from '../../core/verify/core.js';
 import type { ResolvedOptions, VerifyOptionsBase } from '../../core/verify/options.js';
+import { buildValue } from '../../core/verify/split.js';
 import type { WorkerRequest, WorkerResponse } from './worker-messages.js';
 import { WORKER_IDLE_MS, type NodeBuiltins } from './worker-pool.js';
 
@@ -114,6 +120,24 @@ export class WorkerPool {
       this.queue.push({ request: { id: this.nextId++, body, opened }, movable, resolve, reject });
       this.next();
     });
+  }
+
+  /**
+   * Matches `body` on a worker against its signature, opened on the calling thread, then
+   * builds the event here from what the worker found: in slices, yielding between them,
+   * when the worker sent a plan. With the SHA-256 of the raw body the worker took on the
+   * way. Call `load()` first.
+   */
+  async verify(body: Uint8Array, signature: OpenedSignature, movable: boolean): Promise<{ delivery: VerifiedDelivery; rawSha256: string }> {
+    const opened = signature.opened.map(({ keyIndex, hash }) => ({ keyIndex, hash }));
+    const response = await this.run(body, opened, movable);
+    if ('error' in response) throw reviveError(response.error);
+    const { dialect, keyIndex, canonicalSha256, plan, rawSha256 } = response.ok;
+    const o = this.o;
+    // The body came back (moved, or the worker's copy).
+    const back = response.body;
+    const value = plan === undefined ? documentValue(parseDocument(back, { maxDepth: o.maxDepth }), o.integers, dialect as DialectName) : await buildValue(back, plan);
+    return { delivery: deliveryFrom(value, o, dialect as DialectName, keyIndex, canonicalSha256), rawSha256 };
   }
 
   /** Verifications on a worker now, and waiting for one. */
