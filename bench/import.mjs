@@ -21,8 +21,18 @@
 // avoid. `--eval` times the old way (a `-e` entry, every contender against
 // `-e "await import('node:crypto')"`), for comparison with figures taken before.
 //
-//   node bench/import.mjs [--rounds N] [--eval] [--also NAME=PATH ...]
-//   (--also adds a module file to compare, e.g. another checkout's dist/index.js; a .cjs file is required)
+// `--instructions` counts instead of timing: one process per contender under valgrind's
+// callgrind (Linux, valgrind installed), single-threaded, with fixed hash and random seeds
+// and no address randomisation, so the count repeats to ~0.01 % whatever else the machine
+// runs; "− baseline" is then the whole process's instructions minus the baseline
+// process's: the import's share. What a millisecond is worth in instructions depends on
+// the machine; the differences between contenders do not.
+//
+//   node bench/import.mjs [--rounds N] [--eval] [--instructions] [--also NAME=PATH ...]
+//   (--also adds a module file to compare, e.g. another checkout's dist/index.js; a .cjs file is required.
+//   A copy of another checkout's dist/ needs the package's package.json beside it: without
+//   "type": "module" Node 20 compiles each .js file twice, as CommonJS and then as ESM, and
+//   the loader reads the nearest package.json, whose size counts too)
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -33,10 +43,12 @@ import { machine, median, spread, table } from './harness.mjs';
 const args = process.argv.slice(2);
 let rounds = 10;
 let evalEntry = false;
+let instructions = false;
 const extra = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--rounds') rounds = Number(args[++i]);
   else if (args[i] === '--eval') evalEntry = true;
+  else if (args[i] === '--instructions') instructions = true;
   else if (args[i] === '--also') {
     const [name, file] = args[++i].split('=');
     extra.push([name, file]);
@@ -113,6 +125,35 @@ function loadedFiles(path) {
 }
 
 const names = Object.keys(contenders);
+
+if (instructions) {
+  /** Instructions of one process (callgrind's "Collected"), single-threaded, seeds fixed, without address randomisation where setarch is there. */
+  const count = (nodeArgs) => {
+    const valgrind = ['valgrind', '--tool=callgrind', '--callgrind-out-file=/dev/null', '--smc-check=all-non-file', process.execPath, '--single-threaded', '--hash-seed=1', '--random-seed=1', ...nodeArgs];
+    const setarch = spawnSync('setarch', ['-R', 'true']).status === 0;
+    const { NODE_EXTRA_CA_CERTS: _certs, ...env } = process.env; // read at start-up: work outside the import, and the same for all
+    const out = spawnSync(setarch ? 'setarch' : valgrind[0], setarch ? ['-R', ...valgrind] : valgrind.slice(1), { encoding: 'utf8', env });
+    const collected = /Collected : (\d+)/.exec(out.stderr);
+    if (out.status !== 0 || collected === null) throw new Error(`valgrind: ${out.error?.message ?? out.stderr.slice(-500)}`);
+    return Number(collected[1]) / 1e6;
+  };
+  const counted = Object.fromEntries(names.map((name) => [name, count(contenders[name][0])]));
+  const rows = names.map((name) => {
+    const [, base, path] = contenders[name];
+    const loaded = path === undefined ? undefined : loadedFiles(path);
+    return {
+      contender: name,
+      files: loaded === undefined ? '' : String(loaded.files),
+      kB: loaded === undefined ? '' : loaded.kB.toFixed(0),
+      'instructions M': counted[name].toFixed(1),
+      '− baseline M': name === base ? '' : (counted[name] - counted[base]).toFixed(1),
+    };
+  });
+  console.log(`${machine()}\n${new Date().toISOString()}, instructions of one process each (callgrind, ${evalEntry ? '-e entries' : 'file entries'})\n`);
+  console.log(table(rows));
+  process.exit(0);
+}
+
 const times = Object.fromEntries(names.map((n) => [n, []]));
 const cpu = Object.fromEntries(names.map((n) => [n, []]));
 // One warm-up round (file system cache), not counted.
