@@ -8,7 +8,7 @@ import { createFetchReceiver, type WebReceiverOptions } from './lib/adapters/web
 import type { ReceiverControls } from './lib/adapters/controls.js';
 import { createWebVerifierCore, WEB_VERIFIER_OPTIONS, type WebVerifier, type WebVerifierOptions } from './lib/runtime/verify/web-verifier.js';
 import { checkOptionNames } from './lib/base/options.js';
-import { provideRsaWasmModule as provideRsaModule } from './lib/runtime/crypto/rsa-wasm.js';
+import { provideRsaWasmModule as provideRsaModule } from './lib/runtime/crypto/rsa-wasm-engine.js';
 
 export type { WebVerifier, WebVerifierOptions } from './lib/runtime/verify/web-verifier.js';
 export type { WebReceiverOptions } from './lib/adapters/web.js';

@@ -77,6 +77,41 @@ describe('the verification workers of the built package', () => {
   });
 });
 
+describe('the WebAssembly RSA operation of the built package', () => {
+  // Loaded by a dynamic import() only where the probe finds no raw RSA in node:crypto
+  // (Deno): BigInt answers until it is loaded, WebAssembly after. Counted by the modules
+  // of its size compiled.
+  for (const format of ['esm', 'cjs'] as const) {
+    it(`loads when the probe picks it, and opens every fixture before and after (${format})`, async () => {
+      const { rsaWasmBytes } = await import('../../src/lib/runtime/crypto/rsa-wasm.js');
+      const { deliveries, publicPem } = await import('../helpers/keys.js');
+      const cases = deliveries().map((d) => ({ body: d.body, headers: d.headers, jobId: d.jobId, key: publicPem(d.keyBits) }));
+      const load = format === 'esm' ? `const m = await import(${JSON.stringify(pathToFileURL(join(dist, 'index.js')).href)});` : `const m = require(${JSON.stringify(join(dist, 'index.cjs'))});`;
+      const script = `${format === 'esm' ? "import crypto from 'node:crypto';" : "const crypto = require('node:crypto'); (async () => {"}
+const Real = WebAssembly.Module;
+let rsa = 0;
+WebAssembly.Module = class extends Real { constructor(bytes) { super(bytes); if (bytes.byteLength === ${rsaWasmBytes().byteLength}) rsa++; } };
+crypto.publicDecrypt = () => { throw new Error('Unknown padding'); };
+${load}
+const cases = ${JSON.stringify(cases)};
+const now = () => Date.parse('2026-11-21T10:05:00Z');
+const verifyAll = () => cases.map((c) => m.createVerifier({ publicKey: c.key, now }).verify(c.body, c.headers).jobId === c.jobId);
+const before = verifyAll();
+const compiledBefore = rsa;
+await new Promise((resolve) => setTimeout(resolve, 200));
+const after = verifyAll();
+console.log(JSON.stringify({ before, compiledBefore, after, compiledAfter: rsa }));
+${format === 'esm' ? '' : '})();'}`;
+      const file = join(scratch, `rsa-fallback.${format === 'esm' ? 'mjs' : 'cjs'}`);
+      writeFileSync(file, script);
+      const out = spawnSync(process.execPath, [file], { encoding: 'utf8' });
+      expect(out.stderr).toBe('');
+      const all = cases.map(() => true);
+      expect(JSON.parse(out.stdout)).toEqual({ before: all, compiledBefore: 0, after: all, compiledAfter: 1 });
+    });
+  }
+});
+
 describe('optional peer dependencies', () => {
   // The built files, copied where no node_modules can be found: as in an app that did not install ioredis or pg.
   const pkg = join(scratch, 'app', 'node_modules', 'jobhook');

@@ -113,25 +113,49 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     }
   });
 
+  /**
+   * The package's files loading `entry` loads: it and its static imports, followed. Not
+   * a dynamic import(), which CommonJS writes `Promise.resolve().then(() =>
+   * _interopRequireWildcard(require("./x.cjs")))`: that file is loaded when first used.
+   */
+  const closure = (entry: string): string[] => {
+    const seen = new Set<string>();
+    const visit = (path: string): void => {
+      if (seen.has(path)) return;
+      seen.add(path);
+      for (const m of read(path).matchAll(/(?:\bfrom\s*|\bimport\s*|(?<!\(\) => _interopRequireWildcard\()\brequire\(\s*)["'](\.\.?\/[^"']+)["']/g)) {
+        visit(join(dirname(path), m[1]!).replace(/\\/g, '/'));
+      }
+    };
+    visit(entry);
+    return [...seen];
+  };
+
   it("import('jobhook') and require('jobhook') load at most 3 of the package's files, all of them ASCII", () => {
     // Node 20's ESM loader pays for every file (bench/import.mjs); a chunk with one
     // non-ASCII byte is decoded from UTF-8 the slow way and compiled as two-byte source.
     // A new dynamic import() of a jobhook module, or an entry that takes part of the core
-    // (tsup.config.ts: shareTheNodeCore), cuts the core into more chunks.
-    const closure = (entry: string): string[] => {
-      const seen = new Set<string>();
-      const visit = (path: string): void => {
-        if (seen.has(path)) return;
-        seen.add(path);
-        for (const m of read(path).matchAll(/(?:\bfrom\s*|\bimport\s*|\brequire\(\s*)["'](\.\.?\/[^"']+)["']/g)) visit(join(dirname(path), m[1]!).replace(/\\/g, '/'));
-      };
-      visit(entry);
-      return [...seen];
-    };
+    // (tsup.config.ts: takers), cuts the core into more chunks.
     for (const entry of ['dist/index.js', 'dist/index.cjs']) {
       const loaded = closure(entry);
       expect(loaded.length, loaded.join(', ')).toBeLessThanOrEqual(3);
       expect(loaded.filter((path) => /[^\x00-\x7f]/.test(read(path))), entry).toEqual([]);
+    }
+  });
+
+  it("import('jobhook'), require('jobhook') and jobhook/web load neither the WebAssembly RSA operation nor the worker pool: each is loaded when first used", async () => {
+    // Where node:crypto does the RSA operation (Node, Bun) the WebAssembly one (15 kB of
+    // base64 and its code) is never needed; the pool only by a costly body (bench/import.mjs).
+    const { RSA_WASM_BASE64 } = await import('../../src/lib/runtime/crypto/rsa-wasm-module.js');
+    const markers = { 'the RSA WebAssembly': RSA_WASM_BASE64.trim().split('\n')[0]!, 'the worker pool': 'var WorkerPool = class' };
+    const shippedJs = [...files].filter((path) => /\.c?js$/.test(path));
+    for (const [what, marker] of Object.entries(markers)) {
+      expect(marker.length, what).toBeGreaterThan(20);
+      // Shipped once per format, in a file of its own that no entry loads.
+      expect(shippedJs.filter((path) => read(path).includes(marker)).map((path) => path.slice(path.lastIndexOf('.'))).sort(), what).toEqual(['.cjs', '.js']);
+      for (const entry of ['dist/index.js', 'dist/index.cjs', 'dist/web.js', 'dist/web.cjs', 'dist/express.js', 'dist/express.cjs']) {
+        expect(closure(entry).filter((path) => read(path).includes(marker)), `${entry}: ${what}`).toEqual([]);
+      }
     }
   });
 

@@ -50,4 +50,30 @@ describe('verification workers', () => {
       await pool.close();
     }
   });
+
+  it('closed before or while the pool is loaded (at the first costly body), refuse it with RECEIVER_BUSY and start no worker', async () => {
+    let started = 0;
+    class CountedWorker extends Worker {
+      constructor(...args: ConstructorParameters<typeof Worker>) {
+        super(...args);
+        started++;
+      }
+    }
+    const builtins = { ...nodeBuiltins, workerThreads: async () => ({ ...(await nodeBuiltins.workerThreads()), Worker: CountedWorker }) };
+    const verifier = createNodeVerifier({ publicKey: publicPem(2048), maxAgeSeconds: false });
+    const log = { debug() {}, info() {}, warn() {}, error() {} };
+    const costly = signed(`closed-${process.pid}`, `,"pad":"${'x'.repeat(4096)}"`);
+    const offloader = () => new Offloader(verifier, resolveWorkers({ workerThresholdBytes: 1024, workerPoolSize: 1 }), log, builtins as never);
+
+    const before = offloader();
+    await before.close();
+    await expect(before.verifyOpened(costly.body, await before.open(costly.headers))).rejects.toMatchObject({ code: 'RECEIVER_BUSY' });
+
+    const during = offloader();
+    const refused = during.verifyOpened(costly.body, await during.open(costly.headers));
+    await during.close();
+    await expect(refused).rejects.toMatchObject({ code: 'RECEIVER_BUSY' });
+    expect(during.busy()).toEqual({ busy: 0, queued: 0 });
+    expect(started).toBe(0);
+  });
 });

@@ -5,12 +5,13 @@
  * has it: Deno throws `Unknown padding`, and taking that for a forged signature answered
  * every genuine delivery 401. The fallback is the runtime-neutral public operation on the
  * key's n and e (exported as JWK): WebAssembly where it compiles, BigInt otherwise
- * (rsa-public.ts), synchronous like the first, so the verifier's API stays synchronous and
- * a forged request still costs exactly one RSA operation.
+ * (rsa-public.ts, loaded only when the probe picks it: rsa-deferred.ts), synchronous
+ * like the first, so the verifier's API stays synchronous and a forged request still
+ * costs exactly one RSA operation.
  */
 import crypto, { type KeyObject } from 'node:crypto';
 import { expectedPrefix, hashFromBlock } from '../../core/crypto/pkcs1.js';
-import { createRsaPublicOperation } from './rsa-public.js';
+import { deferredRsaPublicOperation } from './rsa-deferred.js';
 
 /** The raw public operation on one key: `signature^e mod n` as `modulusBytes` big-endian bytes (may throw). */
 export type RawRsa = (signature: Uint8Array) => Uint8Array;
@@ -31,13 +32,13 @@ export const PUBLIC_DECRYPT: RsaOperation = {
   },
 };
 
-/** The runtime-neutral public operation (WebAssembly, else BigInt) on n and e read from the key's JWK export. */
+/** The runtime-neutral public operation (WebAssembly once loaded, else BigInt) on n and e read from the key's JWK export. */
 export const MOD_POW: RsaOperation = {
   name: 'modPow',
   prepare(key, modulusBytes) {
     const jwk = key.export({ format: 'jwk' }) as { n?: unknown; e?: unknown };
     if (typeof jwk.n !== 'string' || typeof jwk.e !== 'string') throw new TypeError('the key exported as JWK lacks n or e');
-    const operation = createRsaPublicOperation(Buffer.from(jwk.n, 'base64url'), Buffer.from(jwk.e, 'base64url'));
+    const operation = deferredRsaPublicOperation(Buffer.from(jwk.n, 'base64url'), Buffer.from(jwk.e, 'base64url'));
     if (operation.modulusBytes > modulusBytes) throw new RangeError('the key\'s modulus is longer than its stated size');
     return (signature) => {
       const out = operation.apply(signature);

@@ -1,7 +1,8 @@
 import { builtinCrypto, builtinSha256, type BuiltinCrypto } from './builtin-crypto.js';
 import { checkModulusBits, normalizeKey, type RsaPublicJwk } from '../../core/crypto/keys.js';
 import { constantTimeEqual, expectedPrefix, hashFromBlock } from '../../core/crypto/pkcs1.js';
-import { createRsaPublicOperation, modPowBigInt } from './rsa-public.js';
+import { modPowBigInt } from './rsa-bigint.js';
+import type { RsaPublicOperation } from './rsa-public.js';
 
 /** Public key forms the WebCrypto verifier imports. */
 export type WebPublicKeyInput = string | Uint8Array | ArrayBuffer | RsaPublicJwk | CryptoKey;
@@ -40,11 +41,12 @@ function isCryptoKey(value: unknown): value is CryptoKey {
   return typeof CryptoKey !== 'undefined' && value instanceof CryptoKey;
 }
 
-const HEX_DIGITS = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+let hexDigits: string[] | undefined;
 
 export function bytesToHex(bytes: Uint8Array): string {
+  const digits = (hexDigits ??= Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0')));
   let hex = '';
-  for (let k = 0; k < bytes.length; k++) hex += HEX_DIGITS[bytes[k]!];
+  for (let k = 0; k < bytes.length; k++) hex += digits[bytes[k]!];
   return hex;
 }
 
@@ -122,8 +124,31 @@ export interface WebKeyOptions {
 
 interface Operation {
   backend(): WebRsaBackend;
+  /** A promise while what `apply` needs is loading (the WebAssembly operation's module), else undefined. */
+  loading(): Promise<unknown> | undefined;
   apply(signature: Uint8Array): Uint8Array;
   equal: (a: Uint8Array, b: Uint8Array) => boolean;
+}
+
+/**
+ * jobhook's own operation (rsa-public.ts: WebAssembly, else BigInt), its module loaded
+ * from here on and awaited by the first open: where node:crypto does the operation,
+ * importing jobhook/web compiles neither that module nor its embedded WebAssembly.
+ */
+function portableOperation(numbers: KeyNumbers, bigint: boolean): Operation {
+  let rsa: RsaPublicOperation | undefined;
+  let loading: Promise<unknown> | undefined = import('./rsa-public.js').then((m) => {
+    // WebAssembly is compiled, and the key prepared in it, at the first apply.
+    rsa = m.createRsaPublicOperation(numbers.modulus, numbers.exponent, { engine: bigint ? 'bigint' : undefined });
+    loading = undefined;
+  });
+  loading.catch(() => undefined); // rethrown by the first open, not reported as unhandled
+  return {
+    backend: () => (rsa?.engine === 'bigint' || bigint ? 'bigint' : 'wasm'),
+    loading: () => loading,
+    apply: (s) => rsa!.apply(s),
+    equal: constantTimeEqual,
+  };
 }
 
 function operationFor(numbers: KeyNumbers, modulusBytes: number, options: WebKeyOptions): Operation {
@@ -133,11 +158,9 @@ function operationFor(numbers: KeyNumbers, modulusBytes: number, options: WebKey
   if (viaNode !== undefined) {
     const safeEqual = c!.timingSafeEqual;
     const equal = typeof safeEqual === 'function' ? (a: Uint8Array, b: Uint8Array) => a.length === b.length && safeEqual(a, b) : constantTimeEqual;
-    return { backend: () => 'node-crypto', apply: viaNode, equal };
+    return { backend: () => 'node-crypto', loading: () => undefined, apply: viaNode, equal };
   }
-  // WebAssembly is compiled, and the key prepared in it, at the first apply.
-  const rsa = createRsaPublicOperation(numbers.modulus, numbers.exponent, { engine: choice === 'bigint' ? 'bigint' : undefined });
-  return { backend: () => (rsa.engine === 'bigint' || choice === 'bigint' ? 'bigint' : 'wasm'), apply: (s) => rsa.apply(s), equal: constantTimeEqual };
+  return portableOperation(numbers, choice === 'bigint');
 }
 
 function opener(modulusBytes: number, numbers: KeyNumbers | Promise<KeyNumbers>, options: WebKeyOptions): ImportedWebKey {
@@ -156,6 +179,8 @@ function opener(modulusBytes: number, numbers: KeyNumbers | Promise<KeyNumbers>,
       const { modulus, op } = prepared;
       // Not a signature of this key: a number not below the modulus (OpenSSL would throw).
       if (signature.length !== modulusBytes || modulus.length !== modulusBytes || compareBytes(signature, modulus) >= 0) return undefined;
+      const loading = op.loading();
+      if (loading !== undefined) await loading;
       return hashFromBlock(op.apply(signature), prefix, op.equal);
     },
   };

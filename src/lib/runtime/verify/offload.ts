@@ -4,20 +4,16 @@
  * signature is opened here first (one RSA operation: a forged request never takes a
  * worker's time or a place in the queue); the worker parses, canonicalizes and hashes;
  * the main thread then builds the event from a plan of small pieces, yielding between
- * them.
+ * them (pool.ts, loaded by the first costly body with what only it needs).
  */
 import { errorDetails, type Logger } from '../../base/log.js';
-import { reviveError } from '../../base/revive-error.js';
-import type { DialectName } from '../../core/canonical/dialects.js';
-import { parseDocument } from '../../core/canonical/parse.js';
-import { documentValue } from '../../core/canonical/to-value.js';
-import { deliveryFrom, type OpenedSignature, type ParsedBody, type VerifiedDelivery } from '../../core/verify/core.js';
+import type { OpenedSignature, ParsedBody, VerifiedDelivery } from '../../core/verify/core.js';
 import { placement } from '../../core/verify/cost.js';
 import type { HeadersInput } from '../../core/verify/headers.js';
 import type { PublicKeySource } from '../../core/verify/key-list.js';
 import type { ResolvedOptions } from '../../core/verify/options.js';
-import { buildValue } from '../../core/verify/split.js';
-import { WorkerPool, type NodeBuiltins, type ResolvedWorkers } from './worker-pool.js';
+import type { WorkerPool } from './pool.js';
+import type { NodeBuiltins, ResolvedWorkers } from './worker-pool.js';
 
 /** What a runtime's verifier offers the receivers: open signatures, match small bodies itself. */
 export interface LocalVerifier {
@@ -35,19 +31,19 @@ export interface Verified {
 /**
  * `verifier.verifyOpened` for cheap bodies, a worker for costly ones. Without worker
  * threads here (`builtins` undefined: an edge runtime) everything is verified on the
- * calling thread.
+ * calling thread. The pool (pool.ts) is loaded by the first costly body.
  */
 export class Offloader {
-  private readonly pool: WorkerPool | undefined;
+  private pool: WorkerPool | undefined;
+  private loading: Promise<WorkerPool> | undefined;
+  private closed = false;
 
   constructor(
     readonly verifier: LocalVerifier,
     private readonly workers: ResolvedWorkers,
     private readonly log: Logger,
-    builtins: NodeBuiltins | undefined,
-  ) {
-    this.pool = builtins === undefined ? undefined : new WorkerPool(builtins, verifier.options, workers.poolSize, log);
-  }
+    private readonly builtins: NodeBuiltins | undefined,
+  ) {}
 
   /** The first half, on the headers alone (always here: one RSA operation per key); a promise while a key function is resolved. */
   open(headers: HeadersInput): OpenedSignature | Promise<OpenedSignature> {
@@ -60,7 +56,7 @@ export class Offloader {
    * rather than copied (a 25 MB copy holds the event loop ~20 ms).
    */
   verifyOpened(body: string | Uint8Array, signature: OpenedSignature, movable = false): Verified | Promise<Verified> {
-    if (this.pool === undefined) return this.here(body, signature);
+    if (this.builtins === undefined) return this.here(body, signature);
     const where = placement(body, this.verifier.options, this.workers.thresholdBytes);
     // The estimate's parse refused it: the same answer, without parsing it again.
     if (!where.worker && where.refused !== undefined) throw where.refused;
@@ -75,7 +71,25 @@ export class Offloader {
 
   /** Stops the workers; deliveries still waiting for one are refused (RECEIVER_BUSY). */
   close(): Promise<void> {
+    this.closed = true;
     return this.pool?.close() ?? Promise.resolve();
+  }
+
+  /** The pool, its module loaded at the first costly body (a pool made after close() is closed: it refuses). */
+  private loadPool(builtins: NodeBuiltins): Promise<WorkerPool> {
+    this.loading ??= import('./pool.js').then(
+      ({ WorkerPool }) => {
+        const pool = new WorkerPool(builtins, this.verifier.options, this.workers.poolSize, this.log);
+        if (this.closed) void pool.close();
+        return (this.pool = pool);
+      },
+      (err: unknown) => {
+        // Tried again by the next costly body, as a failed load of the threads is.
+        this.loading = undefined;
+        throw err;
+      },
+    );
+    return this.loading;
   }
 
   private here(body: string | Uint8Array, signature: OpenedSignature, parsed?: ParsedBody): Verified | Promise<Verified> {
@@ -84,8 +98,9 @@ export class Offloader {
   }
 
   private async onWorker(body: Uint8Array, signature: OpenedSignature, movable: boolean): Promise<Verified> {
-    const pool = this.pool!;
+    let pool: WorkerPool;
     try {
+      pool = this.pool ?? (await this.loadPool(this.builtins!));
       await pool.load();
     } catch (err) {
       if ((err as { code?: unknown }).code === 'RECEIVER_BUSY') throw err;
@@ -93,15 +108,7 @@ export class Offloader {
       this.log.warn('jobhook: verification workers are unavailable; verifying on the calling thread', errorDetails(err));
       return this.here(body, signature);
     }
-    const opened = signature.opened.map(({ keyIndex, hash }) => ({ keyIndex, hash }));
-    const response = await pool.run(body, opened, movable);
-    if ('error' in response) throw reviveError(response.error);
-    const { dialect, keyIndex, canonicalSha256, plan, rawSha256 } = response.ok;
-    const o = this.verifier.options;
-    // The body came back (moved, or the worker's copy).
-    const back = response.body;
-    const value = plan === undefined ? documentValue(parseDocument(back, { maxDepth: o.maxDepth }), o.integers, dialect as DialectName) : await buildValue(back, plan);
-    return { delivery: deliveryFrom(value, o, dialect as DialectName, keyIndex, canonicalSha256), rawSha256 };
+    return pool.verify(body, signature, movable);
   }
 }
 
