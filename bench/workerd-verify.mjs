@@ -53,8 +53,8 @@ export default {
 // The RSA public operation alone (src/lib/runtime/crypto/rsa-public.ts, bundled from the sources),
 // the WebAssembly module given vs BigInt forced, on a 2048-bit key: n operations per request.
 const rsaSource = `
-import { provideRsaWasmModule } from ${JSON.stringify(join(root, 'src', 'lib', 'crypto', 'rsa-wasm.ts'))};
-import { createRsaPublicOperation } from ${JSON.stringify(join(root, 'src', 'lib', 'crypto', 'rsa-public.ts'))};
+import { provideRsaWasmModule } from ${JSON.stringify(join(root, 'src', 'lib', 'runtime', 'crypto', 'rsa-wasm-engine.ts'))};
+import { createRsaPublicOperation } from ${JSON.stringify(join(root, 'src', 'lib', 'runtime', 'crypto', 'rsa-public.ts'))};
 import rsaWasm from 'jobhook/rsa.wasm';
 provideRsaWasmModule(rsaWasm);
 let ops;
