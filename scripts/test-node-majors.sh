@@ -9,7 +9,7 @@
 #   scripts/test-node-majors.sh 24 26        only those majors
 #   JOBHOOK_NODE_CACHE=dir                   where the binaries are kept
 #                                            (default ${XDG_CACHE_HOME:-~/.cache}/jobhook-node)
-#   JOBHOOK_NODE_SUITES="test/verify …"      other test paths (default: SUITES below)
+#   JOBHOOK_NODE_SUITES="test/core/verify …" other test paths (default: SUITES below)
 #
 # Needs `npm ci` done (the suites run this repository's vitest and devDependencies).
 # The Next.js example's build is left to `npm test` (JOBHOOK_TEST_NEXT is unset here).
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 # Install section and package.json `engines` state the same majors.
 VERSIONS=(22.23.3 24.21.0 26.12.1)
 # Verification (canonical JSON, RSA, verifier), adapters and receivers, runtimes, examples.
-SUITES=(test/verify test/canonical test/crypto test/adapters test/receive test/runtimes test/examples)
+SUITES=(test/core/verify test/core/canonical test/runtime/verify test/runtime/crypto test/adapters test/receive test/runtimes test/examples)
 
 if [ -n "${JOBHOOK_NODE_SUITES:-}" ]; then read -r -a SUITES <<<"$JOBHOOK_NODE_SUITES"; fi
 cache=${JOBHOOK_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobhook-node}
