@@ -11,6 +11,7 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   peerDependencies?: Record<string, string>;
   peerDependenciesMeta?: Record<string, { optional?: boolean }>;
   dependencies?: Record<string, string>;
+  engines: { node: string };
 };
 
 describe('package.json', () => {
@@ -31,6 +32,21 @@ describe('package.json', () => {
       expect(existsSync(join(ROOT, 'src', `${name}.ts`)), name).toBe(true);
     }
     expect(pkg.bin.jobhook).toBe('./dist/cli.js');
+  });
+
+  it('engines, the README and scripts/test-node-majors.sh state the same Node majors', () => {
+    // The script pins the majors it tests besides the CI machine's; engines names the lowest.
+    const pinned = /^VERSIONS=\(([^)]*)\)$/m.exec(readFileSync(join(ROOT, 'scripts', 'test-node-majors.sh'), 'utf8'))?.[1]?.trim().split(/\s+/) ?? [];
+    const majors = pinned.map((v) => Number(v.split('.')[0]));
+    const lowest = Number(/^>=(\d+)$/.exec(pkg.engines.node)?.[1]);
+    expect({ pinned: pinned.every((v) => /^\d+\.\d+\.\d+$/.test(v)), lowestBelowPinned: majors.length > 0 && majors.every((m) => m > lowest) }).toEqual({ pinned: true, lowestBelowPinned: true });
+    const list = (word: string) => `${majors.slice(0, -1).join(', ')} ${word} ${majors.at(-1)}`;
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = (title: string) => readme.slice(readme.indexOf(`\n## ${title}\n`), readme.indexOf('\n## ', readme.indexOf(`\n## ${title}\n`) + 1));
+    expect(section('Quick start')).toContain(`Node.js ${list('or')} (or ${lowest}, which CI still runs)`);
+    expect(section('Install')).toContain(`Node.js ${list('and')}, ESM and CommonJS. Node ${lowest} reached end of life`);
+    expect(section('Install')).toContain(`\`engines\` says \`${pkg.engines.node}\``);
+    expect(section('Tests').replace(/\s+/g, ' ')).toContain(`Node ${list('and')}, at the versions pinned in the script`);
   });
 
   it('has no runtime dependency on the verification path; store clients are optional peers', () => {

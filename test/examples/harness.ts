@@ -28,15 +28,30 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * installed here as `express4`).
  */
 export async function exampleApp(example: string, options: { name?: string; links?: Record<string, string> } = {}): Promise<{ dir: string; remove: () => void }> {
-  const { tarball } = await packedTarball();
+  // scripts/test-node-majors.sh packs once for all the Node majors it runs these suites on.
+  const tarball = process.env.JOBHOOK_TEST_TARBALL || (await packedTarball()).tarball;
   const dir = join(ROOT, '.tmp', `examples-${basename(inject('packDir'))}`, options.name ?? example);
   mkdirSync(dir, { recursive: true });
   cpSync(join(ROOT, 'examples', example), dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `example-${options.name ?? example}`, private: true, type: 'module' }));
-  // What a user does: npm install the package (no registry needed: it has no dependencies).
-  execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', tarball], { cwd: dir, stdio: 'pipe' });
+  installTarball(dir, tarball);
   for (const [name, target] of Object.entries(options.links ?? {})) symlinkSync(join(ROOT, 'node_modules', target), join(dir, 'node_modules', name), 'dir');
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * What a user does, `npm install` the package, without a registry (it has no dependencies)
+ * and with an npm cache of this test run's own, empty of registry data: never the machine's.
+ * npm also resolves a package's optional peers (pg, ioredis, bullmq, nats,
+ * @opentelemetry/api) and their peers from whatever full packuments its cache holds; offline,
+ * a cache that holds some and not others (bullmq's, whose optional peers include ioredis and
+ * pg, without pg's: what an `npm install` or `npm view` anywhere on the machine leaves) fails
+ * with ERESOLVE `pg@undefined`, on every install, whatever runs beside it. With none cached
+ * npm leaves the optional peers out, as it should. test/examples/harness.test.ts.
+ */
+export function installTarball(dir: string, tarball: string): void {
+  const cache = join(inject('packDir'), 'npm-cache');
+  execFileSync('npm', ['install', '--offline', `--cache=${cache}`, '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', tarball], { cwd: dir, stdio: 'pipe' });
 }
 
 /** An example server running as a process. */

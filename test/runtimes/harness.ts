@@ -66,9 +66,11 @@ function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = 
  * The package's tarball, of the current source: the JavaScript built by the project's tsup
  * config (as built.test.ts does, but into `scratch`, so no test reads dist while another
  * rewrites it), staged with package.json and README.md, then `npm pack` (its scripts off:
- * the build is done).
+ * the build is done). JOBHOOK_TEST_TARBALL, when set, is used instead:
+ * scripts/test-node-majors.sh packs once for all the Node majors it runs these suites on.
  */
 export function packPackage(scratch: string): string {
+  if (process.env.JOBHOOK_TEST_TARBALL) return process.env.JOBHOOK_TEST_TARBALL;
   const stage = join(scratch, 'package');
   mkdirSync(stage, { recursive: true });
   run(process.execPath, [join(ROOT, 'node_modules', 'tsup', 'dist', 'cli-default.js'), '--silent', '--out-dir', join(stage, 'dist')], ROOT, { ...process.env, JOBHOOK_BUILD: 'js' });

