@@ -8,7 +8,7 @@
 // with an imported key, JSON.parse, a JSON answer. Contenders run in interleaved rounds;
 // reported: median and spread of µs per request, req/s, and jobhook − floor per round.
 //   npm run build && node bench/http.mjs [requests per run, default 4000] [rounds, default 5]
-//   (ONLY=express,fastify for some frameworks)
+//   (ONLY=express,fastify for some frameworks; KINDS=floor,jobhook for some contenders; SERVER_FLAGS=--cpu-prof to profile the servers)
 import { fork } from 'node:child_process';
 import { createHash, createPrivateKey, createPublicKey, sign as rsaSign, verify as rsaVerify } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -218,7 +218,7 @@ if (process.argv[2] === '--server') {
   const once = (child, predicate = () => true) => new Promise((r) => child.on('message', function on(m) { if (predicate(m)) { child.off('message', on); r(m); } }));
 
   async function run(framework, kind) {
-    const server = fork(fileURLToPath(import.meta.url), ['--server', framework, kind], { stdio: 'inherit' });
+    const server = fork(fileURLToPath(import.meta.url), ['--server', framework, kind], { stdio: 'inherit', execArgv: (process.env.SERVER_FLAGS ?? '').split(' ').filter(Boolean) });
     const { port } = await once(server);
     const client = fork(fileURLToPath(import.meta.url), ['--client', String(port), file], { stdio: 'inherit' });
     await once(client, (m) => m === 'warm');
@@ -236,7 +236,8 @@ if (process.argv[2] === '--server') {
   }
 
   const frameworks = (process.env.ONLY?.split(',') ?? Object.keys(SERVERS)).filter((f) => SERVERS[f] !== undefined);
-  const contenders = frameworks.flatMap((f) => Object.keys(SERVERS[f]).map((k) => [f, k]));
+  const kinds = process.env.KINDS?.split(',');
+  const contenders = frameworks.flatMap((f) => Object.keys(SERVERS[f]).filter((k) => k === 'floor' || kinds === undefined || kinds.includes(k)).map((k) => [f, k]));
   console.log(`# per-request work — ${machine()}\n\nStarted ${new Date().toISOString()}, load average ${load()}. ${N} distinct deliveries per run (1.4 KB), ${CONCURRENCY} in flight, ${ROUNDS} interleaved rounds.\n`);
   const results = Object.fromEntries(contenders.map(([f, k]) => [`${f} ${k}`, []]));
   for (let round = 0; round < ROUNDS; round++) for (const [f, k] of contenders) results[`${f} ${k}`].push(await run(f, k));

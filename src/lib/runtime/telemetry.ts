@@ -67,7 +67,17 @@ const STATUS_ERROR = 2;
 interface OtelApi {
   metrics: { getMeterProvider(): MeterProviderLike };
   trace: { getTracerProvider(): TracerProviderLike };
+  createNoopMeter?(): object;
+  ProxyTracerProvider?: new () => { getDelegate(): unknown };
 }
+
+/** A global TracerProvider that forwards to the SDK once one is registered (the API's ProxyTracerProvider). */
+interface DelegatingProvider extends TracerProviderLike {
+  getDelegate(): unknown;
+}
+
+/** How often a tracer of the global provider is asked again whether an SDK is behind it. */
+const SDK_CHECK_MS = 1000;
 
 let api: OtelApi | null | undefined;
 
@@ -86,14 +96,20 @@ function otelApi(): OtelApi | null {
   return api;
 }
 
-function provider<P>(given: P | false | undefined, what: string, global: (a: OtelApi) => P): P | undefined {
+function provider<P>(given: P | false | undefined, what: string, global: (a: OtelApi) => P): { provider: P; global?: OtelApi } | undefined {
   if (given === false) return undefined;
   if (given !== undefined) {
     if (typeof given !== 'object' || given === null) throw new TypeError(`${what} must be an OpenTelemetry ${what === 'meterProvider' ? 'MeterProvider' : 'TracerProvider'} or false`);
-    return given;
+    return { provider: given };
   }
   const a = otelApi();
-  return a === null ? undefined : global(a);
+  return a === null ? undefined : { provider: global(a), global: a };
+}
+
+/** The global API's meter, unless it is the no-op one (no SDK registered: then nothing is recorded, as before, at no cost). */
+function globalMeter(a: OtelApi | undefined, meter: MeterLike | undefined): MeterLike | undefined {
+  if (a === undefined || meter === undefined || typeof a.createNoopMeter !== 'function') return meter;
+  return (meter as object).constructor === a.createNoopMeter().constructor ? undefined : meter;
 }
 
 type Counter = ReturnType<MeterLike['createCounter']>;
@@ -119,13 +135,24 @@ export class Telemetry {
   readonly superseded: Counter | undefined;
   private readonly meter: MeterLike | undefined;
   private readonly tracer: TracerLike | undefined;
+  /**
+   * The global provider's, when it forwards to an SDK that may be registered later: until
+   * one is, the tracer is left alone (its spans would record nothing and cost a context
+   * and a span object per delivery); asked again at most every SDK_CHECK_MS.
+   */
+  private readonly proxy: { provider: DelegatingProvider; noop: unknown } | undefined;
+  private sdkCheckedAt = -Infinity;
+  private sdk = false;
 
   constructor(options: TelemetryOptions = {}) {
     const meters = provider(options.meterProvider, 'meterProvider', (a) => a.metrics.getMeterProvider());
     const tracers = provider(options.tracerProvider, 'tracerProvider', (a) => a.trace.getTracerProvider());
-    const m = meters?.getMeter(NAME, VERSION);
+    const m = globalMeter(meters?.global, meters?.provider.getMeter(NAME, VERSION));
     this.meter = m;
-    this.tracer = tracers?.getTracer(NAME, VERSION);
+    this.tracer = tracers?.provider.getTracer(NAME, VERSION);
+    const delegating = tracers?.provider as Partial<DelegatingProvider> | undefined;
+    const Proxy = tracers?.global?.ProxyTracerProvider;
+    this.proxy = Proxy !== undefined && typeof delegating?.getDelegate === 'function' ? { provider: delegating as DelegatingProvider, noop: new Proxy().getDelegate() } : undefined;
     this.deliveries = m?.createCounter('jobhook.deliveries', { description: 'Deliveries answered, by outcome (processed, duplicate, refused, failed, busy, unavailable)' });
     this.verifyDuration = m?.createHistogram('jobhook.verify.duration', { ...SECONDS, unit: 's', description: 'Verification of a delivery: signature, canonical forms, event' });
     this.handlerDuration = m?.createHistogram('jobhook.handler.duration', { ...SECONDS, unit: 's', description: "The application's onEvent" });
@@ -134,6 +161,18 @@ export class Telemetry {
     this.bodySize = m?.createHistogram('jobhook.body.size', { ...BYTES, unit: 'By', description: 'Body bytes of a delivery as read' });
     this.recovered = m?.createCounter('jobhook.reconciler.recovered', { description: 'Completions the reconciler found by polling and processed' });
     this.superseded = m?.createCounter('jobhook.jobs.superseded', { description: 'Jobs that may have run twice (a takeover of a lapsed lease, a completion that found the job taken over)' });
+  }
+
+  /** The tracer, unless it is the global one with no SDK behind it yet. */
+  private active(): TracerLike | undefined {
+    const { proxy } = this;
+    if (proxy === undefined) return this.tracer;
+    const now = Date.now();
+    if (now - this.sdkCheckedAt >= SDK_CHECK_MS) {
+      this.sdkCheckedAt = now;
+      this.sdk = proxy.provider.getDelegate() !== proxy.noop;
+    }
+    return this.sdk ? this.tracer : undefined;
   }
 
   /** Whether anything is recorded at all. */
@@ -152,9 +191,10 @@ export class Telemetry {
    * own in onEvent) are its children. `attributes`: given when the span starts (samplers see them).
    */
   within<R>(name: string, kind: 'server' | 'consumer', attributes: Readonly<Attributes> | undefined, fn: (span: SpanLike | undefined) => Promise<R>): Promise<R> {
-    if (this.tracer === undefined) return fn(undefined);
+    const tracer = this.active();
+    if (tracer === undefined) return fn(undefined);
     // No async wrapper: one promise and one await fewer per delivery (each a turn through the context manager's hooks).
-    return this.tracer.startActiveSpan(name, spanOptions(KIND[kind], attributes), (span) => {
+    return tracer.startActiveSpan(name, spanOptions(KIND[kind], attributes), (span) => {
       // A span that records nothing (no SDK registered, or sampled out) is still made active
       // (the application's spans keep its sampling decision), but ending it does nothing.
       if (span.isRecording?.() === false) return fn(span);
@@ -180,15 +220,16 @@ export class Telemetry {
 
   /** A span that begins and ends now (a delivery refused on its headers): `error.type` set when given. */
   instant(name: string, kind: 'server' | 'consumer', attributes: Readonly<Attributes>, errorType?: string): void {
-    if (this.tracer === undefined) return;
-    const span = this.tracer.startSpan(name, spanOptions(KIND[kind], attributes));
+    const tracer = this.active();
+    if (tracer === undefined) return;
+    const span = tracer.startSpan(name, spanOptions(KIND[kind], attributes));
     if (errorType !== undefined) fail(span, undefined, errorType);
     span.end();
   }
 
   /** A child span of the active one around `fn` (not made active: onEvent stays in the delivery's context). */
   phase<R>(name: string, fn: () => R | Promise<R>, attributes?: Readonly<Attributes>): R | Promise<R> {
-    const tracer = this.tracer;
+    const tracer = this.active();
     // Without a tracer: `fn` itself, not even a promise more.
     if (tracer === undefined) return fn();
     const span = tracer.startSpan(name, spanOptions(KIND.internal, attributes));
