@@ -64,14 +64,18 @@ export function resolveAdmission(options: AdmissionOptions, maxBodyBytes: number
 
 const busy = (what: string) => new ReceiverBusyError(`${what}; retry later.`);
 
-/** The key of a signature: what its keys recovered (the signed digest's hash), per key. */
+const HEX = Array.from({ length: 256 }, (_, b) => (b < 16 ? '0' : '') + b.toString(16));
+
+/** The key of a signature: what its keys recovered (the signed digest's hash), per key; made once per signature. */
 export function digestKey(signature: OpenedSignature): string {
+  if (signature.key !== undefined) return signature.key;
   let key = '';
   for (const { keyIndex, hash } of signature.opened) {
     key += `${keyIndex}:`;
-    for (const b of hash) key += (b < 16 ? '0' : '') + b.toString(16);
+    for (const b of hash) key += HEX[b];
     key += ';';
   }
+  signature.key = key;
   return key;
 }
 
@@ -154,7 +158,10 @@ export class DeliveryGuard {
   async once<T>(key: string, body: string | Uint8Array, verify: () => T | Promise<T>): Promise<{ result: T; own: boolean }> {
     const same = this.flights.get(key)?.find((f) => f.holds(body));
     if (same !== undefined) return { result: (await same.result) as T, own: false };
-    const result = (async () => verify())();
+    const verified = verify();
+    // Done on this thread at once: nothing can have come to share it.
+    if (!(verified instanceof Promise)) return { result: verified, own: true };
+    const result = verified;
     const flight = new Flight(body, result);
     const list = this.flights.get(key);
     if (list === undefined) this.flights.set(key, [flight]);

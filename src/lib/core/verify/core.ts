@@ -163,6 +163,8 @@ export type Conclude<T> = (parsed: ParsedBody, dialect: DialectName, keyIndex: n
  */
 export interface OpenedSignature {
   readonly opened: readonly Opened[];
+  /** Its key among the signatures in flight and known (receive/guard.ts `digestKey`), made once. */
+  key?: string;
 }
 
 /**
