@@ -148,16 +148,15 @@ function count(value: string | undefined, name: string, fallback: number): numbe
   return n;
 }
 
-const SEND_OPTIONS = {
-  ...PAYLOAD_OPTIONS,
-  ...VARIANT_OPTIONS,
-  to: { type: 'string' },
+/** parseArgs options of the gateway's retry policy, shared by `send` and `check`. */
+export const RETRY_FLAGS = {
   retries: { type: 'string' },
   'timeout-ms': { type: 'string' },
   'backoff-ms': { type: 'string' },
   'max-backoff-ms': { type: 'string' },
-  'allow-insecure': { type: 'boolean' },
 } as const;
+
+const SEND_OPTIONS = { ...PAYLOAD_OPTIONS, ...VARIANT_OPTIONS, ...RETRY_FLAGS, to: { type: 'string' }, 'allow-insecure': { type: 'boolean' } } as const;
 
 type SendValues = { retries?: string; 'timeout-ms'?: string; 'backoff-ms'?: string; 'max-backoff-ms'?: string; 'allow-insecure'?: boolean };
 
