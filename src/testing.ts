@@ -41,12 +41,9 @@ export type { AttemptReport } from './lib/testing/send.js';
  * **Failure switch:** a job whose `input.simulate` is `"fail"` fails (`status: "fail"`,
  * `error: { message }`); `"success"` or no `simulate` succeeds. Any other value is a 422.
  *
- * **Deliveries other than once:** `delivery` sends each webhook (or, as a function, the
- * jobs it chooses) `twice` (`'in-a-row'`, or `'at-once'`: a retry racing a slow first
- * attempt), `tampered` (a value changed after signing), compressed (`encoding: 'gzip'`
- * or `'br'`), or once more `replayAfterMs` later (the same bytes and signature). The
- * result's `sendings` say how each sending ended; each attempt carries the receiver's
- * `answer` (`processed`, `duplicate`, `IN_PROGRESS`, `SIGNATURE_INVALID`…).
+ * **Other than once:** `delivery` sends each webhook (or those a function picks) `twice`,
+ * `tampered`, compressed (`encoding`) or replayed (`replayAfterMs`); the result's
+ * `sendings` say how each sending ended.
  *
  * @example
  * ```ts

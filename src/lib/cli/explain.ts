@@ -17,8 +17,7 @@ the body is not analysed), per dialect the canonical SHA-256 and whether a key
 verifies, and whether the body looks re-serialized (pretty-printed by a logger,
 non-ASCII escaped, 1.0 turned into 1, integers beyond 2^53). Bounded by the
 verifier's limits (body size, canonical size 4 × that, nesting 1,000). Same inputs
-as verify; from an input that holds several deliveries (JSONL, a HAR file), --index
-picks one.
+as verify.
 
 Options:
   --key FILE                  public key (PEM, DER or JWK); repeat for a rotation

@@ -29,12 +29,8 @@ async_job_completed webhook goes to the job's webhook_receiver, retried as the
 gateway does (5xx, timeouts and network errors; up to 3 retries). It signs with a
 TEST-ONLY key and writes the public key (PEM) for your receiver to --out.
 
-A job whose input has "simulate": "fail" fails; other jobs succeed. Job requests
-are taken up to 25 MiB (user_webhook_parameters come back in the webhook, so a
-request makes a delivery of any size a receiver must take).
-
-Every webhook can be sent otherwise than once (the flags combine): compressed,
-twice, tampered after signing (a receiver must answer 401), or replayed later.
+A job whose input has "simulate": "fail" fails; other jobs succeed. Requests are
+taken up to 25 MiB. The flags below send every webhook otherwise than once.
 
 Options:
   --port N          port on 127.0.0.1 (default: a free one)
@@ -46,8 +42,8 @@ Options:
   --token T         the bearer token (default: a random one)
   --receiver URL    the webhook_receiver in the printed curl example (default ${DEFAULT_RECEIVER})
 ${VARIANT_HELP}
-  --tampered            change a value of each body after signing
-  --replay-after-ms N   send each delivery once more, the same bytes and signature, N ms after
+  --tampered            change a value of the body after signing (expect 401)
+  --replay-after-ms N   send it once more, N ms later
 
 Example:
   jobhook simulate --port 8080 --out ./gateway-key

@@ -119,8 +119,6 @@ POSTs a signed delivery to a receiver with the gateway's retry policy: retries o
 backoff capped at 30 s, 30 s timeout per attempt. FILE may be a capture object
 (sent as it is) or a payload (signed with --key); without FILE a payload is generated.
 Plain http:// is refused for hosts other than loopback unless --allow-insecure.
---gzip/--br and --twice send it as a proxy or the gateway's retries may: compressed,
-or twice (a jobhook receiver answers the second "duplicate", or 503 while the first runs).
 
 Options:
   --to URL              the receiver

@@ -9,10 +9,8 @@ export const VARIANT_OPTIONS = {
   twice: { type: 'string' },
 } as const;
 
-export const VARIANT_HELP = `  --gzip, --br          compress the body (Content-Encoding: gzip or br; the gateway sends none,
-                        a proxy on the way may)
-  --twice [at-once]     send it twice: in a row (the second once the first ended), or at once
-                        (a retry racing a slow first attempt); each with the retries`;
+export const VARIANT_HELP = `  --gzip, --br          compress the body (Content-Encoding)
+  --twice [at-once]     send it twice: in a row, or at once (a retry racing a slow attempt)`;
 
 /**
  * argv with `--twice` given its value: `--twice at-once` and `--twice in-a-row` as

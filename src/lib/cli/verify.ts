@@ -10,10 +10,9 @@ export const VERIFY_HELP = `Usage: jobhook verify --key FILE [--key FILE ...] [o
 
 Verifies captured deliveries. Each input may be a capture object
 {"headers":{...},"body":"<raw body>"} (or "bodyBase64"), a raw HTTP/1.1 request
-dump, a .jsonl file of capture objects, a HAR file (each POST request with a body;
-only those with the signature header when some have it), or a bare JSON body with
---signature. A body whose Content-Encoding says gzip, deflate or br is decoded first
-(one a tool kept decoded is read as it is). With no FILE, or -, reads standard input.
+dump, a .jsonl file of capture objects, a HAR file, or a bare JSON body with
+--signature; gzip, deflate and br bodies are decoded. With no FILE, or -, reads
+standard input.
 
 Options:
   --key FILE            the gateway's public key (PEM, DER or JWK); repeat for a rotation

@@ -1,8 +1,4 @@
-/**
- * How the simulator sends a finished job's webhook: signed, then as the `delivery`
- * option asks (compressed, tampered, twice, replayed later), each sending with the
- * gateway's retries, every attempt recorded.
- */
+// The simulator's sending of a finished job's webhook, as its `delivery` option asks.
 import type { KeyObject } from 'node:crypto';
 import type { DialectName } from '../core/canonical/dialects.js';
 import { option, optionError } from '../base/option-error.js';

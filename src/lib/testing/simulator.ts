@@ -26,7 +26,7 @@ export type { DeliveryAttempt, DeliveryResult, DeliverySending, SimulatedDeliver
  * into its delivery (`user_webhook_parameters`, a text job's `input.text`), so this lets a
  * test make any delivery a receiver must take, 2 MB and 20 MB ones included.
  */
-export const DEFAULT_MAX_REQUEST_BYTES = DEFAULT_MAX_BODY_BYTES;
+const DEFAULT_MAX_REQUEST_BYTES = DEFAULT_MAX_BODY_BYTES;
 
 export interface GatewaySimulatorOptions {
   /** Address to listen on (default `127.0.0.1`). */
@@ -64,7 +64,7 @@ export interface GatewaySimulatorOptions {
    * that job's delivery as `gave-up`, the error in its attempt.
    */
   delivery?: SimulatedDelivery | ((job: SimulatedJob) => SimulatedDelivery | undefined);
-  /** Largest job request body taken, in bytes (default 25 MiB, {@link DEFAULT_MAX_REQUEST_BYTES}); larger ones are answered 413. */
+  /** Largest job request body taken, in bytes (default 25 MiB); larger ones are answered 413. */
   maxRequestBytes?: number;
 }
 
