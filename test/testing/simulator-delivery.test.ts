@@ -10,7 +10,7 @@ import { createReceiver } from '../../src/express.js';
 import { createVerifier } from '../../src/index.js';
 import { startGatewaySimulator, type DeliveryResult, type GatewaySimulator, type SimulatedDelivery } from '../../src/testing.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
-import { createJob, listen, type Hit, type Listening } from './helpers.js';
+import { createJob, listen, scripted, type Hit } from './helpers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -172,6 +172,21 @@ describe('delivery: options and close()', () => {
     const d = await sim.waitForDelivery(id);
     expect(d).toMatchObject({ outcome: 'gave-up', attempts: [{ error: expect.stringContaining('delivery.twice must be') }] });
     expect(receiver.seen).toHaveLength(0);
+  });
+
+  it('close() while the second copy waits to retry: the first stays delivered, the second is cancelled', async () => {
+    const target = await scripted([200, 503]);
+    const sim = await startGatewaySimulator({ privateKey: privatePem(2048), delayMs: 0, backoffMs: 60_000, delivery: { twice: 'in-a-row' } });
+    cleanup.push(() => target.close());
+    const id = (await createJob(sim, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${target.url}/hook` })).json.public_id as string;
+    await expect.poll(() => sim.deliveries.length).toBe(2);
+    await sim.close();
+    const d = await sim.waitForDelivery(id);
+    expect(d.sendings.map((s) => [s.kind, s.outcome, s.attempts.map((a) => a.status)])).toEqual([
+      ['first', 'delivered', [200]],
+      ['second', 'cancelled', [503]],
+    ]);
+    expect(d.outcome).toBe('delivered');
   });
 
   it('close() during the wait before a replay cancels the replay, promptly', async () => {

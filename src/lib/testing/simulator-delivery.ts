@@ -4,7 +4,7 @@ import type { DialectName } from '../core/canonical/dialects.js';
 import { option, optionError } from '../base/option-error.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { signDelivery } from '../runtime/sign.js';
-import { sleep, type AttemptReport, type SendOptions, type SendResult } from './send.js';
+import { sleep, type AttemptReport, type SendOptions } from './send.js';
 import { encodedDelivery, SENT_ENCODINGS, sendCopies, tamperedPayload, TWICE, type SentEncoding, type Twice } from './variants.js';
 import { writeWire, type WireObject } from './wire.js';
 
@@ -114,11 +114,6 @@ export function checkSimulatedDelivery(value: SimulatedDelivery, name = 'deliver
   return Object.freeze({ ...value });
 }
 
-function outcomeOf(result: SendResult): 'delivered' | 'rejected' | 'gave-up' {
-  if (result.delivered) return 'delivered';
-  return result.attempts.at(-1)?.outcome === 'rejected' ? 'rejected' : 'gave-up';
-}
-
 /** The sendings `style` asks for, each `cancelled` until it ends. */
 function plannedSendings(style: SimulatedDelivery): DeliverySending[] {
   const kinds: Array<DeliverySending['kind']> = ['first'];
@@ -139,8 +134,8 @@ function wireOf(x: DeliveryContext, payload: WireObject, style: SimulatedDeliver
 
 /**
  * Signs `payload` and sends it to `url` as `style` says, each sending with the gateway's
- * retries, every attempt recorded as it ends. A `close()` (the context's signal) ends it
- * with the sendings not finished `cancelled`.
+ * retries, every attempt recorded as it ends, and each sending's outcome with its last
+ * attempt (so a `close()`, the context's signal, leaves only the unfinished `cancelled`).
  */
 export async function deliverPayload(x: DeliveryContext, job: { jobId: string; url: string; payload: WireObject }, style: SimulatedDelivery): Promise<DeliveryResult> {
   const { jobId, url } = job;
@@ -149,19 +144,19 @@ export async function deliverPayload(x: DeliveryContext, job: { jobId: string; u
   const attempts: DeliveryAttempt[] = [];
   const record = (report: AttemptReport, sending: number) => {
     const attempt: DeliveryAttempt = { jobId, url, sending, ...report };
+    const s = sendings[sending - 1]!;
     attempts.push(attempt);
-    sendings[sending - 1]!.attempts.push(attempt);
+    s.attempts.push(attempt);
+    if (report.outcome !== 'retry') s.outcome = report.outcome;
     x.record(attempt);
   };
   const options: SendOptions = { url, headers, body: wire, ...x.policy, signal: x.signal };
   try {
-    const results = await sendCopies(options, style.twice, record);
-    results.forEach((r, k) => (sendings[k]!.outcome = outcomeOf(r)));
+    await sendCopies(options, style.twice, record);
     if (style.replayAfterMs !== undefined) {
       await sleep(style.replayAfterMs, x.signal);
       const replay = sendings.length;
-      const [r] = await sendCopies(options, undefined, (report) => record(report, replay));
-      sendings[replay - 1]!.outcome = outcomeOf(r!);
+      await sendCopies(options, undefined, (report) => record(report, replay));
     }
   } catch (err) {
     if (!x.signal.aborted) throw err;
