@@ -7,9 +7,8 @@ import { createHash, createPublicKey, generateKeyPair, randomBytes, randomUUID, 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { assertDialect, type DialectName } from '../core/canonical/dialects.js';
-import { JOBS_PATH } from '../base/protocol.js';
+import { DEFAULT_MAX_BODY_BYTES, JOBS_PATH } from '../base/protocol.js';
 import { importPrivateKey } from '../runtime/sign.js';
-import { DEFAULT_MAX_BODY_BYTES } from '../base/protocol.js';
 import { isFieldProblem, validateJobRequest, type JobRequest } from './job-request.js';
 import { option, optionError } from '../base/option-error.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
