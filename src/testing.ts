@@ -11,7 +11,7 @@ import { startGatewaySimulator as startCore, type GatewaySimulator, type Gateway
 import { checkReceiver as checkCore, type CheckOptions, type CheckReport } from './lib/testing/check/index.js';
 import { formatCheckReport as formatCore } from './lib/testing/check/report.js';
 
-export type { DeliveryAttempt, DeliveryResult, GatewaySimulator, GatewaySimulatorOptions } from './lib/testing/simulator.js';
+export type { DeliveryAttempt, DeliveryResult, DeliverySending, GatewaySimulator, GatewaySimulatorOptions, SimulatedDelivery, SimulatedJob } from './lib/testing/simulator.js';
 export { SIMULATOR_USER_AGENT } from './lib/testing/simulator.js';
 export type { TestKeyOptions, TestKeyPair } from './lib/testing/keys.js';
 export type { PayloadInput, SignPayloadOptions } from './lib/testing/sign-payload.js';
@@ -26,7 +26,9 @@ export type { AttemptReport } from './lib/testing/send.js';
  *   request as the gateway does (422 naming the field; `webhook_receiver` must be
  *   https and not private, link-local, loopback or cloud metadata, except loopback
  *   receivers, also over http, unless `allowLoopbackReceivers: false`) and answers
- *   202 with the job (`status: "processing"`, `public_id`, …).
+ *   202 with the job (`status: "processing"`, `public_id`, …). Requests up to
+ *   `maxRequestBytes` (25 MiB) are taken: `user_webhook_parameters` comes back in the
+ *   webhook, so a test can make deliveries of any size a receiver must take.
  * - `GET /v3/universal-ai/async/{public_id}`: `processing`, then `success` with
  *   `output`, or `fail` with `error.message`; 404 for unknown ids.
  * - After `delayMs` (200 ms) the job completes and its signed `async_job_completed`
@@ -38,6 +40,10 @@ export type { AttemptReport } from './lib/testing/send.js';
  *
  * **Failure switch:** a job whose `input.simulate` is `"fail"` fails (`status: "fail"`,
  * `error: { message }`); `"success"` or no `simulate` succeeds. Any other value is a 422.
+ *
+ * **Other than once:** `delivery` sends each webhook (or those a function picks) `twice`,
+ * `tampered`, compressed (`encoding`) or replayed (`replayAfterMs`); the result's
+ * `sendings` say how each sending ended.
  *
  * @example
  * ```ts
@@ -58,6 +64,9 @@ export type { AttemptReport } from './lib/testing/send.js';
  * const { public_id } = await res.json();
  * const delivery = await gateway.waitForDelivery(public_id); // { outcome: 'delivered', attempts: [...] }
  * await gateway.close();
+ *
+ * // Every webhook twice at once, gzip-encoded: the receiver must run each job once.
+ * const racing = await startGatewaySimulator({ delivery: { twice: 'at-once', encoding: 'gzip' } });
  * ```
  */
 export function startGatewaySimulator(options?: GatewaySimulatorOptions): Promise<GatewaySimulator> {

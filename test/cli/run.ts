@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { runCli } from '../../src/lib/cli/main.js';
 import type { CliIo } from '../../src/lib/cli/io.js';
 
@@ -31,4 +34,14 @@ export async function cli(argv: string[], options: CliOptions = {}): Promise<Cli
   };
   const code = await runCli(argv, io);
   return { code, stdout, stderr };
+}
+
+/** A new temporary folder and a function that writes a file in it, returning its path (objects as indented JSON). */
+export function scratchFiles(prefix: string): (name: string, content: string | Uint8Array | object) => string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return (name, content) => {
+    const path = join(dir, name);
+    writeFileSync(path, typeof content === 'string' || content instanceof Uint8Array ? content : JSON.stringify(content, null, 2));
+    return path;
+  };
 }

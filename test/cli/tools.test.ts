@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import express from 'express';
 import { createVerifier } from '../../src/index.js';
 import { createReceiver } from '../../src/express.js';
@@ -153,6 +153,79 @@ describe('jobhook send', () => {
     expect(r.stderr).toBe('jobhook send: refusing to send over plain http:// to example.com (not loopback); use https:// or --allow-insecure\n');
     const notUrl = await cli(['send', '--to', 'nowhere', '--key', key]);
     expect(notUrl).toMatchObject({ code: 2, stderr: 'jobhook send: --to is not a URL: nowhere\n' });
+  });
+});
+
+describe('jobhook send --gzip, --br, --twice against a jobhook receiver', () => {
+  const key = fixture('keys', 'test-2048-private.pem');
+  let server: Server;
+  let url: string;
+  const runs: string[] = [];
+  const seen: Array<Record<string, string | string[] | undefined>> = [];
+  beforeAll(async () => {
+    const app = express();
+    const receiver = createReceiver({
+      publicKey: readFileSync(fixture('keys', 'test-2048-public.pem'), 'utf8'),
+      log: {},
+      // A job id ending in -slow holds its claim 500 ms: a copy racing it gets 503 IN_PROGRESS.
+      onEvent: async (e) => {
+        if (e.job_id.endsWith('-slow')) await new Promise((r) => setTimeout(r, 500));
+        runs.push(e.job_id);
+      },
+    });
+    app.post('/hook', (req, _res, next) => (seen.push(req.headers), next()), receiver);
+    server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+  const id = (name: string) => `${name}-${process.pid}-${Date.now()}`;
+
+  it('--gzip --twice: both copies compressed; processed, then duplicate; the job runs once; exit 0', async () => {
+    const job = id('gzip-twice');
+    const r = await cli(['send', '--to', url, '--key', key, '--job-id', job, '--gzip', '--twice']);
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout).toMatch(/^copy 1, attempt 1: HTTP 200 after \d+ ms → processed\ncopy 2, attempt 1: HTTP 200 after \d+ ms → duplicate\n$/);
+    expect(seen.slice(-2).map((h) => h['content-encoding'])).toEqual(['gzip', 'gzip']);
+    expect(runs.filter((r) => r === job)).toHaveLength(1);
+  });
+
+  it('--br --twice at-once against a slow handler: one copy processed, the other 503 IN_PROGRESS until its retry finds it done; runs once', async () => {
+    const job = id('br-at-once') + '-slow';
+    const r = await cli(['send', '--to', url, '--key', key, '--job-id', job, '--br', '--twice', 'at-once', '--backoff-ms', '300']);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.filter((l) => / → processed$/.test(l))).toHaveLength(1);
+    expect(lines).toContainEqual(expect.stringMatching(/^copy [12], attempt 1: HTTP 503 IN_PROGRESS after \d+ ms → retry in 300 ms$/));
+    expect(lines.at(-1)).toMatch(/^copy [12], attempt \d: HTTP 200 after \d+ ms → duplicate$/);
+    expect(seen.slice(-lines.length).every((h) => h['content-encoding'] === 'br')).toBe(true);
+    expect(runs.filter((r) => r === job)).toHaveLength(1);
+  });
+
+  it('a capture FILE compressed with --gzip verifies; one that already says Content-Encoding is refused; --gzip with --br is a usage error', async () => {
+    const job = id('capture-gzip');
+    const f = join(dir, 'capture-gzip.json');
+    writeFileSync(f, (await cli(['sign', '--key', key, '--job-id', job])).stdout);
+    const r = await cli(['send', '--to', url, '--gzip', f]);
+    expect(r).toMatchObject({ code: 0, stdout: expect.stringMatching(/^attempt 1: HTTP 200 after \d+ ms → processed\n$/) });
+    const encoded = join(dir, 'capture-encoded.json');
+    const capture = JSON.parse(readFileSync(f, 'utf8')) as { headers: Record<string, string> };
+    writeFileSync(encoded, JSON.stringify({ ...capture, headers: { ...capture.headers, 'content-encoding': 'gzip' } }));
+    expect(await cli(['send', '--to', url, '--br', encoded])).toMatchObject({ code: 2, stdout: '', stderr: 'jobhook send: the capture already has Content-Encoding: gzip; send it as it is, without --br\n' });
+    expect(await cli(['send', '--to', url, '--key', key, '--gzip', '--br'])).toMatchObject({ code: 2, stderr: 'jobhook send: give --gzip or --br, not both\n' });
+    expect(await cli(['send', '--to', url, '--key', key, '--twice=thrice'])).toMatchObject({ code: 2, stderr: 'jobhook send: --twice takes at-once or in-a-row (or nothing: in a row), got "thrice"\n' });
+  });
+
+  it('--twice: exit 1 when a copy is not delivered', async () => {
+    // Signed with another key: both copies refused.
+    const other = join(dir, 'twice-other-keys');
+    await cli(['keygen', '--out', other]);
+    const r = await cli(['send', '--to', url, '--key', join(other, 'test-only-private.pem'), '--twice']);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^copy 1, attempt 1: HTTP 401 SIGNATURE_INVALID .*\ncopy 2, attempt 1: HTTP 401 SIGNATURE_INVALID .*\n$/);
   });
 });
 

@@ -119,6 +119,51 @@ describe('jobhook simulate', () => {
     expect([process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')]).toEqual(before);
   });
 
+  it('--twice at-once --gzip and --replay-after-ms: each webhook sent as asked, every attempt logged with its copy; --tampered is refused (401)', async () => {
+    const runs: string[] = [];
+    const app = express();
+    const receiver = makeReceiver({ publicKey: readFileSync(fixture('keys', 'test-2048-public.pem'), 'utf8'), onEvent: (e) => void runs.push(e.job_id) });
+    const encodings: Array<string | undefined> = [];
+    app.post('/hook', (req, _res, next) => (encodings.push(req.headers['content-encoding']), next()), receiver);
+    const target = await listen(app);
+    const key = ['--key', fixture('keys', 'test-2048-private.pem'), '--delay-ms', '0', '--receiver', `${target.url}/hook`];
+    const create = async (banner: { url: string; token: string }) => {
+      const res = await fetch(`${banner.url}/v3/universal-ai/async`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${banner.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${target.url}/hook` }),
+      });
+      return ((await res.json()) as { public_id: string }).public_id;
+    };
+    const stop = new AbortController();
+    const running: Array<Promise<number>> = [];
+    try {
+      const a = simulate([...key, '--twice', 'at-once', '--gzip', '--replay-after-ms', '50'], stop.signal);
+      running.push(a.done);
+      const banner = await a.started();
+      expect(a.output()).toContain('webhooks sent gzip, twice at once, replayed 50 ms later');
+      const id = await create(banner);
+      // The replay comes last, once both copies ended (a copy that raced the first may have been retried).
+      await expect.poll(a.output, { timeout: 10_000 }).toMatch(new RegExp(`job ${id} replay, attempt 1 → .*: HTTP 200 after \\d+ ms → duplicate`));
+      expect(a.output().match(new RegExp(`job ${id} copy [12], attempt \\d → .*: HTTP 200 after \\d+ ms → processed`, 'g'))).toHaveLength(1);
+      expect(a.output()).toMatch(new RegExp(`job ${id} copy 1, attempt 1 → `));
+      expect(a.output()).toMatch(new RegExp(`job ${id} copy 2, attempt 1 → `));
+      expect(encodings.length).toBeGreaterThanOrEqual(3);
+      expect(encodings.every((e) => e === 'gzip')).toBe(true);
+      expect(runs).toEqual([id]);
+
+      const t = simulate([...key, '--tampered'], stop.signal);
+      running.push(t.done);
+      const other = await create(await t.started());
+      await expect.poll(t.output).toMatch(new RegExp(`job ${other} attempt 1 → .*: HTTP 401 SIGNATURE_INVALID after \\d+ ms → rejected`));
+      expect(runs).toEqual([id]);
+    } finally {
+      stop.abort();
+      expect(await Promise.all(running)).toEqual(running.map(() => 0));
+      await target.close();
+    }
+  });
+
   it('usage errors exit 2 with one line in flag terms', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['--port', 'abc'], /--port must be a whole number from 0 to 65535/],
@@ -127,6 +172,9 @@ describe('jobhook simulate', () => {
       [['--dialect', 'yaml'], /--dialect must be one of/],
       [['--key', fixture('keys', 'test-2048-public.pem')], /^jobhook simulate: --key is not a private key/],
       [['extra'], /takes no FILE/],
+      [['--gzip', '--br'], /give --gzip or --br, not both/],
+      [['--twice=sometimes'], /--twice takes at-once or in-a-row/],
+      [['--replay-after-ms', 'soon'], /--replay-after-ms must be a whole number/],
     ];
     for (const [argv, why] of cases) {
       const r = await cli(['simulate', ...argv]);

@@ -1,4 +1,5 @@
 import { inputName, UsageError } from './io.js';
+import { harDeliveries, isHar } from './har.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../base/protocol.js';
 
 /** One captured delivery: the headers as received and the exact body bytes. */
@@ -290,7 +291,7 @@ function isRequest(bytes: Uint8Array): boolean {
   return REQUEST_LINE.test(latin1(bytes, 0, Math.min(bytes.length, 64 * 1024)));
 }
 
-/** A whole input that is not JSON lines: a capture object, an HTTP dump, a bare body, or JSON lines after all. */
+/** A whole input that is not JSON lines: a capture object, a HAR file, an HTTP dump, a bare body, or JSON lines after all. */
 function single(bytes: Uint8Array, source: string, options: CaptureOptions): Capture[] {
   if (isRequest(bytes)) return [fromHttpDump(bytes, source, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES)];
   const text = decoder.decode(bytes);
@@ -299,7 +300,8 @@ function single(bytes: Uint8Array, source: string, options: CaptureOptions): Cap
     let v: unknown;
     try {
       v = JSON.parse(text);
-    } catch {
+    } catch (err) {
+      if (/\.har$/i.test(source)) throw new UsageError(`${source}: not a HAR file (${(err as Error).message})`);
       // Several capture objects, one per line, without the .jsonl name?
       const first = trimmed.split('\n', 1)[0]!;
       try {
@@ -310,6 +312,8 @@ function single(bytes: Uint8Array, source: string, options: CaptureOptions): Cap
       return [bare(bytes, source, options)];
     }
     if (isCaptureObject(v)) return [fromObject(v, source, 0)];
+    if (isHar(v)) return harDeliveries(v, source, options.signatureHeader).map((d) => ({ source, ...d }));
+    if (/\.har$/i.test(source)) throw new UsageError(`${source}: not a HAR file (no log.entries list)`);
   }
   return [bare(bytes, source, options)];
 }
@@ -320,8 +324,9 @@ function isJsonl(source: string, options: CaptureOptions): boolean {
 
 /**
  * Reads the deliveries in one input held whole, detecting its form: a capture object
- * `{ headers, body | bodyBase64 }`, a raw HTTP/1.1 request dump, JSON lines of
- * capture objects (`.jsonl` or `jsonl: true`), or a bare JSON body (with `signature`).
+ * `{ headers, body | bodyBase64 }`, a HAR file (each POST entry with a body), a raw
+ * HTTP/1.1 request dump, JSON lines of capture objects (`.jsonl` or `jsonl: true`), or a
+ * bare JSON body (with `signature`).
  */
 export function parseCaptures(bytes: Uint8Array, source: string, options: CaptureOptions = {}): Capture[] {
   if (isJsonl(source, options)) return [...jsonLines(decoder.decode(bytes), source)];

@@ -7,7 +7,7 @@ import { formatCheckReport } from '../testing/check/report.js';
 import { parseBytes } from '../testing/check/units.js';
 import { numberFlag } from './common.js';
 import { jsonText, UsageError, type CliIo } from './io.js';
-import { withFlags } from './tools.js';
+import { RETRY_FLAGS, withFlags } from './tools.js';
 
 export const CHECK_HELP = `Usage: jobhook check URL --key PRIVATE.pem [options]
 
@@ -62,10 +62,7 @@ const FLAGS = {
   sizes: { type: 'string' },
   dialect: { type: 'string', multiple: true },
   encodings: { type: 'string' },
-  retries: { type: 'string' },
-  'timeout-ms': { type: 'string' },
-  'backoff-ms': { type: 'string' },
-  'max-backoff-ms': { type: 'string' },
+  ...RETRY_FLAGS,
   'max-age': { type: 'string' },
   'effects-wait-ms': { type: 'string' },
   'time-limit-ms': { type: 'string' },

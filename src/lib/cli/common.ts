@@ -2,6 +2,8 @@ import { readFile } from 'node:fs/promises';
 import type { NodePublicKeyInput } from '../runtime/crypto/node.js';
 import { checkNumber, type NumberRule } from '../base/options.js';
 import { readCaptures, type Capture, type CaptureOptions } from './captures.js';
+import { decodedCapture } from './content-encoding.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../base/protocol.js';
 import { inputChunks, UsageError, type CliIo } from './io.js';
 
 /** A key file as the verifier takes it: PEM text, a JWK, or DER bytes. */
@@ -25,15 +27,16 @@ export async function loadKeys(paths: string[] | undefined): Promise<NodePublicK
 }
 
 /**
- * Deliveries from the inputs (standard input when none or `-`), one at a time: JSON
- * lines are verified while the rest is still being read. UsageError when there is none.
+ * Deliveries from the inputs (standard input when none or `-`), one at a time, each body
+ * decoded as its Content-Encoding says: JSON lines are verified while the rest is still
+ * being read. UsageError when there is none.
  */
 export async function* captureStream(inputs: string[], io: CliIo, options: CaptureOptions): AsyncGenerator<Capture> {
   let found = false;
   for (const path of inputs.length === 0 ? ['-'] : inputs) {
     for await (const capture of readCaptures(inputChunks(path, io), path, options)) {
       found = true;
-      yield capture;
+      yield decodedCapture(capture, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
     }
   }
   if (!found) throw new UsageError('no delivery found in the input');

@@ -26,6 +26,7 @@ Options:
   --expected-canonical FILE   the canonical text the sender signed: show the first differing byte
   --dialect NAME              dialect for that comparison (${DIALECTS.join(', ')}; default: the one that verifies, else orjson)
   --max-body-bytes N          largest body analysed (default ${DEFAULT_MAX_BODY_BYTES}, as the verifier's)
+  --index N                   the delivery of a JSONL or HAR input whose index verify --json shows
   --json                      print the findings as JSON
   -h, --help                  show this help
 
@@ -33,13 +34,31 @@ Exit: 0 valid, 1 invalid, 2 usage or I/O error.
 
 Example:
   jobhook explain --key gateway.pem failed-delivery.http
+  jobhook explain --key gateway.pem --index 3 session.har
 `;
+
+/** The one delivery of the input, or the one at `index` (as `verify --json` numbers them). */
+async function oneDelivery(captures: AsyncIterable<Capture>, index: number | undefined): Promise<Capture> {
+  let capture: Capture | undefined;
+  const indexes: number[] = [];
+  for await (const c of captures) {
+    if (index !== undefined) {
+      if (c.index === index) return c;
+      indexes.push(c.index);
+      continue;
+    }
+    if (capture !== undefined) throw new UsageError('explain takes one delivery; the input holds more than one: pick one with --index N (verify --json shows each index; verify takes many)');
+    capture = c;
+  }
+  if (index !== undefined) throw new UsageError(`no delivery with --index ${index} in the input (its deliveries: ${indexes.slice(0, 20).join(', ')}${indexes.length > 20 ? ', …' : ''})`);
+  return capture!;
+}
 
 export async function explainCommand(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { ...DELIVERY_OPTIONS, 'expected-canonical': { type: 'string' } },
+    options: { ...DELIVERY_OPTIONS, 'expected-canonical': { type: 'string' }, index: { type: 'string' } },
   });
   if (values.help) {
     io.stdout(EXPLAIN_HELP);
@@ -50,12 +69,8 @@ export async function explainCommand(argv: string[], io: CliIo): Promise<number>
   if (positionals.length > 1) throw new UsageError('explain takes one delivery (one FILE, or - for standard input)');
   const signatureHeader = values['signature-header'];
   const maxBodyBytes = numberFlag(values['max-body-bytes'], '--max-body-bytes', { integer: true }) ?? DEFAULT_MAX_BODY_BYTES;
-  let capture: Capture | undefined;
-  for await (const c of captureStream(positionals, io, { signature: values.signature, signatureHeader, maxBodyBytes })) {
-    if (capture !== undefined) throw new UsageError('explain takes one delivery; the input holds more than one (verify takes many)');
-    capture = c;
-  }
-  const c = capture!;
+  const index = numberFlag(values.index, '--index', { min: 0, integer: true });
+  const c = await oneDelivery(captureStream(positionals, io, { signature: values.signature, signatureHeader, maxBodyBytes }), index);
   const expected = values['expected-canonical'] === undefined ? undefined : new Uint8Array(await readFile(values['expected-canonical']));
   const explanation = explainDelivery(c.body, c.headers, keys, {
     maxBodyBytes,

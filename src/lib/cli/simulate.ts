@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { assertDialect, DIALECTS } from '../core/canonical/dialects.js';
-import { startGatewaySimulator, type DeliveryAttempt } from '../testing/simulator.js';
+import { startGatewaySimulator, type DeliveryAttempt, type SimulatedDelivery } from '../testing/simulator.js';
 import { UsageError, type CliIo } from './io.js';
 import { describeAttempt } from './attempt.js';
 import { withFlags } from './tools.js';
+import { sendingLabel, VARIANT_HELP, VARIANT_OPTIONS, variantFlags, withTwiceValue } from './variants.js';
 
 /**
  * The I/O of a command that runs until stopped: `signal` stops it (tests pass one).
@@ -28,7 +29,8 @@ async_job_completed webhook goes to the job's webhook_receiver, retried as the
 gateway does (5xx, timeouts and network errors; up to 3 retries). It signs with a
 TEST-ONLY key and writes the public key (PEM) for your receiver to --out.
 
-A job whose input has "simulate": "fail" fails; other jobs succeed.
+A job whose input has "simulate": "fail" fails; other jobs succeed. Requests are
+taken up to 25 MiB. The flags below send every webhook otherwise than once.
 
 Options:
   --port N          port on 127.0.0.1 (default: a free one)
@@ -39,9 +41,13 @@ Options:
                     receiver keeps one public key across runs (default: a fresh key per run)
   --token T         the bearer token (default: a random one)
   --receiver URL    the webhook_receiver in the printed curl example (default ${DEFAULT_RECEIVER})
+${VARIANT_HELP}
+  --tampered            change a value of the body after signing (expect 401)
+  --replay-after-ms N   send it once more, N ms later
 
 Example:
   jobhook simulate --port 8080 --out ./gateway-key
+  jobhook simulate --port 8080 --out ./gateway-key --twice at-once --gzip
 `;
 
 function whole(value: string | undefined, flag: string, max?: number): number | undefined {
@@ -74,15 +80,32 @@ function stopRequested(signal: AbortSignal | undefined): Promise<string> {
   });
 }
 
-function attemptLine(a: DeliveryAttempt): string {
-  return `job ${a.jobId} attempt ${a.attempt} → ${a.url}: ${describeAttempt(a)}\n`;
+function attemptLine(a: DeliveryAttempt, delivery: SimulatedDelivery): string {
+  const label = sendingLabel(a.sending, { twice: delivery.twice, replay: delivery.replayAfterMs !== undefined });
+  return `job ${a.jobId} ${label}attempt ${a.attempt} → ${a.url}: ${describeAttempt(a)}\n`;
+}
+
+/** The `delivery` option the flags ask for. */
+function deliveryFlags(values: { gzip?: boolean; br?: boolean; twice?: string; tampered?: boolean; 'replay-after-ms'?: string }): SimulatedDelivery {
+  const replayAfterMs = whole(values['replay-after-ms'], '--replay-after-ms', 2 ** 31 - 1);
+  return { ...variantFlags(values), ...(values.tampered === true ? { tampered: true } : {}), ...(replayAfterMs === undefined ? {} : { replayAfterMs }) };
+}
+
+/** `gzip, twice at once`: the delivery in words, for the introduction. */
+function deliveryWords(d: SimulatedDelivery): string {
+  const words = [d.encoding, d.twice === undefined ? undefined : `twice ${d.twice.replace(/-/g, ' ')}`, d.tampered ? 'tampered' : undefined, d.replayAfterMs === undefined ? undefined : `replayed ${d.replayAfterMs} ms later`];
+  const said = words.filter((w) => w !== undefined);
+  return said.length === 0 ? 'once, as the gateway' : said.join(', ');
 }
 
 export async function simulateCommand(argv: string[], io: LongRunningIo): Promise<number> {
   const { values, positionals } = parseArgs({
-    args: argv,
+    args: withTwiceValue(argv),
     allowPositionals: true,
     options: {
+      ...VARIANT_OPTIONS,
+      tampered: { type: 'boolean' },
+      'replay-after-ms': { type: 'string' },
       port: { type: 'string' },
       'delay-ms': { type: 'string' },
       dialect: { type: 'string' },
@@ -102,16 +125,17 @@ export async function simulateCommand(argv: string[], io: LongRunningIo): Promis
   const delayMs = whole(values['delay-ms'], '--delay-ms');
   const dialect = assertDialect(values.dialect ?? 'orjson', '--dialect');
   const privateKey = values.key === undefined ? undefined : await readFile(values.key, 'utf8');
+  const delivery = deliveryFlags(values);
   const out = values.out ?? mkdtempSync(join(tmpdir(), 'jobhook-simulate-'));
 
   const gateway = await withFlags({ privateKey: '--key' }, () =>
-    startGatewaySimulator({ port, delayMs, dialect, privateKey, token: values.token, onAttempt: (a) => io.stdout(attemptLine(a)) }),
+    startGatewaySimulator({ port, delayMs, dialect, privateKey, token: values.token, delivery, onAttempt: (a) => io.stdout(attemptLine(a, delivery)) }),
   );
   try {
     mkdirSync(out, { recursive: true });
     const keyFile = join(out, 'gateway-public.pem');
     writeFileSync(keyFile, 'TEST-ONLY KEY of `jobhook simulate`: for tests of a webhook receiver, never for anything real.\n' + gateway.publicKey);
-    io.stdout(introduction(gateway, keyFile, dialect, delayMs ?? 200, values.receiver ?? DEFAULT_RECEIVER));
+    io.stdout(introduction(gateway, keyFile, `${dialect}; jobs finish after ${delayMs ?? 200} ms; webhooks sent ${deliveryWords(delivery)}`, values.receiver ?? DEFAULT_RECEIVER));
     const why = await stopRequested(io.signal);
     io.stdout(`stopping (${why})\n`);
   } finally {
@@ -120,7 +144,7 @@ export async function simulateCommand(argv: string[], io: LongRunningIo): Promis
   return 0;
 }
 
-function introduction(gateway: { url: string; jobsUrl: string; token: string }, keyFile: string, dialect: string, delayMs: number, receiver: string): string {
+function introduction(gateway: { url: string; jobsUrl: string; token: string }, keyFile: string, how: string, receiver: string): string {
   const auth = shellQuote(`Authorization: Bearer ${gateway.token}`);
   const job = JSON.stringify({
     model: 'ocr/ocr_async/amazon',
@@ -132,7 +156,7 @@ function introduction(gateway: { url: string; jobsUrl: string; token: string }, 
   URL:         ${gateway.url}
   token:       ${gateway.token}
   public key:  ${keyFile}
-  dialect:     ${dialect}; jobs finish after ${delayMs} ms
+  dialect:     ${how}
 
 Create a job whose webhook goes to your receiver (add "simulate":"fail" to input for a failed job):
   curl -sS -X POST ${shellQuote(gateway.jobsUrl)} -H ${auth} -H 'Content-Type: application/json' -d ${shellQuote(job)}

@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { assertDialect, DIALECTS } from '../core/canonical/dialects.js';
-import { sendDelivery } from '../testing/send.js';
+import type { SendOptions } from '../testing/send.js';
+import { sendCopies } from '../testing/variants.js';
 import { describeAttempt } from './attempt.js';
 import { signDelivery } from '../runtime/sign.js';
 import { writeTestKeyPair } from '../testing/keys.js';
@@ -9,6 +10,7 @@ import { OptionError, type OptionMention } from '../base/option-error.js';
 import { examplePayload } from '../testing/payload.js';
 import { isCaptureObject, parseCaptures } from './captures.js';
 import { readInput, UsageError, type CliIo } from './io.js';
+import { compressedForSending, sendingLabel, VARIANT_HELP, VARIANT_OPTIONS, variantFlags, withTwiceValue } from './variants.js';
 
 /**
  * The library names options (`url`, `allowInsecure: true`); a command says the same
@@ -128,11 +130,13 @@ Options:
   --backoff-ms N        first delay, doubled each time (default 1000)
   --max-backoff-ms N    cap (default 30000)
   --allow-insecure      allow http:// to a non-loopback host
+${VARIANT_HELP}
 
-Exit: 0 delivered (2xx), 1 not delivered, 2 usage error.
+Exit: 0 delivered (2xx; with --twice, both copies), 1 not delivered, 2 usage error.
 
 Example:
   jobhook send --to http://127.0.0.1:3000/webhooks/gateway --key test-keys/test-only-private.pem
+  jobhook send --to http://127.0.0.1:3000/webhooks/gateway --key test-keys/test-only-private.pem --gzip --twice at-once
 `;
 
 function count(value: string | undefined, name: string, fallback: number): number {
@@ -142,42 +146,47 @@ function count(value: string | undefined, name: string, fallback: number): numbe
   return n;
 }
 
+/** parseArgs options of the gateway's retry policy, shared by `send` and `check`. */
+export const RETRY_FLAGS = {
+  retries: { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  'backoff-ms': { type: 'string' },
+  'max-backoff-ms': { type: 'string' },
+} as const;
+
+const SEND_OPTIONS = { ...PAYLOAD_OPTIONS, ...VARIANT_OPTIONS, ...RETRY_FLAGS, to: { type: 'string' }, 'allow-insecure': { type: 'boolean' } } as const;
+
+type SendValues = { retries?: string; 'timeout-ms'?: string; 'backoff-ms'?: string; 'max-backoff-ms'?: string; 'allow-insecure'?: boolean };
+
+/** The gateway's retry policy, as the flags change it. */
+function sendPolicy(values: SendValues): Pick<SendOptions, 'retries' | 'timeoutMs' | 'backoffMs' | 'maxBackoffMs' | 'allowInsecure'> {
+  return {
+    retries: count(values.retries, '--retries', 3),
+    timeoutMs: count(values['timeout-ms'], '--timeout-ms', 30_000),
+    backoffMs: count(values['backoff-ms'], '--backoff-ms', 1000),
+    maxBackoffMs: count(values['max-backoff-ms'], '--max-backoff-ms', 30_000),
+    allowInsecure: values['allow-insecure'],
+  };
+}
+
 export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      ...PAYLOAD_OPTIONS,
-      to: { type: 'string' },
-      retries: { type: 'string' },
-      'timeout-ms': { type: 'string' },
-      'backoff-ms': { type: 'string' },
-      'max-backoff-ms': { type: 'string' },
-      'allow-insecure': { type: 'boolean' },
-    },
-  });
+  const { values, positionals } = parseArgs({ args: withTwiceValue(argv), allowPositionals: true, options: SEND_OPTIONS });
   if (values.help) {
     io.stdout(SEND_HELP);
     return 0;
   }
   if (values.to === undefined) throw new UsageError('--to URL is required');
   if (positionals.length > 1) throw new UsageError('send takes one FILE');
+  const { encoding, twice } = variantFlags(values);
+  const policy = sendPolicy(values);
   const body = await payload(values, positionals[0], io);
   const capture = typeof body === 'string' ? undefined : parseCapture(body, positionals[0]!);
-  const delivery = capture ?? (await signed(values, body));
+  const signedDelivery = capture ?? (await signed(values, body));
+  const delivery = encoding === undefined ? signedDelivery : compressedForSending(signedDelivery, encoding);
   const to = values.to;
-  const result = await withFlags({ ...KEY_FLAGS, url: '--to' }, () => sendDelivery({
-    url: to,
-    headers: delivery.headers,
-    body: delivery.body,
-    retries: count(values.retries, '--retries', 3),
-    timeoutMs: count(values['timeout-ms'], '--timeout-ms', 30_000),
-    backoffMs: count(values['backoff-ms'], '--backoff-ms', 1000),
-    maxBackoffMs: count(values['max-backoff-ms'], '--max-backoff-ms', 30_000),
-    allowInsecure: values['allow-insecure'],
-    onAttempt: (a) => io.stdout(`attempt ${a.attempt}: ${describeAttempt(a)}\n`),
-  }));
-  return result.delivered ? 0 : 1;
+  const print = (a: Parameters<typeof describeAttempt>[0], copy: number) => io.stdout(`${sendingLabel(copy, { twice })}attempt ${a.attempt}: ${describeAttempt(a)}\n`);
+  const results = await withFlags({ ...KEY_FLAGS, url: '--to' }, () => sendCopies({ url: to, headers: delivery.headers, body: delivery.body, ...policy }, twice, print));
+  return results.every((r) => r.delivered) ? 0 : 1;
 }
 
 /** A FILE that already is a capture object is sent as it is. */

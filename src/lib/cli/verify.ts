@@ -10,8 +10,9 @@ export const VERIFY_HELP = `Usage: jobhook verify --key FILE [--key FILE ...] [o
 
 Verifies captured deliveries. Each input may be a capture object
 {"headers":{...},"body":"<raw body>"} (or "bodyBase64"), a raw HTTP/1.1 request
-dump, a .jsonl file of capture objects, or a bare JSON body with --signature.
-With no FILE, or -, reads standard input.
+dump, a .jsonl file of capture objects, a HAR file, or a bare JSON body with
+--signature; gzip, deflate and br bodies are decoded. With no FILE, or -, reads
+standard input.
 
 Options:
   --key FILE            the gateway's public key (PEM, DER or JWK); repeat for a rotation
@@ -34,6 +35,7 @@ Exit: 0 all valid, 1 at least one invalid, 2 usage or I/O error.
 Example:
   jobhook verify --key gateway.pem captured/*.json
   jobhook verify --key old.pem --key new.pem --json deliveries.jsonl
+  jobhook verify --key gateway.pem --json deliveries.har
 `;
 
 export async function verifyCommand(argv: string[], io: CliIo): Promise<number> {

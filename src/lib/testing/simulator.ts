@@ -7,20 +7,25 @@ import { createHash, createPublicKey, generateKeyPair, randomBytes, randomUUID, 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { assertDialect, type DialectName } from '../core/canonical/dialects.js';
-import { JOBS_PATH } from '../base/protocol.js';
-import { sendDelivery, type AttemptReport } from './send.js';
-import { importPrivateKey, signDelivery } from '../runtime/sign.js';
+import { DEFAULT_MAX_BODY_BYTES, JOBS_PATH } from '../base/protocol.js';
+import { importPrivateKey } from '../runtime/sign.js';
 import { isFieldProblem, validateJobRequest, type JobRequest } from './job-request.js';
 import { option, optionError } from '../base/option-error.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { simulatedFailure, simulatedResult } from './outputs.js';
 import { parseWire, writeWire, type WireObject, type WireValue } from './wire.js';
+import { checkSimulatedDelivery, deliverPayload, type DeliveryAttempt, type DeliveryResult, type SimulatedDelivery, type SimulatedJob } from './simulator-delivery.js';
 
+export { SIMULATOR_USER_AGENT } from './simulator-delivery.js';
+export type { DeliveryAttempt, DeliveryResult, DeliverySending, SimulatedDelivery, SimulatedJob } from './simulator-delivery.js';
 
-/** The `User-Agent` of the simulator's deliveries. */
-export const SIMULATOR_USER_AGENT = 'jobhook-gateway-simulator/1';
-
-const MAX_REQUEST_BYTES = 1024 * 1024;
+/**
+ * Largest job request taken by default: 25 MiB, the largest delivery a receiver takes by
+ * default (`maxBodyBytes`). The gateway publishes no limit of its own; a request echoes
+ * into its delivery (`user_webhook_parameters`, a text job's `input.text`), so this lets a
+ * test make any delivery a receiver must take, 2 MB and 20 MB ones included.
+ */
+const DEFAULT_MAX_REQUEST_BYTES = DEFAULT_MAX_BODY_BYTES;
 
 export interface GatewaySimulatorOptions {
   /** Address to listen on (default `127.0.0.1`). */
@@ -51,36 +56,15 @@ export interface GatewaySimulatorOptions {
   webhookHeader?: string;
   /** Told about every delivery attempt as it ends. */
   onAttempt?: (attempt: DeliveryAttempt) => void;
-}
-
-/** One delivery attempt, as recorded in {@link GatewaySimulator.deliveries}. */
-export interface DeliveryAttempt {
-  jobId: string;
-  url: string;
-  /** 1 for the first attempt. */
-  attempt: number;
-  /** The receiver's HTTP status, when it answered. */
-  status?: number;
-  /** Why no answer came (a timeout or a network error code). */
-  error?: string;
-  outcome: AttemptReport['outcome'];
-  /** Wait before the next attempt (outcome `retry`). */
-  delayMs?: number;
-  /** Epoch milliseconds. */
-  startedAt: number;
-  elapsedMs: number;
-}
-
-/** How a job's delivery ended. */
-export interface DeliveryResult {
-  jobId: string;
-  url: string;
-  /** `delivered` (2xx), `rejected` (4xx, or a redirect: not retried), `gave-up` after the last retry, `cancelled` by `close()`. */
-  outcome: 'delivered' | 'rejected' | 'gave-up' | 'cancelled';
-  attempts: DeliveryAttempt[];
-  /** What was sent (absent when the job was cancelled before it finished). */
-  headers?: Record<string, string>;
-  body?: string;
+  /**
+   * How each job's webhook is sent besides once (default: once, as the gateway):
+   * compressed, tampered, twice, replayed later; or a function choosing it per job
+   * (`undefined`: once). A value the function returns that is not a valid delivery ends
+   * that job's delivery as `gave-up`, the error in its attempt.
+   */
+  delivery?: SimulatedDelivery | ((job: SimulatedJob) => SimulatedDelivery | undefined);
+  /** Largest job request body taken, in bytes (default 25 MiB); larger ones are answered 413. */
+  maxRequestBytes?: number;
 }
 
 export interface GatewaySimulator {
@@ -128,6 +112,8 @@ interface Settings {
   allowLoopback: boolean;
   headers: { signatureHeader?: string; algorithmHeader?: string; webhookHeader?: string };
   onAttempt?: (attempt: DeliveryAttempt) => void;
+  delivery: Readonly<SimulatedDelivery> | ((job: SimulatedJob) => SimulatedDelivery | undefined);
+  maxRequestBytes: number;
 }
 
 // setTimeout's limit: a longer delay would fire at once.
@@ -167,6 +153,8 @@ async function settings(options: GatewaySimulatorOptions): Promise<Settings> {
       webhookHeader: headerName(options.webhookHeader, 'webhookHeader'),
     },
     onAttempt: options.onAttempt,
+    delivery: typeof options.delivery === 'function' ? options.delivery : checkSimulatedDelivery(options.delivery ?? {}),
+    maxRequestBytes: whole(options.maxRequestBytes, 'maxRequestBytes', DEFAULT_MAX_REQUEST_BYTES, 1),
   };
   if (s.token.length === 0 || /[\s\u0000-\u001f]/.test(s.token)) throw optionError`${option('token')} must be a non-empty string without whitespace`;
   const key = options.privateKey === undefined ? await newKeyPair() : importPrivateKey(options.privateKey);
@@ -271,6 +259,16 @@ function newJob(request: JobRequest): Job {
   return job;
 }
 
+/** How the job's webhook is sent: the `delivery` option, or what its function says for this job. */
+function deliveryStyle(s: Settings, job: Job): Readonly<SimulatedDelivery> {
+  if (typeof s.delivery !== 'function') return s.delivery;
+  const r = job.request;
+  const userParameters = r.userWebhookParameters === undefined ? {} : { userParameters: JSON.parse(writeWire(r.userWebhookParameters)) as unknown };
+  const model = [r.feature, r.subfeature, r.provider, ...(r.model === null ? [] : [r.model])].join('/');
+  const status = job.status === 'fail' ? 'fail' : 'success';
+  return checkSimulatedDelivery(s.delivery({ jobId: job.id, model, status, ...userParameters }) ?? {});
+}
+
 /** Where a request goes: the collection (create), one job (read), or nowhere (404). */
 function target(req: IncomingMessage): { path: string; isCollection: boolean; id: string | undefined } {
   const path = new URL(req.url ?? '/', 'http://simulator').pathname.replace(/\/+$/, '');
@@ -364,8 +362,9 @@ class Simulator {
   }
 
   private async createJob(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const raw = await readBody(req, MAX_REQUEST_BYTES);
-    if (raw === undefined) return this.fail(res, 413, `The body is larger than ${MAX_REQUEST_BYTES} bytes`, { connection: 'close' });
+    const limit = this.s.maxRequestBytes;
+    const raw = await readBody(req, limit);
+    if (raw === undefined) return this.fail(res, 413, `The body is larger than ${limit} bytes`, { connection: 'close' });
     let body: WireValue;
     try {
       body = parseWire(raw);
@@ -388,45 +387,25 @@ class Simulator {
     const url = job.request.webhookReceiver;
     if (url === undefined || job.delivery === undefined) return;
     const settle = job.delivery.settle;
-    const running = this.deliver(job, url).then(settle, (err: unknown) =>
-      // Not expected (the URL was checked when the job was created); reported as a failed delivery.
-      settle({ jobId: job.id, url, outcome: 'gave-up', attempts: [{ jobId: job.id, url, attempt: 1, error: String(err), outcome: 'gave-up', startedAt: Date.now(), elapsedMs: 0 }] }),
-    );
+    const running = this.deliver(job, url).then(settle, (err: unknown) => {
+      // A `delivery` function's bad value, or the unexpected (the URL was checked when the job was created): a failed delivery.
+      const attempt: DeliveryAttempt = { jobId: job.id, url, sending: 1, attempt: 1, error: String(err), outcome: 'gave-up', startedAt: Date.now(), elapsedMs: 0 };
+      settle({ jobId: job.id, url, outcome: 'gave-up', attempts: [attempt], sendings: [{ sending: 1, kind: 'first', outcome: 'gave-up', attempts: [attempt] }] });
+    });
     this.inflight.add(running);
     void running.finally(() => this.inflight.delete(running));
   }
 
-  /** Signs the job's webhook and sends it, retrying as the gateway does, every attempt recorded. */
+  /** Signs the job's webhook and sends it as the `delivery` option says, retrying as the gateway does, every attempt recorded. */
   private async deliver(job: Job, url: string): Promise<DeliveryResult> {
-    const { s, cancel } = this;
-    const body = writeWire(webhookPayload(job), s.dialect);
-    const { headers } = signDelivery(body, s.key, { dialect: s.dialect, userAgent: SIMULATOR_USER_AGENT, ...s.headers });
-    const attempts: DeliveryAttempt[] = [];
-    const record = (report: AttemptReport) => {
-      const attempt: DeliveryAttempt = { jobId: job.id, url, ...report };
-      attempts.push(attempt);
+    const { s } = this;
+    const record = (attempt: DeliveryAttempt) => {
       this.deliveries.push(attempt);
       s.onAttempt?.(attempt);
     };
-    let outcome: DeliveryResult['outcome'];
-    try {
-      const result = await sendDelivery({
-        url,
-        headers,
-        body,
-        retries: s.retries,
-        timeoutMs: s.attemptTimeoutMs,
-        backoffMs: s.backoffMs,
-        maxBackoffMs: s.maxBackoffMs,
-        signal: cancel.signal,
-        onAttempt: record,
-      });
-      outcome = result.delivered ? 'delivered' : (attempts.at(-1)?.outcome === 'rejected' ? 'rejected' : 'gave-up');
-    } catch (err) {
-      if (!cancel.signal.aborted) throw err;
-      outcome = 'cancelled';
-    }
-    return { jobId: job.id, url, outcome, attempts, headers, body };
+    const policy = { retries: s.retries, timeoutMs: s.attemptTimeoutMs, backoffMs: s.backoffMs, maxBackoffMs: s.maxBackoffMs };
+    const context = { key: s.key, dialect: s.dialect, headers: s.headers, policy, signal: this.cancel.signal, record };
+    return deliverPayload(context, { jobId: job.id, url, payload: webhookPayload(job) }, deliveryStyle(s, job));
   }
 
   /** Cancels the jobs not finished and the deliveries under way, then stops the server. */
@@ -435,7 +414,7 @@ class Simulator {
       if (job.timer === undefined) continue;
       clearTimeout(job.timer);
       job.timer = undefined;
-      job.delivery?.settle({ jobId: job.id, url: job.request.webhookReceiver!, outcome: 'cancelled', attempts: [] });
+      job.delivery?.settle({ jobId: job.id, url: job.request.webhookReceiver!, outcome: 'cancelled', attempts: [], sendings: [] });
     }
     this.cancel.abort(new DOMException('The gateway simulator was closed', 'AbortError'));
     await Promise.allSettled([...this.inflight]);
@@ -482,4 +461,6 @@ export const SIMULATOR_OPTIONS = {
   algorithmHeader: true,
   webhookHeader: true,
   onAttempt: true,
+  delivery: true,
+  maxRequestBytes: true,
 } as const satisfies OptionNamesOf<GatewaySimulatorOptions>;

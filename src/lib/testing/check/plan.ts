@@ -4,12 +4,12 @@
  * makes. Everything is built before the first one is sent.
  */
 import { randomBytes, randomUUID, type KeyObject } from 'node:crypto';
-import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import type { DialectName } from '../../core/canonical/dialects.js';
 import { VERSION } from '../../base/version.js';
 import { signDelivery, type SignedDelivery } from '../../runtime/sign.js';
 import { generateTestKeyObjects } from '../keys.js';
-import { WireFloat, isWireObject, writeWire, type WireObject, type WireValue } from '../wire.js';
+import { encodedDelivery, tamperedPayload } from '../variants.js';
+import { WireFloat, isWireObject, writeWire, type WireValue } from '../wire.js';
 import type { CheckSettings } from './options.js';
 import { Random } from './random.js';
 import { sizedBody } from './large.js';
@@ -107,10 +107,7 @@ function encodedCases(p: Planner): PlannedCase[] {
   return p.s.encodings.map((coding) => {
     const jobId = randomUUID();
     const body = sizedBody(jobId, ENCODED_BYTES, p.r, 'orjson')!;
-    const signed = sign(p, body, 'orjson');
-    // Brotli's default quality (11) takes 0.4 s on 150 kB; 5 compresses about as well as gzip, at once.
-    const encoded = coding === 'gzip' ? gzipSync(body) : brotliCompressSync(body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 5 } });
-    const delivery = { headers: { ...signed.headers, 'Content-Encoding': coding }, body: new Uint8Array(encoded.buffer, encoded.byteOffset, encoded.byteLength) };
+    const delivery = encodedDelivery(sign(p, body, 'orjson'), coding);
     const title = `${formatBytes(ENCODED_BYTES)} OCR result, Content-Encoding: ${coding}`;
     return planned({ id: `genuine/${coding}`, group: 'genuine', title, tags: [coding, 'floats'] }, jobId, delivery, ENCODED_BYTES);
   });
@@ -142,7 +139,7 @@ function refuseCases(p: Planner): PlannedCase[] {
   const hour = 3_600_000;
   const cases: PlannedCase[] = [];
   const t = fresh();
-  const changed = writeWire({ ...t.payload, output: { ...(t.payload.output as WireObject), text: 'changed on the way' } }, 'orjson');
+  const changed = writeWire(tamperedPayload(t.payload), 'orjson');
   cases.push(refuse('tampered', 'tampered body (a field changed after signing)', t.jobId, { headers: t.signed.headers, body: changed }));
   const f = fresh();
   cases.push(refuse('forged', 'forged signature (random, of the right length)', f.jobId, { ...f.signed, headers: { ...f.signed.headers, [name]: randomBytes(modulusBytes).toString('hex') } }));
