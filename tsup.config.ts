@@ -82,17 +82,15 @@ function printCjsReadably(file: string): void {
   writeFileSync(file, transformSync(readFileSync(file, 'utf8'), { loader: 'js', format: 'cjs', target: 'node20', legalComments: 'none' }).code);
 }
 
-/** Typographic characters of the sources' comments, in ASCII. */
-const ASCII: Record<string, string> = { '—': '--', '–': '-', '−': '-', '…': '...', '×': 'x', '≤': '<=', '≥': '>=', '→': '->', '←': '<-', '‘': "'", '’': "'", '“': '"', '”': '"', '·': '*', '≈': '~', '÷': '/', '±': '+/-', 'µ': 'u' };
-
 /**
- * The comments esbuild keeps (documentation of methods and statements) in ASCII: code
- * with one non-ASCII byte is decoded from UTF-8 the slow way and compiled as two-byte
- * source, for every byte of the file (strings are escaped by esbuild already).
+ * The comments esbuild keeps (documentation of methods and statements) out of the built
+ * JavaScript: the code keeps its lines and names, the documentation is in the sources
+ * and the declarations (.d.ts). They were a tenth of the code's bytes, read at every cold
+ * import, and their typography made chunks non-ASCII: code with one non-ASCII byte is
+ * decoded from UTF-8 the slow way and compiled as two-byte source.
  */
-function asciiComments(file: string): void {
+function withoutComments(file: string): void {
   const text = readFileSync(file, 'utf8');
-  if (!/[^\x00-\x7f]/.test(text)) return;
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.JS);
   const ranges = new Map<number, number>();
   const collect = (pos: number) => {
@@ -109,18 +107,22 @@ function asciiComments(file: string): void {
   let at = 0;
   for (const [pos, end] of [...ranges].sort((a, b) => a[0] - b[0])) {
     if (pos < at) continue;
-    out += text.slice(at, pos) + text.slice(pos, end).replace(/[^\x00-\x7f]/gu, (c) => ASCII[c] ?? (c.normalize('NFKD').replace(/[^\x00-\x7f]/g, '') || '?'));
+    // The #! line of the CLI stays, and the annotations bundlers shake code by (`/* @__PURE__ */`).
+    if ((pos === 0 && text.startsWith('#!')) || /^\/\*\s*[#@]__(PURE|NO_SIDE_EFFECTS)__\s*\*\/$/.test(text.slice(pos, end))) continue;
+    out += text.slice(at, pos);
     at = end;
   }
-  writeFileSync(file, out + text.slice(at));
+  out += text.slice(at);
+  // Lines the comments filled, gone; code lines as they were (trailing blanks trimmed).
+  writeFileSync(file, out.split('\n').map((line) => line.trimEnd()).filter((line, i, all) => line !== '' || (i > 0 && all[i - 1] !== '')).join('\n'));
 }
 
-/** After each build: readable CommonJS, ASCII comments. */
+/** After each build: readable CommonJS, no comments. */
 function finish(): void {
   for (const name of readdirSync('dist')) {
     const file = join('dist', name);
     if (name.endsWith('.cjs')) printCjsReadably(file);
-    if (/\.c?js$/.test(name)) asciiComments(file);
+    if (/\.c?js$/.test(name)) withoutComments(file);
   }
 }
 
