@@ -107,8 +107,9 @@ function withoutComments(file: string): void {
   let at = 0;
   for (const [pos, end] of [...ranges].sort((a, b) => a[0] - b[0])) {
     if (pos < at) continue;
-    // The #! line of the CLI stays, and the annotations bundlers shake code by (`/* @__PURE__ */`).
-    if ((pos === 0 && text.startsWith('#!')) || /^\/\*\s*[#@]__(PURE|NO_SIDE_EFFECTS)__\s*\*\/$/.test(text.slice(pos, end))) continue;
+    // The #! line of the CLI stays, the annotations bundlers shake code by (`/* @__PURE__ */`),
+    // and esbuild's `// src/…` line before each module's code: which source a line came from.
+    if ((pos === 0 && text.startsWith('#!')) || /^(\/\*\s*[#@]__(PURE|NO_SIDE_EFFECTS)__\s*\*\/|\/\/ src\/\S+$)/.test(text.slice(pos, end))) continue;
     out += text.slice(at, pos);
     at = end;
   }
