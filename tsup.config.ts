@@ -37,8 +37,8 @@ const common: Options = {
  *   together, and so the code they share with the Node entries is one chunk instead of
  *   several. An edge bundle of jobhook/web is ~9 kB larger (3 kB
  *   gzipped), one of jobhook alone ~48 kB; one of both, as the Workers recipe has, ~9 kB;
- * - the modules loaded by a dynamic import() when first used (the WebAssembly RSA
- *   operation, the worker pool) take jobhook/web: esbuild makes each of them an entry of
+ * - the modules loaded by a dynamic import() when first used (the WebAssembly canonical
+ *   engine, the WebAssembly RSA operation, the worker pool) take jobhook/web: esbuild makes each of them an entry of
  *   its own, so a module such a chunk shares with the entries (the errors, the BigInt
  *   RSA) would otherwise be cut out of their chunks into a new one that `import('jobhook')`
  *   loads too. Loading such a chunk loads the jobhook/web chunk with it (13 kB, once).
@@ -46,7 +46,7 @@ const common: Options = {
 const takers: Array<[RegExp, string]> = [
   [/[\\/]src[\\/](express|redis|postgres|testing|bullmq|nats|cli|lib[\\/]cli[\\/](simulate|check)|lib[\\/]runtime[\\/]verify[\\/]verify-worker)\.ts$/, 'index.ts'],
   [/[\\/]src[\\/]web\.ts$/, 'lib/entries/neutral-api.ts'],
-  [/[\\/]src[\\/](neutral|errors|gateway|store|lib[\\/]runtime[\\/]crypto[\\/]rsa-public|lib[\\/]runtime[\\/]verify[\\/]pool)\.ts$/, 'web.ts'],
+  [/[\\/]src[\\/](neutral|errors|gateway|store|lib[\\/]runtime[\\/]crypto[\\/]rsa-public|lib[\\/]runtime[\\/]verify[\\/]pool|lib[\\/]core[\\/]canonical[\\/]wasm[\\/]engine)\.ts$/, 'web.ts'],
 ];
 const shareTheCore = {
   name: 'jobhook-share-the-core',

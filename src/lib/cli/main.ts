@@ -5,6 +5,7 @@ import { keygenCommand, sendCommand, signCommand } from './tools.js';
 import { verifyCommand } from './verify.js';
 import { escapeControls, UsageError, type CliIo } from './io.js';
 import { VERSION } from '../base/version.js';
+import { loadWasmEngine } from '../core/canonical/wasm/lazy.js';
 
 type Command = (argv: string[], io: CliIo) => Promise<number>;
 
@@ -53,6 +54,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     io.stderr(`jobhook: unknown command '${escapeControls(name)}' (try 'jobhook --help')\n`);
     return 2;
   }
+  // The commands canonicalize whole captures: with the WebAssembly engine from the first one.
+  await loadWasmEngine();
   try {
     return await command.run(rest, io);
   } catch (err) {

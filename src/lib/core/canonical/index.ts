@@ -1,6 +1,6 @@
 import { assertDialect, type DialectName } from './dialects.js';
 import { parseDocument, resolveMaxDepth, type ParseOptions } from './parse.js';
-import { wasmEngine } from './wasm/engine.js';
+import { wasmEngine } from './wasm/lazy.js';
 import { serializeDocument } from './serialize.js';
 import { assertIntegerMode, documentValue, type IntegerMode, type JsonValue } from './to-value.js';
 import { encodeUtf8 } from './utf8.js';

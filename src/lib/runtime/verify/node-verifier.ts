@@ -5,6 +5,7 @@ import type { DialectName } from '../../core/canonical/dialects.js';
 import { boundedSink, drive, matching, opening, verification, type OpenedSignature, type Step, type VerifiedDelivery, type ParsedBody } from '../../core/verify/core.js';
 import type { HeadersInput } from '../../core/verify/headers.js';
 import { ASYNC_KEY_REFUSED, isAsyncFunction, keyRing, type KeyInput, type PublicKeySource } from '../../core/verify/key-list.js';
+import { loadWasmEngine } from '../../core/canonical/wasm/lazy.js';
 import { nodeBuiltins } from './node-threads.js';
 import type { VerifyRuntime } from './offload.js';
 import { resolveOptions, VERIFY_OPTIONS, type ResolvedOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
@@ -92,6 +93,8 @@ export function createNodeVerifier(options: NodeVerifierOptions): NodeVerifierCo
 export function nodeVerifier(publicKey: PublicKeySource<NodePublicKeyInput>, o: ResolvedOptions): NodeVerifierCore {
   // Probed here too so a runtime without a working RSA operation is named as such, not as a bad publicKey[0].
   rsaOperation();
+  // The WebAssembly canonical engine, loaded now: the first delivery finds it ready.
+  void loadWasmEngine();
   const ring = keyRing(publicKey, importNodeKey);
   const perform = (step: Step): unknown => {
     switch (step.op) {

@@ -9,8 +9,12 @@ import { drive, matching, type ParsedBody } from '../../core/verify/core.js';
 import { matchingSteps } from './node-verifier.js';
 import { sha256Hex } from '../crypto/node.js';
 import { resolveOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
+import { loadWasmEngine } from '../../core/canonical/wasm/lazy.js';
 import { splitPlan } from '../../core/verify/split.js';
 import type { WorkerRequest, WorkerResponse } from './worker-messages.js';
+
+// The WebAssembly engine before the first body (a worker verifies the large ones).
+await loadWasmEngine();
 
 // No keys here: the main thread opened the signature and sends what the keys recovered.
 const o = resolveOptions({ ...(workerData as VerifyOptionsBase), maxAgeSeconds: false });

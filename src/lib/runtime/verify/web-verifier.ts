@@ -4,6 +4,7 @@ import { concatBytes } from '../../base/bytes.js';
 import { boundedSink, driveAsync, matching, opening, verification, type CanonicalChunk, type OpenedSignature, type ParsedBody, type Step, type VerifiedDelivery } from '../../core/verify/core.js';
 import type { HeadersInput } from '../../core/verify/headers.js';
 import { keyRing, type PublicKeySource } from '../../core/verify/key-list.js';
+import { loadWasmEngine } from '../../core/canonical/wasm/lazy.js';
 import { runtimeBuiltins } from './runtime-threads.js';
 import type { VerifyRuntime } from './offload.js';
 import { resolveOptions, VERIFY_OPTIONS, type ResolvedOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
@@ -58,6 +59,8 @@ export function createWebVerifierCore(options: WebVerifierOptions): WebVerifierC
 
 /** The WebCrypto verifier of `publicKey`, over options resolved once (a receiver's). */
 export function webVerifier(publicKey: PublicKeySource<WebPublicKeyInput>, o: ResolvedOptions): WebVerifierCore {
+  // The WebAssembly canonical engine, loaded now: the first delivery finds it ready.
+  void loadWasmEngine();
   const ring = keyRing(publicKey, prepareWebKey);
   const perform = (step: Step): unknown => {
     switch (step.op) {
