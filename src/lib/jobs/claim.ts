@@ -37,7 +37,10 @@ const RENEW_RETRY_MS = 250;
 
 export class HeldClaim {
   state: ClaimState = 'held';
-  private readonly controller = new AbortController();
+  /** Made when `signal` is first read: most handlers never read it, and most claims end unaborted. */
+  private controller: AbortController | undefined;
+  /** Why the claim was given up, once it was (the signal's reason). */
+  private abortedWith: Error | undefined;
   /** Monotonic ms at which the request that last confirmed the lease was sent. */
   private confirmedAt: number;
   private beatTimer: ReturnType<typeof setTimeout> | undefined;
@@ -63,6 +66,10 @@ export class HeldClaim {
 
   /** Aborted when this process lost the claim, or could not confirm its lease in time. */
   get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.abortedWith !== undefined) this.controller.abort(this.abortedWith);
+    }
     return this.controller.signal;
   }
 
@@ -109,7 +116,9 @@ export class HeldClaim {
   }
 
   private abort(error: Error): void {
-    if (!this.controller.signal.aborted) this.controller.abort(error);
+    if (this.abortedWith !== undefined) return;
+    this.abortedWith = error;
+    this.controller?.abort(error);
   }
 
   /** Aborts the signal when the lease is not confirmed again before the deadline. */
@@ -120,7 +129,7 @@ export class HeldClaim {
     this.fenceTimer = setTimeout(() => {
       if (this.state !== 'held' && this.state !== 'finishing') return;
       if (this.holds()) return this.armFence();
-      if (this.state === 'held' && !this.controller.signal.aborted) this.owner.lostClaim(this.jobId, 'unconfirmed');
+      if (this.state === 'held' && this.abortedWith === undefined) this.owner.lostClaim(this.jobId, 'unconfirmed');
       this.abort(new ClaimLostError(`The lease on job ${this.jobId} could not be confirmed in time (the store did not answer, or this process was paused).`));
     }, wait);
     (this.fenceTimer as { unref?: () => void }).unref?.();

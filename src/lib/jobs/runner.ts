@@ -281,7 +281,15 @@ function handlersFault(err: unknown): Error | undefined {
 }
 
 function handlerContext(claim: HeldClaim, transaction: StoreTransaction | undefined): ClaimContext {
-  return { signal: claim.signal, fencingToken: claim.fence, holdsClaim: () => claim.holds(), transaction: transaction?.client };
+  return {
+    // Read only when the handler reads it: the claim makes its AbortController then.
+    get signal() {
+      return claim.signal;
+    },
+    fencingToken: claim.fence,
+    holdsClaim: () => claim.holds(),
+    transaction: transaction?.client,
+  };
 }
 
 /** The store's `ping()` within `timeoutMs` (a store without one is not asked: ok). */
