@@ -395,8 +395,9 @@ class Runner {
       return { result, sentAt };
     } catch (err) {
       // The claim may have been written although no reply came (or may still land): undo
-      // it by token once the store answers, or the job stays blocked for a lease.
-      this.undo(jobId, token);
+      // it by token once the store answers, or the job stays blocked for a lease. (Not
+      // when the store said its tables are missing: nothing was written.)
+      if (!isWebhookError(err) || err.code !== 'STORE_NOT_MIGRATED') this.undo(jobId, token);
       this.report('claim', err, jobId);
       return { result: undefined, sentAt };
     }

@@ -95,9 +95,8 @@ export function causeText(err: unknown): string {
  * "max retries per request" after its reconnection attempts failed).
  */
 export function storeFailure(backend: string, operation: string, err: unknown, last?: unknown): StoreUnavailableError {
-  const own = causeCode(err) !== undefined;
-  const why = own || last === undefined ? causeText(err) : `${causeText(last)} (${messageOf(err)})`;
-  return new StoreUnavailableError(`${backend} failed on ${operation}: ${why}`, { cause: err });
+  const cause = causeCode(err) !== undefined || last === undefined ? err : last;
+  return new StoreUnavailableError(`${backend} failed on ${operation}: ${causeText(cause)}`, { cause });
 }
 
 /** The deadline's failure: the last connection error, when there is one, says why. */
