@@ -113,7 +113,7 @@ describe.skipIf(url === '')('PostgreSQL: a store whose tables are missing', () =
     const migrations = [0, 0];
     stores.forEach((s, k) => {
       const migrate = s.migrate.bind(s);
-      s.migrate = () => (migrations[k]++, migrate());
+      s.migrate = () => ((migrations[k] = (migrations[k] ?? 0) + 1), migrate());
     });
     const claims = await Promise.all(stores.flatMap((s, k) => Array.from({ length: 5 }, (_, n) => s.claim(jobId(`auto-${k}-${n}`), { leaseMs: 1000 }))));
     expect(claims.every((c) => c.status === 'acquired')).toBe(true);
@@ -161,7 +161,7 @@ describe.skipIf(availability('redis').skip)('Redis: a server that cannot be reac
     const { lines, log } = recorder();
     const store = new RedisIdempotencyStore({ url: down, operationTimeoutMs: 1000, log });
     const line = await firstLine(lines.error);
-    const failures = await Promise.all(Array.from({ length: 3 }, () => store.claim(jobId(), { leaseMs: 1000 }).catch((e: unknown) => e as Error)));
+    const failures = await Promise.all(Array.from({ length: 3 }, () => store.claim(jobId(), { leaseMs: 1000 }).then(() => new Error("claimed"), (e: unknown) => e as Error)));
     for (const text of [line, ...failures.map((f) => f.message)]) {
       expect(text).toContain(`Redis at ${address}`);
       expect(text).toMatch(/connection refused.*ECONNREFUSED/);
