@@ -121,6 +121,7 @@ describe('public types', () => {
         case 'EVENT_FROM_FUTURE':
           return 401;
         case 'STORE_UNAVAILABLE':
+        case 'STORE_NOT_MIGRATED':
         case 'RECEIVER_BUSY':
         case 'CLAIM_LOST':
           return 503;

@@ -11,7 +11,7 @@ import Koa from 'koa';
 import supertest from 'supertest';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createReceiver, createVerifier, signDelivery, isWebhookError, type AnyWebhookError, type WebhookErrorCode } from '../../src/index.js';
-import { AlgorithmUnsupportedError, BodyMalformedError, BodyTimeoutError, BodyTooLargeError, BodyUnavailableError, CanonicalTooLargeError, CanonicalUnrepresentableError, EncodingUnsupportedError, EventTooOldError, EventFromFutureError, ClaimLostError, JobSupersededError, PayloadInvalidError, ReceiverBusyError, SignatureInvalidError, SignatureMalformedError, SignatureMissingError, StoreUnavailableError } from '../../src/errors.js';
+import { AlgorithmUnsupportedError, BodyMalformedError, BodyTimeoutError, BodyTooLargeError, BodyUnavailableError, CanonicalTooLargeError, CanonicalUnrepresentableError, EncodingUnsupportedError, EventTooOldError, EventFromFutureError, ClaimLostError, JobSupersededError, PayloadInvalidError, ReceiverBusyError, SignatureInvalidError, SignatureMalformedError, SignatureMissingError, StoreNotMigratedError, StoreUnavailableError } from '../../src/errors.js';
 import { createMiddleware } from '../../src/express.js';
 import { STATUS_BY_CODE } from '../../src/lib/base/errors.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
@@ -38,6 +38,7 @@ const ONE_OF_EACH: Record<WebhookErrorCode, AnyWebhookError> = {
   EVENT_TOO_OLD: new EventTooOldError('x'),
   EVENT_FROM_FUTURE: new EventFromFutureError('x'),
   STORE_UNAVAILABLE: new StoreUnavailableError('x'),
+  STORE_NOT_MIGRATED: new StoreNotMigratedError('x'),
   RECEIVER_BUSY: new ReceiverBusyError('x'),
   CLAIM_LOST: new ClaimLostError('x'),
   JOB_SUPERSEDED: new JobSupersededError('job-1', 'x'),
@@ -65,7 +66,7 @@ describe('status, statusCode and expose', () => {
       .sort();
     // CLAIM_LOST: a transactional handler rolled back, the retry processes the job. JOB_SUPERSEDED is
     // never an answer (onError and the log only), so nothing retries on it.
-    expect(fives).toEqual(['BODY_UNAVAILABLE', 'CLAIM_LOST', 'JOB_SUPERSEDED', 'RECEIVER_BUSY', 'STORE_UNAVAILABLE']);
+    expect(fives).toEqual(['BODY_UNAVAILABLE', 'CLAIM_LOST', 'JOB_SUPERSEDED', 'RECEIVER_BUSY', 'STORE_NOT_MIGRATED', 'STORE_UNAVAILABLE']);
   });
 });
 

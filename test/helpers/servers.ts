@@ -45,6 +45,8 @@ export interface FaultableServer extends Throwaway {
 export interface RedisThrowawayOptions {
   /** `appendonly yes` (fsync every second) in a directory of its own, so kill() + start() keeps the data (default false: no persistence). */
   appendOnly?: boolean;
+  /** `requirepass`: clients must give this password (the `url` carries none). */
+  password?: string;
 }
 
 function onPath(name: string): string | undefined {
@@ -142,7 +144,7 @@ export async function startRedis(options: RedisThrowawayOptions = {}): Promise<F
   const port = await freePort();
   const dir = options.appendOnly === true ? mkdtempSync(join(tmpdir(), 'jobhook-redis-')) : undefined;
   const persistence = dir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir];
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'yes'];
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'yes', ...(options.password === undefined ? [] : ['--requirepass', options.password])];
   return serverProcess({ name: 'redis-server', bin, args, ready: 'Ready to accept connections', url: `redis://127.0.0.1:${port}`, port, dir });
 }
 

@@ -20,6 +20,7 @@ export type WebhookErrorCode =
   | 'EVENT_TOO_OLD'
   | 'EVENT_FROM_FUTURE'
   | 'STORE_UNAVAILABLE'
+  | 'STORE_NOT_MIGRATED'
   | 'RECEIVER_BUSY'
   | 'CLAIM_LOST'
   | 'JOB_SUPERSEDED';
@@ -45,6 +46,7 @@ export const STATUS_BY_CODE: Readonly<Record<WebhookErrorCode, number>> = {
   EVENT_TOO_OLD: 401,
   EVENT_FROM_FUTURE: 401,
   STORE_UNAVAILABLE: 503,
+  STORE_NOT_MIGRATED: 503,
   RECEIVER_BUSY: 503,
   CLAIM_LOST: 503,
   JOB_SUPERSEDED: 500,
@@ -211,6 +213,15 @@ export class StoreUnavailableError extends WebhookError {
   readonly code = 'STORE_UNAVAILABLE' as const;
 }
 
+/**
+ * The store's tables (or a column added by a later version) are missing: `migrate()`
+ * was not run on this database and schema (or the store was given another `schema` or
+ * `table`). Every delivery is answered 503 until it is: the gateway retries them.
+ */
+export class StoreNotMigratedError extends WebhookError {
+  readonly code = 'STORE_NOT_MIGRATED' as const;
+}
+
 /** Too many large deliveries wait for the verification workers: retry later (503). */
 export class ReceiverBusyError extends WebhookError {
   readonly code = 'RECEIVER_BUSY' as const;
@@ -258,6 +269,7 @@ export type AnyWebhookError =
   | EventTooOldError
   | EventFromFutureError
   | StoreUnavailableError
+  | StoreNotMigratedError
   | ReceiverBusyError
   | ClaimLostError
   | JobSupersededError;

@@ -17,6 +17,7 @@ import {
   SignatureInvalidError,
   SignatureMalformedError,
   SignatureMissingError,
+  StoreNotMigratedError,
   StoreUnavailableError,
   type AnyWebhookError,
   type SignatureInvalidReason,
@@ -52,6 +53,7 @@ const REVIVE: Record<WebhookErrorCode, (d: ErrorData) => AnyWebhookError> = {
   CLAIM_LOST: (d) => new ClaimLostError(d.message),
   JOB_SUPERSEDED: (d) => new JobSupersededError(d.jobId ?? '', d.message),
   STORE_UNAVAILABLE: (d) => new StoreUnavailableError(d.message),
+  STORE_NOT_MIGRATED: (d) => new StoreNotMigratedError(d.message),
   RECEIVER_BUSY: (d) => new ReceiverBusyError(d.message),
 };
 

@@ -18,6 +18,7 @@ import { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS, DEFAULT_TAKEOVER_GRACE_MS } from '
 import { HeldClaim, type ClaimOwner } from './claim.js';
 import { systemClock, type Clock } from './clock.js';
 import { completeReply } from './replies.js';
+import { FailureLog } from './failure-log.js';
 import { RepairQueue } from './repair.js';
 import { createTelemetry, TELEMETRY_OPTIONS, type Telemetry, type TelemetryOptions } from '../runtime/telemetry.js';
 import { timedStore } from './timed-store.js';
@@ -77,7 +78,7 @@ export interface ResolvedRunnerOptions {
 export interface RunnerHealth {
   /** The store answered within the timeout (a store without `ping()` is not asked: ok). */
   ok: boolean;
-  store: { ok: boolean; latencyMs?: number; error?: string };
+  store: { ok: boolean; latencyMs?: number; error?: string; code?: string };
   /** Store operations waiting to be retried (a growing queue: the store is failing). */
   repairQueue: number;
 }
@@ -302,7 +303,7 @@ async function pingStore(store: IdempotencyStore, timeoutMs: number): Promise<Ru
     await Promise.race([ping(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)))]);
     return { ok: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
   } catch (err) {
-    return { ok: false, error: (err as Error)?.message ?? String(err) };
+    return { ok: false, error: (err as Error)?.message ?? String(err), ...(isWebhookError(err) ? { code: err.code } : {}) };
   } finally {
     clearTimeout(timer);
   }
@@ -318,10 +319,13 @@ class Runner {
   private readonly store: IdempotencyStore;
   readonly repair: RepairQueue;
   private readonly owner: ClaimOwner;
+  /** Store and body failures: the first of each kind, then a summary per interval. */
+  private readonly failures: FailureLog;
 
   constructor(private readonly o: ResolvedRunnerOptions) {
     const { clock, log, telemetry } = o;
     this.store = timedStore(o.store, telemetry);
+    this.failures = new FailureLog(log);
     const repair = new RepairQueue({ store: this.store, log, clock, superseded: (jobId, detail) => this.superseded(jobId, detail) });
     this.repair = repair;
     telemetry.gauge('jobhook.repair.queue', 'Store operations (completions, releases) waiting to be retried', () => repair.size);
@@ -342,7 +346,7 @@ class Runner {
 
   report(stage: FailureStage, error: unknown, jobId?: string): void {
     const { log } = this.o;
-    log.error(`jobhook: ${failureText(stage)}${jobId === undefined ? '' : ` for job ${jobId}`}`, errorDetails(error));
+    this.failures.tell(stage, failureText(stage), error, jobId);
     try {
       this.o.onError?.(error, { ...(jobId === undefined ? {} : { jobId }), stage });
     } catch (err) {
@@ -399,8 +403,9 @@ class Runner {
       return { result, sentAt };
     } catch (err) {
       // The claim may have been written although no reply came (or may still land): undo
-      // it by token once the store answers, or the job stays blocked for a lease.
-      this.undo(jobId, token);
+      // it by token once the store answers, or the job stays blocked for a lease. (Not
+      // when the store said its tables are missing: nothing was written.)
+      if (!isWebhookError(err) || err.code !== 'STORE_NOT_MIGRATED') this.undo(jobId, token);
       this.report('claim', err, jobId);
       return { result: undefined, sentAt };
     }

@@ -4,6 +4,9 @@ import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { requirePeer } from '../runtime/peer.js';
 import { guarded } from './timeout.js';
 import { StoreUnavailableError } from '../base/errors.js';
+import { resolveLogger, type LoggerInput } from '../base/log.js';
+import { addressOf, firstUse, notMigrated, StoreProbe } from './diagnose.js';
+import { checkSchema, type StoreRelations } from './postgres-check.js';
 import type { JsonObjectValue } from '../core/event.js';
 import { GRACE_WINDOW_MS } from '../jobs/model.js';
 import {
@@ -53,6 +56,21 @@ export interface PostgresStoreOptions {
    * operations: size the pool above the deliveries you process at once.
    */
   transactional?: boolean;
+  /**
+   * Create the tables at first use (the construction's readiness probe, else the first
+   * operation), as `migrate()` does: once per store (concurrent first operations wait for
+   * the one migration), and safe with other instances migrating at once (an advisory
+   * lock serialises them). Default false: run `migrate()` yourself, e.g. at deployment,
+   * where the database user may create tables. The receiver's user then needs the
+   * privilege to create them.
+   */
+  migrate?: boolean;
+  /**
+   * Where the store tells what is wrong before a delivery fails on it (the server
+   * unreachable, authentication refused, the tables not migrated; found by a probe it
+   * starts at construction): default warnings and errors to the console; `false`: nothing.
+   */
+  log?: LoggerInput;
   /**
    * A clock in epoch ms to use instead of the server's own (tests of the protocol's
    * timing). Leave it out in production: every instance then shares the server's clock.
@@ -120,6 +138,12 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
   readonly transactional: boolean;
   private openTransactions = 0;
   private readonly slotWaiters: Array<() => void> = [];
+  /** `PostgreSQL at host:port/database`: the server, in every failure's message. */
+  private readonly backend: string;
+  /** With `migrate: true`: the migration of the first use (undefined once done). */
+  private readonly autoMigrate: (() => Promise<void> | undefined) | undefined;
+  private readonly probe: StoreProbe;
+  private migrateCalls = 0;
 
   constructor(options: PostgresStoreOptions) {
     checkOptionNames(options, POSTGRES_STORE_OPTIONS);
@@ -143,6 +167,14 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     this.timeoutMs = optionalNumber(options.operationTimeoutMs, 'operationTimeoutMs', 5000);
     this.owned = options.pool === undefined;
     this.pool = options.pool ?? this.connect(options.connectionString!);
+    if (options.migrate !== undefined && typeof options.migrate !== 'boolean') throw new TypeError('migrate must be true or false');
+    this.autoMigrate = options.migrate === true ? firstUse(() => this.migrate()) : undefined;
+    const o = (this.pool as { options?: { connectionString?: string; host?: string; port?: number; database?: string } }).options ?? {};
+    this.backend = `PostgreSQL at ${addressOf({ url: options.connectionString ?? o.connectionString, host: o.host, port: o.port, database: o.database, defaultPort: 5432 })}`;
+    this.probe = new StoreProbe(resolveLogger(options.log));
+    // A missing table found while a migrate() runs is that migrate()'s to tell.
+    const calls = this.migrateCalls;
+    this.probe.start('the PostgreSQL store', () => this.ready(), (err) => (err as { code?: unknown })?.code === 'STORE_NOT_MIGRATED' && this.migrateCalls > calls);
   }
 
   private connect(connectionString: string): Pool {
@@ -160,7 +192,9 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
   }
 
   private run<T>(operation: string, fn: (pool: Pool) => Promise<T>): Promise<T> {
-    return guarded('PostgreSQL', operation, this.timeoutMs, async () => {
+    const migrating = operation === 'migrate' ? undefined : this.autoMigrate?.();
+    if (migrating !== undefined) return migrating.then(() => this.run(operation, fn));
+    return guarded(this.backend, operation, this.timeoutMs, async () => {
       try {
         return await fn(this.pool);
       } catch (err) {
@@ -169,13 +203,14 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
         if (code === '22P05' || code === '22021') {
           throw new TypeError(`jobId cannot be stored in this database (its encoding is not UTF8; migrate() refuses such databases): ${(err as Error).message}`, { cause: err });
         }
-        throw err;
+        throw (operation === 'migrate' ? undefined : notMigrated(err, this.backend, `${this.table}, ${this.pendingTable}, ${this.fenceSeq}`)) ?? err;
       }
     });
   }
 
   /** Creates the table and its index if missing. Concurrent calls are serialised by an advisory lock. */
   async migrate(): Promise<void> {
+    this.migrateCalls++;
     await this.run('migrate', async (pool) => {
       const client = await pool.connect();
       try {
@@ -448,9 +483,33 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     });
   }
 
-  /** Resolves when PostgreSQL answers SELECT 1 within the operation deadline (readiness probes). */
+  /**
+   * Resolves when PostgreSQL answers within the operation deadline and the store's tables
+   * are there (with `migrate: true`, once it created them); rejects with
+   * STORE_NOT_MIGRATED naming what is missing, or STORE_UNAVAILABLE naming the server and
+   * the cause (connection refused, authentication, timeout). The store starts it at
+   * construction and logs a failure; await it at start to fail fast instead.
+   *
+   * @example
+   * ```ts
+   * const store = new PostgresIdempotencyStore({ connectionString: process.env.DATABASE_URL! });
+   * await store.ready(); // throws StoreNotMigratedError until migrate() has run on this database
+   * ```
+   */
+  async ready(): Promise<void> {
+    await this.run('ping', async (pool) => {
+      const missing = await checkSchema(pool, this.backend, this.relations());
+      if (missing !== undefined) throw missing;
+    });
+  }
+
+  /** The same check as `ready()`, for readiness probes (`receiver.health()` reports its failure). */
   async ping(): Promise<void> {
-    await this.run('ping', (pool) => pool.query('SELECT 1'));
+    await this.ready();
+  }
+
+  private relations(): StoreRelations {
+    return { schema: this.names[0], table: this.names[1], jobs: this.table, pending: this.pendingTable, fence: this.fenceSeq };
   }
 
   async release(jobId: string, token: string): Promise<boolean> {
@@ -676,12 +735,13 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
 
   /** Ends the pool if the store created it (from `connectionString`); a pool you passed is left to you. */
   async close(): Promise<void> {
+    this.probe.close();
     if (!this.owned) return;
     await this.pool.end().catch(() => undefined);
   }
 }
 
 /** The names of {@link PostgresStoreOptions}. */
-export const POSTGRES_STORE_OPTIONS = { pool: true, connectionString: true, table: true, schema: true, operationTimeoutMs: true, transactional: true, now: true } as const satisfies OptionNamesOf<PostgresStoreOptions>;
+export const POSTGRES_STORE_OPTIONS = { pool: true, connectionString: true, table: true, schema: true, operationTimeoutMs: true, transactional: true, migrate: true, log: true, now: true } as const satisfies OptionNamesOf<PostgresStoreOptions>;
 /** `purgeExpired()` of the PostgreSQL store. */
 export const PURGE_OPTIONS = { batchSize: true } as const satisfies OptionNamesOf<PurgeOptions>;

@@ -4,6 +4,7 @@ import { optionalNumber } from '../base/options.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { requirePeer } from '../runtime/peer.js';
 import { guarded } from './timeout.js';
+import { addressOf, StoreProbe } from './diagnose.js';
 import type { JsonObjectValue } from '../core/event.js';
 import { GRACE_WINDOW_MS } from '../jobs/model.js';
 import {
@@ -44,7 +45,11 @@ export interface RedisStoreOptions {
   pendingKey?: string;
   /** Deadline of one store operation before it fails with STORE_UNAVAILABLE (default 2,000 ms). */
   operationTimeoutMs?: number;
-  /** Where the persistence warning goes (default: console). */
+  /**
+   * Where the store tells what is wrong before a delivery fails on it (Redis unreachable,
+   * a password refused, found by a probe it starts at construction; no append-only file):
+   * default warnings and errors to the console; `false`: nothing.
+   */
   log?: LoggerInput;
   /**
    * A clock in epoch ms to use instead of Redis's own (tests of the protocol's timing).
@@ -221,6 +226,11 @@ export class RedisIdempotencyStore implements PendingStore {
   private readonly now: (() => number) | undefined;
   private readonly log: Logger;
   private persistenceChecked = false;
+  /** `Redis at host:port`: the server, in every failure's message. */
+  private readonly backend: string;
+  /** The client's last connection error (a client the store made), cleared when it is ready again. */
+  private lastError: unknown;
+  private readonly probe: StoreProbe;
 
   constructor(options: RedisStoreOptions) {
     checkOptionNames(options, REDIS_STORE_OPTIONS);
@@ -241,6 +251,10 @@ export class RedisIdempotencyStore implements PendingStore {
     this.log = resolveLogger(options.log);
     this.owned = options.client === undefined;
     this.client = scripted(options.client ?? this.connect(options.url!));
+    const o = (this.client as { options?: { host?: string; port?: number; path?: string } }).options ?? {};
+    this.backend = `Redis at ${addressOf({ host: o.host, port: o.port, ...(o.path ? { path: o.path } : {}), defaultPort: 6379 })}`;
+    this.probe = new StoreProbe(this.log);
+    this.probe.start('the Redis store', () => this.ready());
   }
 
   private connect(url: string): Redis {
@@ -252,7 +266,9 @@ export class RedisIdempotencyStore implements PendingStore {
       retryStrategy: (times) => Math.min(times * 200, 2000),
     };
     const client = new Client(url, options);
-    client.on('error', () => undefined); // reported per operation; ioredis reconnects by itself
+    // Told with the failures of the operations (the address and this cause); ioredis reconnects by itself.
+    client.on('error', (err) => (this.lastError = err));
+    client.on('ready', () => (this.lastError = undefined));
     return client;
   }
 
@@ -261,7 +277,7 @@ export class RedisIdempotencyStore implements PendingStore {
       this.persistenceChecked = true;
       void this.checkPersistence();
     }
-    return guarded('Redis', operation, this.timeoutMs, () => fn(this.client));
+    return guarded(this.backend, operation, this.timeoutMs, () => fn(this.client), () => this.lastError);
   }
 
   /**
@@ -323,9 +339,25 @@ export class RedisIdempotencyStore implements PendingStore {
     });
   }
 
-  /** Resolves when Redis answers PING within the operation deadline (readiness probes). */
-  async ping(): Promise<void> {
+  /**
+   * Resolves when Redis answers PING within the operation deadline; rejects with
+   * STORE_UNAVAILABLE naming the server (host and port) and the cause (connection
+   * refused, a password refused or missing, a timeout). The store starts it at
+   * construction and logs a failure; await it at start to fail fast instead.
+   *
+   * @example
+   * ```ts
+   * const store = new RedisIdempotencyStore({ url: process.env.REDIS_URL! });
+   * await store.ready();
+   * ```
+   */
+  async ready(): Promise<void> {
     await this.run('ping', (redis) => redis.ping());
+  }
+
+  /** The same check as `ready()`, for readiness probes (`receiver.health()` reports its failure). */
+  async ping(): Promise<void> {
+    await this.ready();
   }
 
   async release(jobId: string, token: string): Promise<boolean> {
@@ -365,6 +397,7 @@ export class RedisIdempotencyStore implements PendingStore {
 
   /** Closes the client if the store created it (from `url`); a client you passed is left to you. */
   async close(): Promise<void> {
+    this.probe.close();
     if (!this.owned) return;
     await this.client.quit().catch(() => this.client.disconnect());
   }
