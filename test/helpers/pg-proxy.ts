@@ -71,7 +71,7 @@ const GSSENC_REQUEST = 80877104;
 
 /** One side's byte stream cut into messages. */
 class Frames {
-  private buffer = Buffer.alloc(0);
+  private buffer: Buffer = Buffer.alloc(0);
   constructor(
     /** The next message has no type byte (the client's startup). */
     public untyped: boolean,
