@@ -28,6 +28,7 @@ import {
   type RenewReply,
   type StoreTransaction,
   type TransactionalStore,
+  type ReleaseOptions,
   type RenewOptions,
   type TrackPendingOptions,
 } from '../jobs/store.js';
@@ -60,6 +61,22 @@ export interface PostgresStoreOptions {
   now?: () => number;
 }
 
+/** Whether a pg client has a query running or queued (pg 8's fields, read without its deprecation notices). */
+function busy(client: PoolClient): boolean {
+  const c = client as unknown as { _getActiveQuery?: () => unknown; activeQuery?: unknown; _queryQueue?: unknown[]; queryQueue?: unknown[] };
+  const active = typeof c._getActiveQuery === 'function' ? c._getActiveQuery() : c.activeQuery;
+  const queued = c._queryQueue ?? c.queryQueue;
+  return (active !== null && active !== undefined) || (queued?.length ?? 0) > 0;
+}
+
+/** The claim a transaction of `begin` belongs to, and the transaction's id. */
+interface TransactionClaim {
+  jobId: string;
+  token: string;
+  fence: number;
+  xid: string;
+}
+
 /** Options of `purgeExpired()`. */
 export interface PurgeOptions {
   /** Rows deleted per statement (default 1,000): each statement holds its row locks only that long. */
@@ -77,6 +94,14 @@ export interface PurgeOptions {
 function purgeable(now: string, keepMs: string): string {
   return `(t.state <> 'claimed' OR greatest(t.expires_at, t.stale_at) <= ${now} - ${keepMs} * interval '1 millisecond')`;
 }
+
+/**
+ * How much longer than the lease a handler's transaction may sit idle before the server
+ * ends it (idle_in_transaction_session_timeout, set at BEGIN): each renewal of the claim
+ * keeps it alive, so only a holder cut off from the server (or that lost its lease) lets
+ * it run out, and a takeover then waits for its row locks no longer than this.
+ */
+const TRANSACTION_IDLE_MARGIN_MS = 1000;
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -453,15 +478,17 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     await this.run('ping', (pool) => pool.query('SELECT 1'));
   }
 
-  async release(jobId: string, token: string): Promise<boolean> {
-    releaseArgs(jobId, token);
+  async release(jobId: string, token: string, options?: ReleaseOptions): Promise<boolean> {
+    const { tainted } = releaseArgs(jobId, token, options);
     return this.run('release', async (pool) => {
-      // Kept as released (took_over: its taint) for LAPSED_CLAIM_KEEP_MS: a late renewal or
-      // completion of this token is then superseded, and the next claim inherits the taint.
+      // Kept as released (took_over: its taint, or the caller's) for LAPSED_CLAIM_KEEP_MS: a
+      // late renewal or completion of this token is then superseded, and the next claim
+      // inherits the taint.
       const r = await pool.query(
-        `UPDATE ${this.table} SET state = 'released', expires_at = coalesce($4::timestamptz, statement_timestamp()) + $3 * interval '1 millisecond', stale_at = NULL
+        `UPDATE ${this.table} SET state = 'released', expires_at = coalesce($4::timestamptz, statement_timestamp()) + $3 * interval '1 millisecond', stale_at = NULL,
+                took_over = took_over OR $5
           WHERE job_id = $1 AND token = $2 AND state = 'claimed'`,
-        [jobId, token, LAPSED_CLAIM_KEEP_MS, this.clock()],
+        [jobId, token, LAPSED_CLAIM_KEEP_MS, this.clock(), tainted],
       );
       return r.rowCount === 1;
     });
@@ -473,10 +500,11 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
    * `complete` writes the completion inside it, only while `token` still holds the claim
    * with `fence`; `commit` makes the handler's writes and the completion durable at once.
    */
-  async begin(jobId: string, token: string, options: { fence: number }): Promise<StoreTransaction<PoolClient>> {
+  async begin(jobId: string, token: string, options: { fence: number; leaseMs?: number }): Promise<StoreTransaction<PoolClient>> {
     checkJobId(jobId);
     checkToken(token);
     if (!this.transactional) throw new TypeError('begin() needs a store made with transactional: true');
+    const idleMs = options.leaseMs === undefined ? undefined : Math.ceil(checkMs(options.leaseMs, 'leaseMs')) + TRANSACTION_IDLE_MARGIN_MS;
     // A place among the transactions this pool can hold open beside the store's own
     // operations (claims, renewals): without it, handlers holding every connection would
     // leave none for the renewals that keep their own leases.
@@ -486,8 +514,8 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     // server ends while the handler works (a restart, idle_in_transaction_session_timeout)
     // would throw from its 'error' event and end the process. Its next query fails instead.
     const onError = (): void => undefined;
-    const client = await this.connectInTransaction(onError, freeSlot);
-    return this.transactionOn(client, onError, freeSlot, { jobId, token, fence: options.fence });
+    const { client, xid } = await this.connectInTransaction(onError, freeSlot, idleMs);
+    return this.transactionOn(client, onError, freeSlot, { jobId, token, fence: options.fence, xid });
   }
 
   /** Gives the place `transactionSlot()` took back to the next waiter, once (later calls do nothing). */
@@ -501,8 +529,12 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     };
   }
 
-  /** A connection of the pool with its transaction begun, within the operation deadline (else the slot is freed). */
-  private async connectInTransaction(onError: () => void, freeSlot: () => void): Promise<PoolClient> {
+  /**
+   * A connection of the pool with its transaction begun, within the operation deadline
+   * (else the slot is freed), and the transaction's id (to tell whether the handler ended
+   * it). `idleMs`: how long the server lets it sit idle before ending it.
+   */
+  private async connectInTransaction(onError: () => void, freeSlot: () => void, idleMs: number | undefined): Promise<{ client: PoolClient; xid: string }> {
     // Set when the deadline passed: a connection or a BEGIN that arrives later is not
     // returned to anyone, and must not stay checked out (with its transaction open).
     let abandoned = false;
@@ -517,10 +549,16 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
         giveBack();
         throw new StoreUnavailableError('PostgreSQL: begin was given up before a connection was free');
       }
+      let xid: string;
       try {
         // READ COMMITTED whatever the database's default: the lease renewals update the job's row while
         // the handler runs, which a REPEATABLE READ or SERIALIZABLE transaction could never complete after.
-        await c.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+        // The handler's phase is bounded on the server: a holder cut off from it (its socket silent, the
+        // session kept) would otherwise keep the rows it wrote locked, and every takeover would wait on them.
+        const results = (await c.query(
+          `BEGIN ISOLATION LEVEL READ COMMITTED;${idleMs === undefined ? '' : ` SET LOCAL idle_in_transaction_session_timeout = ${idleMs};`} SELECT txid_current()::text AS xid`,
+        )) as unknown as Array<{ rows: Array<{ xid?: string }> }>;
+        xid = results[results.length - 1]!.rows[0]!.xid!;
       } catch (err) {
         giveBack(err as Error);
         throw err;
@@ -530,7 +568,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
         giveBack(new Error('begin was given up'));
         throw new StoreUnavailableError('PostgreSQL: begin was given up before the transaction began');
       }
-      return c;
+      return { client: c, xid };
     }).catch((err: unknown) => {
       abandoned = true;
       freeSlot();
@@ -539,7 +577,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
   }
 
   /** The transaction `begin` gives: the completion written inside it, then one COMMIT or ROLLBACK, after which the connection goes back. */
-  private transactionOn(client: PoolClient, onError: () => void, freeSlot: () => void, claim: { jobId: string; token: string; fence: number }): StoreTransaction<PoolClient> {
+  private transactionOn(client: PoolClient, onError: () => void, freeSlot: () => void, claim: TransactionClaim): StoreTransaction<PoolClient> {
     let open = true;
     const end = async (sql: 'COMMIT' | 'ROLLBACK'): Promise<void> => {
       if (!open) return;
@@ -564,14 +602,34 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
       },
       commit: () => end('COMMIT'),
       rollback: () => end('ROLLBACK'),
+      // A statement restarts the server's idle clock. Only while the connection is idle
+      // (a statement of the handler's running or queued keeps the session busy anyway), and
+      // never after the COMMIT or ROLLBACK (sent once `open` is false).
+      keepAlive: () => {
+        if (open && !busy(client)) client.query('SELECT 1').catch(() => undefined);
+      },
     };
   }
 
-  /** The completion, inside the handler's transaction: written only while the claim (token and fence) still holds. */
-  private async completeIn(client: PoolClient, { jobId, token, fence }: { jobId: string; token: string; fence: number }, retainMs: number): Promise<CompleteReply> {
+  /**
+   * The completion, inside the handler's transaction: written only while the claim (token
+   * and fence) still holds, and only in the transaction `begin` opened. A handler that
+   * ended it (COMMIT or ROLLBACK on its client) left the connection outside it, where the
+   * completion would be written on its own: refused with 25P01 (no active transaction),
+   * `ended` saying how it ended.
+   */
+  private async completeIn(client: PoolClient, { jobId, token, fence, xid }: TransactionClaim, retainMs: number): Promise<CompleteReply> {
     // A holder cut off from the server between here and COMMIT must not keep the
     // row locked (takers would wait for TCP keepalives): the server ends it sooner.
-    await client.query(`SELECT set_config('idle_in_transaction_session_timeout', $1, true)`, [String(this.timeoutMs)]);
+    const check = await client.query<{ xid: string | null; status: string | null }>(
+      `SELECT set_config('idle_in_transaction_session_timeout', $1, true), txid_current_if_assigned()::text AS xid, txid_status($2::bigint) AS status`,
+      [String(this.timeoutMs), xid],
+    );
+    const now = check.rows[0];
+    if (now?.xid !== xid) {
+      const ended = now?.status === 'committed' ? 'COMMIT' : 'ROLLBACK';
+      throw Object.assign(new Error(`the transaction jobhook began for job ${jobId} was ended (${ended}) before its completion`), { code: '25P01', ended });
+    }
     const r = await client.query(
             `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
              up AS (
