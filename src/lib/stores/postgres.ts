@@ -333,24 +333,35 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
         // after a claim first found it so (stale_at; a mark made before the lease end, which
         // a renewal by an earlier version can leave, does not count), or that nobody marked
         // within the grace window after its lease end. A new holder's fencing number is the
-        // sequence's next, and more than the row's.
+        // sequence's next, and more than the row's. It is drawn only when the job is taken:
+        // a row the statement's snapshot shows is updated (its number evaluated only when
+        // the WHERE lets it through), an absent one inserted. A row inserted meanwhile by
+        // another claim is left to it (nothing returned: the row is read below); one deleted
+        // meanwhile (a purge) is not updated, and the next attempt inserts it.
         const taken = await pool.query<{ fence: string; took_over: boolean }>(
-          `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now)
-           INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at, fence, took_over)
-             SELECT $1, $2, 'claimed', c.now + $3 * interval '1 millisecond', NULL, nextval('${this.fenceSeq}'), false FROM c
-           ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'claimed', expires_at = EXCLUDED.expires_at, stale_at = NULL,
-               fence = CASE WHEN t.state = 'claimed' AND t.token = EXCLUDED.token THEN t.fence ELSE greatest(EXCLUDED.fence, t.fence + 1) END,
-               took_over = CASE WHEN t.state = 'claimed' AND t.token = EXCLUDED.token THEN t.took_over
-                                WHEN t.state = 'claimed' THEN true
-                                WHEN t.state = 'released' AND t.expires_at > (SELECT now FROM c) THEN t.took_over
-                                ELSE false END
-             WHERE (t.state = 'claimed' AND t.token = EXCLUDED.token)
-                OR t.state = 'released'
-                OR (t.expires_at <= (SELECT now FROM c)
-                    AND (t.state = 'completed' OR $4 = 0
-                         OR (t.stale_at >= t.expires_at AND t.stale_at <= (SELECT now FROM c) - $4 * interval '1 millisecond')
-                         OR ((t.stale_at IS NULL OR t.stale_at < t.expires_at) AND t.expires_at <= (SELECT now FROM c) - $6 * interval '1 millisecond')))
-           RETURNING fence, took_over`,
+          `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
+           there AS (SELECT EXISTS (SELECT 1 FROM ${this.table} WHERE job_id = $1) AS present),
+           up AS (
+             UPDATE ${this.table} AS t SET token = $2, state = 'claimed', expires_at = (SELECT now FROM c) + $3 * interval '1 millisecond', stale_at = NULL,
+                 fence = CASE WHEN t.state = 'claimed' AND t.token = $2 THEN t.fence ELSE greatest(nextval('${this.fenceSeq}'), t.fence + 1) END,
+                 took_over = CASE WHEN t.state = 'claimed' AND t.token = $2 THEN t.took_over
+                                  WHEN t.state = 'claimed' THEN true
+                                  WHEN t.state = 'released' AND t.expires_at > (SELECT now FROM c) THEN t.took_over
+                                  ELSE false END
+              WHERE t.job_id = $1
+                AND ((t.state = 'claimed' AND t.token = $2)
+                  OR t.state = 'released'
+                  OR (t.expires_at <= (SELECT now FROM c)
+                      AND (t.state = 'completed' OR $4 = 0
+                           OR (t.stale_at >= t.expires_at AND t.stale_at <= (SELECT now FROM c) - $4 * interval '1 millisecond')
+                           OR ((t.stale_at IS NULL OR t.stale_at < t.expires_at) AND t.expires_at <= (SELECT now FROM c) - $6 * interval '1 millisecond'))))
+              RETURNING t.fence, t.took_over),
+           ins AS (
+             INSERT INTO ${this.table} (job_id, token, state, expires_at, stale_at, fence, took_over)
+               SELECT $1, $2, 'claimed', c.now + $3 * interval '1 millisecond', NULL, nextval('${this.fenceSeq}'), false FROM c, there WHERE NOT there.present
+             ON CONFLICT (job_id) DO NOTHING
+             RETURNING fence, took_over)
+           SELECT fence, took_over FROM up UNION ALL SELECT fence, took_over FROM ins`,
           [jobId, token, leaseMs, graceMs, this.clock(), GRACE_WINDOW_MS],
         );
         const row = taken.rows[0];
@@ -388,8 +399,10 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     return this.run('renew', async (pool) => {
       // Held by this token (lapsed or not), or gone (kept no longer than a lapsed claim
       // is): the lease is back. Otherwise (another token's claim, a release, a completion)
-      // nothing changes, and the row says why.
-      const r = await pool.query<{ renewed: string; mine: boolean | null }>(
+      // nothing changes, and the row says why, read by a statement of its own: one that
+      // waited for the row (this token's transactional completion, until its COMMIT) reads
+      // it as its snapshot, taken before the wait, had it.
+      const r = await pool.query<{ renewed: string }>(
         `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
          up AS (
            INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at, fence, took_over)
@@ -399,12 +412,12 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
                took_over = t.state = 'claimed' AND t.took_over
              WHERE (t.state = 'claimed' AND t.token = EXCLUDED.token) OR (t.state <> 'claimed' AND t.expires_at <= (SELECT now FROM c))
            RETURNING 1)
-         SELECT (SELECT count(*) FROM up) AS renewed,
-                (SELECT state = 'completed' AND token = $2 FROM ${this.table} WHERE job_id = $1) AS mine`,
+         SELECT count(*) AS renewed FROM up`,
         [jobId, token, leaseMs, fence ?? null, this.clock()],
       );
-      const row = r.rows[0]!;
-      return Number(row.renewed) === 1 ? 'renewed' : row.mine === true ? 'completed' : 'superseded';
+      if (Number(r.rows[0]!.renewed) === 1) return 'renewed';
+      const seen = await pool.query<{ mine: boolean }>(`SELECT state = 'completed' AND token = $2 AS mine FROM ${this.table} WHERE job_id = $1`, [jobId, token]);
+      return seen.rows[0]?.mine === true ? 'completed' : 'superseded';
     });
   }
 
