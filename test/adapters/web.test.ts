@@ -103,6 +103,32 @@ describe('Fetch handler: streamed bodies', () => {
   });
 });
 
+describe('Fetch handler: small bodies read whole (arrayBuffer) keep their limits', () => {
+  it('a body declared small that never ends → 408 BODY_TIMEOUT after bodyTimeoutMs', async () => {
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"event":'));
+      },
+    });
+    const handler = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, bodyTimeoutMs: 200, log: {} });
+    const headers = { 'x-service-signature': signed(jobId()).headers['X-Service-Signature']!, 'content-length': '1400' };
+    const started = performance.now();
+    const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body: stream, duplex: 'half' } as RequestInit));
+    expect(res.status).toBe(408);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('BODY_TIMEOUT');
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it('a body larger than its Content-Length said, past maxBodyBytes → 413 BODY_TOO_LARGE', async () => {
+    const d = signed(jobId());
+    const handler = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, maxBodyBytes: 2048, log: {} });
+    const headers = { 'x-service-signature': d.headers['X-Service-Signature']!, 'content-length': '100' };
+    const res = await handler(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body: d.body + ' '.repeat(4096) }));
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('BODY_TOO_LARGE');
+  });
+});
+
 describe('Fetch handler: a body that never ends', () => {
   it('→ 408 BODY_TIMEOUT after bodyTimeoutMs, the stream cancelled', async () => {
     let cancelled = false;

@@ -34,10 +34,14 @@ export function fetchBodySource(request: Request, limits: BodyLimits): BodySourc
   return { headers: request.headers, read: (coding, ticket, declared) => readRequestBody(request, coding, limits, ticket, declared) };
 }
 
-/** The body's stream, bounded raw and decoded. */
+/**
+ * The body's stream, bounded raw and decoded. An unencoded body (nearly every delivery)
+ * is read as it is and counted by the reading loop: two streams and a pipe per request
+ * were a tenth of the Fetch path's CPU time.
+ */
 function bodyStream(body: ReadableStream<Uint8Array>, coding: ContentCoding, limit: number): ReadableStream<Uint8Array> {
-  const stream = body.pipeThrough(limited(limit));
-  return coding === 'identity' ? stream : webDecoded(stream, coding, limit).pipeThrough(limited(limit));
+  if (coding === 'identity') return body;
+  return webDecoded(body.pipeThrough(limited(limit)), coding, limit).pipeThrough(limited(limit));
 }
 
 /**
@@ -46,6 +50,7 @@ function bodyStream(body: ReadableStream<Uint8Array>, coding: ContentCoding, lim
  * gzip and deflate (and br where the runtime can) decoded.
  */
 async function readRequestBody(request: Request, coding: ContentCoding, limits: BodyLimits, ticket: Ticket, declared?: number): Promise<Uint8Array> {
+  if (declared !== undefined && declared <= WHOLE_BODY_BYTES && declared <= limits.maxBodyBytes) return readWhole(request, limits, ticket, declared);
   if (request.body === null) return new Uint8Array(0);
   const reader = bodyStream(request.body, coding, limits.maxBodyBytes).getReader();
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -53,10 +58,14 @@ async function readRequestBody(request: Request, coding: ContentCoding, limits: 
     timer = setTimeout(() => reject(new BodyTimeoutError(limits.timeoutMs)), limits.timeoutMs);
   });
   const into = new BodyBuffer(ticket, declared);
+  // Decoded bodies are bounded by their streams; an unencoded one here.
+  const counted = coding === 'identity';
+  let size = 0;
   try {
     for (;;) {
       const { done, value } = await Promise.race([reader.read(), deadline]);
       if (done) break;
+      if (counted && (size += value.byteLength) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
       into.add(value);
     }
   } catch (err) {
@@ -68,6 +77,32 @@ async function readRequestBody(request: Request, coding: ContentCoding, limits: 
     clearTimeout(timer);
   }
   return into.bytes();
+}
+
+/**
+ * Unencoded bodies declared this small or smaller are read whole with `arrayBuffer()`:
+ * servers that make their `Request` lazily (Hono's node-server) then build neither the
+ * Request's stream nor the Request itself (~0.3 ms of CPU per delivery on Node 20), and
+ * the runtimes read it natively. HTTP framing holds the body to its Content-Length, so
+ * at most this much is held per request before it is counted.
+ */
+export const WHOLE_BODY_BYTES = 64 * 1024;
+
+/** A small unencoded body, whole: 408 past `timeoutMs`, 413 if it is larger than its limit after all. */
+async function readWhole(request: Request, limits: BodyLimits, ticket: Ticket, declared: number): Promise<Uint8Array> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new BodyTimeoutError(limits.timeoutMs)), limits.timeoutMs);
+  });
+  try {
+    const bytes = new Uint8Array(await Promise.race([request.arrayBuffer(), deadline]));
+    if (bytes.byteLength > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
+    const into = new BodyBuffer(ticket, declared);
+    into.add(bytes);
+    return into.bytes();
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function toResponse(answer: ReceiverAnswer): Response {
