@@ -123,6 +123,7 @@ if (process.argv[2] === '--receiver') {
   const nestedBody = Buffer.from(`{"event":"async_job_completed","job_id":"x","status":"success","finished_at":"${stamp()}","output":{"deep":[${Array(230).fill(nest(400)).join(',')}]}}`);
   const counts = {};
   const end = Date.now() + Number(seconds) * 1000;
+  const quiet = new WeakSet();
   const send = (body, headers) =>
     new Promise((resolve) => {
       const req = httpRequest({ host: '127.0.0.1', port: Number(port), method: 'POST', path: '/hook', headers: { ...headers, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
@@ -130,6 +131,8 @@ if (process.argv[2] === '--receiver') {
         res.on('end', () => resolve(res.statusCode));
       });
       req.on('error', () => resolve('error'));
+      // A receiver may answer and reset before a 21 MB body is written: the socket's late write error is the attack's, not the bench's.
+      req.on('socket', (socket) => quiet.has(socket) || (quiet.add(socket), socket.on('error', () => undefined)));
       req.end(body);
     });
   const sender = async (label, body, given) => {
