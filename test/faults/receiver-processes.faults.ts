@@ -82,11 +82,12 @@ const txFaults = [
   { key: 'cut-complete-blackhole', label: "the transaction's connection black-holed at its completion statement (3 times, 15 s)", fault: { kind: 'tx-cut', at: 'complete', fault: 'blackhole', times: 3, ms: 15_000 } },
   { key: 'cut-handler-reset', label: "the transaction's connection reset mid-handler, after its row (5 times)", fault: { kind: 'tx-cut', at: 'handler', fault: 'reset', times: 5, ms: 10_000 } },
   { key: 'cut-handler-blackhole', label: "the transaction's connection black-holed mid-handler, after its row (3 times, 15 s)", fault: { kind: 'tx-cut', at: 'handler', fault: 'blackhole', times: 3, ms: 15_000 } },
+  { key: 'cut-handler-blackhole-all', label: "every store connection of a receiver black-holed 30 s mid-handler, after its row", fault: { kind: 'tx-cut', at: 'handler', fault: 'blackhole-all', times: 1, ms: 30_000 } },
 ] as const;
 /** Issue 27: receiver 1's clock behind by the skew tolerated; replays near the window's end on each clock. */
-const SKEW = { kind: 'skew', skewS: 10, windowS: 30 } as const;
+const SKEW = { kind: 'skew', skewS: 8, windowS: 20 } as const;
 /** The skew case's load (fresh: signed when the case starts; sent within the window). */
-const SKEW_DELIVERIES = mode === 'short' ? 240 : 2400;
+const SKEW_DELIVERIES = mode === 'short' ? 240 : 1200;
 const skewCorpus = (ids: () => string[]) => () =>
   buildCorpus({ deliveries: SKEW_DELIVERIES, duplicateShare: DUPLICATE_SHARE, concurrentShare: 1, instances: config.receivers, seed: 27, jobIds: ids() });
 let jobIdsForSkew: string[] = [];
@@ -112,7 +113,7 @@ const SHORT = new Set([
   'redis-blackhole',
   'postgres-tx-blackhole',
   'postgres-tx-cut-complete-reset',
-  'postgres-tx-cut-handler-blackhole',
+  'postgres-tx-cut-handler-blackhole-all',
   'postgres-tx-skew',
 ]);
 

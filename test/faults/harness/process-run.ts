@@ -32,10 +32,11 @@ export type ProcessFault =
    * statement-aware proxy (test/helpers/pg-proxy.ts), which resets or black-holes the
    * connection of a handler's transaction `at` its completion statement (before it reaches
    * the server) or mid-handler (once the handler's row was written), `times` times within
-   * `ms`; a black-holed connection stays silent (the server keeps its session) until `ms`
-   * has passed. The handlers use the README's inbox pattern (INBOX=1).
+   * `ms`; `blackhole-all`: every connection of receiver 0 goes silent at that moment (its
+   * claims cannot even be released). What was black-holed stays silent (the server keeps
+   * the sessions) until `ms` has passed. The handlers use the README's inbox pattern (INBOX=1).
    */
-  | { kind: 'tx-cut'; at: 'complete' | 'handler'; fault: 'reset' | 'blackhole'; times: number; ms: number }
+  | { kind: 'tx-cut'; at: 'complete' | 'handler'; fault: 'reset' | 'blackhole' | 'blackhole-all'; times: number; ms: number }
   /**
    * Receiver 1's clock `skewS` behind the others' (the skew tolerated, maxFutureSkewSeconds),
    * replay window `windowS`, retention the window: after the load, every delivery is sent
@@ -145,7 +146,7 @@ function faultText(f: ProcessFault): string {
     case 'store-crash':
       return `store killed (Redis SIGKILL / PostgreSQL stop -m immediate), started again after ${f.ms / 1000} s`;
     case 'tx-cut':
-      return `receiver 0's transaction connection ${f.fault === 'reset' ? 'reset' : 'black-holed (the server keeps the session)'} ${f.at === 'complete' ? 'as its completion statement is sent' : "mid-handler, once the handler's row was written"}, ${f.times} times within ${f.ms / 1000} s (inbox pattern)`;
+      return `receiver 0's ${f.fault === 'blackhole-all' ? 'every connection' : 'transaction connection'} ${f.fault === 'reset' ? 'reset' : `black-holed ${f.ms / 1000} s (the server keeps the sessions)`} ${f.at === 'complete' ? 'as its completion statement is sent' : "mid-handler, once the handler's row was written"}, ${f.times} times within ${f.ms / 1000} s (inbox pattern)`;
     case 'skew':
       return `receiver 1's clock ${f.skewS} s behind (maxFutureSkewSeconds ${f.skewS}), window ${f.windowS} s, retention ${f.windowS} s; every delivery replayed to receivers 0 and 1 at 1.5 s either side of the window's end on each clock`;
   }
@@ -464,7 +465,7 @@ async function cutTransactions(proxy: PgProxy, f: Extract<ProcessFault, { kind: 
   await Promise.race([fired, sleep(f.ms)]);
   await sleep(Math.max(0, from + f.ms - Date.now()));
   proxy.heal();
-  return { what: `receiver 0's transactions ${f.fault === 'reset' ? 'reset' : 'black-holed'} at ${f.at === 'complete' ? 'the completion' : 'the handler\'s row'} (${hits === f.times ? f.times : `fewer than ${f.times}`} times)`, slot: 0, from, to: Date.now() };
+  return { what: `receiver 0's ${f.fault === 'blackhole-all' ? 'store link' : 'transactions'} ${f.fault === 'reset' ? 'reset' : 'black-holed'} at ${f.at === 'complete' ? 'the completion' : 'the handler\'s row'} (${hits === f.times ? f.times : `fewer than ${f.times}`} times)`, slot: 0, from, to: Date.now() };
 }
 
 /**
