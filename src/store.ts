@@ -14,6 +14,7 @@ export type {
   IdempotencyStore,
   ListPendingOptions,
   PendingJob,
+  ReleaseOptions,
   RenewOptions,
   RenewReply,
   StoreTransaction,

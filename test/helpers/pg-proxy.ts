@@ -14,7 +14,8 @@
  *   server's whole reply (up to its ReadyForQuery): COMMIT done, its answer lost.
  * Faults: `reset` (both sockets reset: the server ends the session, rolling its
  * transaction back; the client sees ECONNRESET), `blackhole` (this connection goes
- * silent both ways, nothing closed: the server keeps the session), `blackhole-all`
+ * silent both ways, nothing closed: the server keeps the session, also when the client
+ * closes its side meanwhile, until `heal()`), `blackhole-all`
  * (every connection, as `blackhole()`), `{ delayMs }` (the statement is held that long,
  * then forwarded; before only).
  *
@@ -146,6 +147,8 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
     /** Past an SSL answer 'S': encrypted, forwarded as bytes. */
     private opaque = false;
     private dead = false;
+    /** A side closed while the link was silent: the other is closed once it is healed. */
+    private gone = false;
 
     constructor(readonly client: Socket) {}
 
@@ -153,9 +156,18 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
       const upstream = connect(target.port, target.host);
       this.upstream = upstream;
       upstream.on('data', (chunk: Buffer) => this.fromUpstream(chunk));
-      upstream.on('error', () => this.kill(false));
-      upstream.on('close', () => this.kill(false));
+      upstream.on('error', () => this.closed());
+      upstream.on('close', () => this.closed());
       this.pump();
+    }
+
+    /**
+     * One side closed. Through a silent link the other side never learns it (as behind a
+     * link that drops packets: the server keeps the session); it does once healed.
+     */
+    closed(): void {
+      if (this.blocked() && this.upstream !== undefined) this.gone = true;
+      else this.kill(false);
     }
 
     private blocked(): boolean {
@@ -246,6 +258,7 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
 
     resume(): void {
       this.silent = false;
+      if (this.gone) return this.kill(false);
       this.client.resume();
       this.upstream?.resume();
       if (this.upstream === undefined && !this.dead) this.link();
@@ -268,8 +281,8 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
     const conn = new Conn(client);
     conns.add(conn);
     client.on('data', (chunk: Buffer) => conn.fromDownstream(chunk));
-    client.on('error', () => conn.kill(false));
-    client.on('close', () => conn.kill(false));
+    client.on('error', () => conn.closed());
+    client.on('close', () => conn.closed());
     if (holed) client.pause();
     else conn.link();
   });

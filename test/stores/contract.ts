@@ -307,6 +307,27 @@ export function storeContract(name: string, pair: () => StorePair): void {
     });
 
 
+    it('a release marked tainted (its holder may have applied an effect the next one repeats): the next claim is a takeover, and a plain release of that claim keeps the taint', async () => {
+      const { a, b } = pair();
+      const job = id('tainted');
+      const first = await a.claim(job, { leaseMs: 10_000 });
+      if (first.status !== 'acquired') throw new Error(first.status);
+      expect(await a.release(job, first.token, { tainted: true })).toBe(true);
+      const next = await b.claim(job, { leaseMs: 10_000 });
+      expect(next).toMatchObject({ status: 'acquired', tookOver: true });
+      if (next.status !== 'acquired') throw new Error(next.status);
+      expect(next.fence).toBeGreaterThan(first.fence);
+      expect(await b.release(job, next.token)).toBe(true);
+      expect(await a.claim(job, { leaseMs: 10_000 })).toMatchObject({ status: 'acquired', tookOver: true });
+      // Untainted, the next claim is no takeover.
+      const other = id('untainted');
+      const c = await a.claim(other, { leaseMs: 10_000 });
+      if (c.status !== 'acquired') throw new Error(c.status);
+      expect(await a.release(other, c.token, { tainted: false })).toBe(true);
+      expect((await b.claim(other, { leaseMs: 10_000 })) as { tookOver?: boolean }).not.toHaveProperty('tookOver', true);
+      await expect(a.release(other, c.token, { tainted: 'yes' as unknown as boolean })).rejects.toThrow(TypeError);
+    });
+
     it('unicode and 200-character job ids are distinct keys', async () => {
       const { a } = pair();
       const suffix = id('');

@@ -288,6 +288,54 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     expect(rows[0].n).toBe(4); // two primary keys, expires_at, since_ms
   });
 
+  it('issue 27 item 7: a renewal that waited for the row its own transactional completion locked answers completed (the model\'s reply), not superseded', async () => {
+    const name = `jobhook_renewrace_${process.pid}`;
+    const store = new PostgresIdempotencyStore({ pool, table: name, transactional: true });
+    await store.migrate();
+    const c = await store.claim('race', { leaseMs: 10_000 });
+    if (c.status !== 'acquired') throw new Error(c.status);
+    const tx = await store.begin('race', c.token, { fence: c.fence });
+    expect(await tx.complete({ retainMs: 60_000 })).toBe('completed');
+    const renewal = store.renew('race', c.token, { leaseMs: 10_000, fence: c.fence });
+    await new Promise((r) => setTimeout(r, 200)); // the renewal waits for the row lock
+    await tx.commit();
+    expect(await renewal).toBe('completed');
+    await pool.query(`DROP TABLE ${name}`);
+    await pool.query(`DROP TABLE IF EXISTS ${name}_pending`);
+  });
+
+  it('issue 27 item 7: a fencing number is spent only when a claim takes the job, not on claims that find it held, in its grace or completed', async () => {
+    const name = `jobhook_fencespend_${process.pid}`;
+    const store = new PostgresIdempotencyStore({ pool, table: name });
+    await store.migrate();
+    const last = async () => Number((await pool.query(`SELECT last_value FROM ${name}_fence_seq`)).rows[0].last_value);
+    const first = await store.claim('j', { leaseMs: 10_000 });
+    if (first.status !== 'acquired') throw new Error(first.status);
+    const start = await last();
+    for (let i = 0; i < 5; i++) expect(await store.claim('j', { leaseMs: 10_000 })).toMatchObject({ status: 'in_progress' });
+    const lapsing = await store.claim('k', { leaseMs: 30 });
+    if (lapsing.status !== 'acquired') throw new Error(lapsing.status);
+    const afterK = await last();
+    expect(afterK).toBe(start + 1);
+    await new Promise((r) => setTimeout(r, 60));
+    // Polls through a takeover grace (a delivery waiting for the lapsed holder).
+    for (let i = 0; i < 5; i++) expect(await store.claim('k', { leaseMs: 10_000, takeoverGraceMs: 5_000 })).toMatchObject({ status: 'in_progress', stale: true });
+    expect(await store.complete('j', first.token, { retainMs: 60_000, fence: first.fence })).toBe('completed');
+    for (let i = 0; i < 3; i++) expect(await store.claim('j', { leaseMs: 10_000 })).toEqual({ status: 'completed' });
+    // Its own token claiming again keeps its number.
+    expect(await store.claim('k', { leaseMs: 10_000, token: lapsing.token })).toMatchObject({ status: 'acquired', fence: lapsing.fence });
+    expect(await last()).toBe(afterK);
+    // A takeover spends one.
+    const released = await store.release('k', lapsing.token);
+    expect(released).toBe(true);
+    const next = await store.claim('k', { leaseMs: 10_000 });
+    expect(next).toMatchObject({ status: 'acquired', fence: afterK + 1 });
+    expect(await last()).toBe(afterK + 1);
+    await pool.query(`DROP TABLE ${name}`);
+    await pool.query(`DROP TABLE IF EXISTS ${name}_pending`);
+    await pool.query(`DROP SEQUENCE IF EXISTS ${name}_fence_seq`);
+  });
+
   it('refuses identifiers that are not plain SQL names', () => {
     expect(() => new PostgresIdempotencyStore({ pool, table: 'jobs; DROP TABLE x' })).toThrow(TypeError);
     expect(() => new PostgresIdempotencyStore({ pool, connectionString: url })).toThrow(/exactly one/);

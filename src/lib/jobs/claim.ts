@@ -46,6 +46,8 @@ export class HeldClaim {
   private failures = 0;
   private renewing = true;
   private readonly every: number;
+  /** Told after each renewal that confirmed the lease while the handler runs (a transaction kept alive). */
+  onRenewed: (() => void) | undefined;
 
   constructor(
     private readonly owner: ClaimOwner,
@@ -98,10 +100,19 @@ export class HeldClaim {
    * the job again).
    */
   async end(): Promise<void> {
+    this.stop();
+    await this.inFlight;
+  }
+
+  /**
+   * The claim is over, without waiting for a renewal in flight: before a COMMIT, whose
+   * transaction holds the row lock such a renewal may be waiting for (it then finds the job
+   * completed by this token).
+   */
+  stop(): void {
     if (this.state !== 'lost') this.state = 'ended';
     clearTimeout(this.fenceTimer);
     this.stopRenewing();
-    await this.inFlight;
   }
 
   private deadline(): number {
@@ -148,6 +159,7 @@ export class HeldClaim {
       if (reply === 'renewed') {
         this.confirmedAt = Math.max(this.confirmedAt, sentAt);
         this.armFence();
+        if (this.state === 'held' && this.renewing) this.onRenewed?.();
         return true;
       }
       if (reply === 'completed') return false; // its own completion landed (its reply may still be on the way)

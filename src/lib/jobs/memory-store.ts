@@ -16,6 +16,7 @@ import {
   type ClaimOptions,
   type ClaimResult,
   type CompleteOptions,
+  type ReleaseOptions,
   type DeferPendingOptions,
   type ListPendingOptions,
   type PendingJob,
@@ -122,9 +123,9 @@ export class MemoryIdempotencyStore implements PendingStore {
   /** Always answers (it lives in this process). */
   async ping(): Promise<void> {}
 
-  async release(jobId: string, token: string): Promise<boolean> {
-    releaseArgs(jobId, token);
-    return this.apply(jobId, { op: 'release', token, keepMs: LAPSED_CLAIM_KEEP_MS }) === 'released';
+  async release(jobId: string, token: string, options?: ReleaseOptions): Promise<boolean> {
+    const { tainted } = releaseArgs(jobId, token, options);
+    return this.apply(jobId, { op: 'release', token, keepMs: LAPSED_CLAIM_KEEP_MS, tainted }) === 'released';
   }
 
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {

@@ -58,7 +58,7 @@ export interface ReleasedRecord {
   readonly token: string;
   readonly fence: number;
   readonly until: number;
-  /** The released claim had taken the job over: the next holder may run it twice as well. */
+  /** The released claim had taken the job over, or was released tainted: the next holder may run it twice. */
   readonly tainted: boolean;
 }
 
@@ -81,8 +81,13 @@ export type JobRequest =
   | { readonly op: 'renew'; readonly token: string; readonly leaseMs: number; readonly fence?: number }
   /** Mark the job done by this holder, remembered for `retainMs`. */
   | { readonly op: 'complete'; readonly token: string; readonly retainMs: number; readonly fence?: number }
-  /** Give the claim up (the handler failed, or the claim's outcome was unknown); the release is remembered for `keepMs`. */
-  | { readonly op: 'release'; readonly token: string; readonly keepMs: number };
+  /**
+   * Give the claim up (the handler failed, or the claim's outcome was unknown); the release
+   * is remembered for `keepMs`. `tainted`: the holder may have applied an effect that the
+   * next holder repeats (a transaction rolled back after its handler finished), so the
+   * next claim is a takeover.
+   */
+  | { readonly op: 'release'; readonly token: string; readonly keepMs: number; readonly tainted?: boolean };
 
 export type ClaimReply =
   /** `tookOver`: the job was taken from a holder whose lease lapsed, or released by one that had taken it over (it may have applied its effect). */
@@ -220,7 +225,7 @@ function complete(record: JobRecord | undefined, r: Extract<JobRequest, { op: 'c
 
 function release(record: JobRecord | undefined, r: Extract<JobRequest, { op: 'release' }>, now: number): Transition<typeof r> {
   if (record?.state === 'held' && record.token === r.token) {
-    const released: ReleasedRecord = { state: 'released', token: r.token, fence: record.fence, until: now + r.keepMs, tainted: record.tookOver };
+    const released: ReleasedRecord = { state: 'released', token: r.token, fence: record.fence, until: now + r.keepMs, tainted: record.tookOver || r.tainted === true };
     return { record: released, reply: 'released' };
   }
   return { record, reply: 'not_held' };

@@ -36,6 +36,8 @@ interface Task {
   /** Pointless after this (lease + grace, or retention end), on the monotonic clock. */
   readonly until: number;
   readonly retainMs: number;
+  /** A release that leaves the job tainted (its holder may have applied an effect the next one repeats). */
+  readonly tainted: boolean;
   attempts: number;
   dueAt: number;
   /** Told when the task ends, whichever way: the completion's reply, or undefined. */
@@ -80,14 +82,17 @@ export class RepairQueue {
     return this.tasks.size;
   }
 
-  /** Releases `token`'s claim on `jobId` once the store answers. `kind` `undo`: the claim's outcome is unknown. */
-  release(kind: 'undo' | 'release', jobId: string, token: string, forMs: number): void {
-    this.add({ kind, jobId, token, fence: undefined, state: 'queued', until: this.now + forMs, retainMs: 0, attempts: 0, dueAt: this.now + FIRST_RETRY_MS, settled: undefined });
+  /**
+   * Releases `token`'s claim on `jobId` once the store answers. `kind` `undo`: the claim's
+   * outcome is unknown. `tainted`: see the store's `release`.
+   */
+  release(kind: 'undo' | 'release', jobId: string, token: string, forMs: number, tainted = false): void {
+    this.add({ kind, jobId, token, fence: undefined, state: 'queued', until: this.now + forMs, retainMs: 0, tainted, attempts: 0, dueAt: this.now + FIRST_RETRY_MS, settled: undefined });
   }
 
   /** Records `jobId`'s completion once the store answers; meanwhile `completing(jobId)` is true. */
   complete(jobId: string, token: string, fence: number, retainMs: number, settled?: (reply: 'completed' | 'superseded' | undefined) => void): void {
-    this.add({ kind: 'complete', jobId, token, fence, state: 'queued', until: this.now + retainMs, retainMs, attempts: 0, dueAt: this.now + FIRST_RETRY_MS, settled });
+    this.add({ kind: 'complete', jobId, token, fence, state: 'queued', until: this.now + retainMs, retainMs, tainted: false, attempts: 0, dueAt: this.now + FIRST_RETRY_MS, settled });
   }
 
   /** True while this runner holds a completion of the job, not yet stored: the job is done. */
@@ -229,7 +234,7 @@ export class RepairQueue {
       if (t.kind === 'complete') {
         reply = completeReply(await this.o.store.complete(t.jobId, t.token, { retainMs: t.retainMs, ...(t.fence === undefined ? {} : { fence: t.fence }) }));
       } else {
-        reply = (await this.o.store.release(t.jobId, t.token)) ? 'released' : 'not_held';
+        reply = (await (t.tainted ? this.o.store.release(t.jobId, t.token, { tainted: true }) : this.o.store.release(t.jobId, t.token))) ? 'released' : 'not_held';
       }
     } catch (err) {
       this.retryLater(t);

@@ -272,11 +272,25 @@ function failed(err: unknown): RunResult {
   return isWebhookError(err) && err.code === 'STORE_UNAVAILABLE' ? { kind: 'store_unavailable' } : { kind: 'handler_failed' };
 }
 
-/** A completion that failed because of the handler's own use of the transaction. */
-function handlersFault(err: unknown): Error | undefined {
-  const code = ((err as { cause?: { code?: unknown } })?.cause ?? (err as { code?: unknown }))?.code;
-  if (code === '25P02') return new Error(`the handler's transaction was aborted by an SQL error (caught, so onEvent resolved): every later statement fails. Take a SAVEPOINT around a statement that may fail, or let the error reach jobhook.`, { cause: err });
-  if (code === '40001' || code === '40P01') return new Error(`the handler's transaction could not be serialized (${String(code)}): keep it at READ COMMITTED (the lease renewals update the job's row while it runs).`, { cause: err });
+/**
+ * A completion or COMMIT that failed because of the handler's own use of the transaction
+ * (refused by the server, so nothing is in doubt). `tainted`: the handler committed writes
+ * of its own (it ended the transaction with COMMIT), which a retry repeats.
+ */
+function handlersFault(err: unknown): { error: Error; tainted: boolean } | undefined {
+  const cause = ((err as { cause?: unknown })?.cause ?? err) as { code?: unknown; ended?: unknown; message?: unknown } | undefined;
+  const code = cause?.code;
+  const fault = (message: string, tainted = false) => ({ error: new Error(message, { cause: err }), tainted });
+  if (code === '25P02') return fault(`the handler's transaction was aborted by an SQL error (caught, so onEvent resolved): every later statement fails. Take a SAVEPOINT around a statement that may fail, or let the error reach jobhook.`);
+  if (code === '40001' || code === '40P01') return fault(`the handler's transaction could not be serialized (${String(code)}): keep it at READ COMMITTED (the lease renewals update the job's row while it runs).`);
+  if (code === '25P01') {
+    // Ended by the handler (the store saw another transaction, or none, where it began one).
+    return cause!.ended === 'COMMIT'
+      ? fault(`the handler ended the transaction (COMMIT) on context.transaction: its writes were committed without the job's completion, and a retry runs it again (reported as a job that may have run twice). Never end context.transaction: jobhook commits it.`, true)
+      : fault(`the handler ended the transaction (ROLLBACK) on context.transaction: nothing it wrote there was applied. Never end context.transaction: throw to roll it back.`);
+  }
+  // A constraint checked at COMMIT (a deferred one): the handler's data, refused.
+  if (typeof code === 'string' && code.startsWith('23')) return fault(`the handler's writes broke a constraint checked at COMMIT (${code}: ${String(cause?.message ?? '')}): nothing was applied.`);
   return undefined;
 }
 
@@ -415,13 +429,18 @@ class Runner {
     return got;
   }
 
-  /** Releases a claim this runner holds (its handler failed, or its transaction was rolled back). */
-  private async release(claim: HeldClaim): Promise<void> {
+  /**
+   * Releases a claim this runner holds (its handler failed, or its transaction was rolled
+   * back). `tainted`: its handler may have applied an effect the next holder repeats (it
+   * finished, but its transaction was rolled back): the next claim is then a takeover,
+   * reported as a job that may have run twice.
+   */
+  private async release(claim: HeldClaim, tainted = false): Promise<void> {
     await claim.end();
     try {
-      await this.store.release(claim.jobId, claim.token);
+      await (tainted ? this.store.release(claim.jobId, claim.token, { tainted }) : this.store.release(claim.jobId, claim.token));
     } catch (err) {
-      this.repair.release('release', claim.jobId, claim.token, this.o.leaseMs + this.o.takeoverGraceMs);
+      this.repair.release('release', claim.jobId, claim.token, this.o.leaseMs + this.o.takeoverGraceMs, tainted);
       this.report('release', err, claim.jobId);
     }
   }
@@ -487,10 +506,16 @@ class Runner {
     return (await this.completeInTransaction(claim, tx, retainMs)) ?? this.commit(claim, tx);
   }
 
-  /** The handler's transaction, or undefined when the store could not begin it (reported, the claim released). */
+  /**
+   * The handler's transaction, or undefined when the store could not begin it (reported,
+   * the claim released). Each renewal of the claim keeps it alive: the store ends a
+   * transaction left idle for longer than the lease (its holder cut off).
+   */
   private async begin(claim: HeldClaim): Promise<StoreTransaction | undefined> {
     try {
-      return await (this.store as TransactionalStore).begin(claim.jobId, claim.token, { fence: claim.fence });
+      const tx = await (this.store as TransactionalStore).begin(claim.jobId, claim.token, { fence: claim.fence, leaseMs: this.o.leaseMs });
+      if (typeof tx.keepAlive === 'function') claim.onRenewed = () => tx.keepAlive!();
+      return tx;
     } catch (err) {
       this.report('claim', err, claim.jobId);
       await this.release(claim);
@@ -508,17 +533,20 @@ class Runner {
     claim.finishing();
     claim.stopRenewing();
     if (!claim.holds()) {
-      await this.rollBackAndRelease(claim, tx);
-      return this.lost(jobId, 'its lease could not be confirmed in time (the store did not answer, or this process was paused)');
+      await this.rollBackAndRelease(claim, tx, true);
+      return this.rolledBack(jobId, 'its lease could not be confirmed in time (the store did not answer, or this process was paused)');
     }
     let reply;
     try {
       reply = await this.o.telemetry.phase('jobhook.complete', () => tx.complete({ retainMs }));
     } catch (err) {
       const fault = handlersFault(err);
-      this.report(fault === undefined ? 'complete' : 'handler', fault ?? err, jobId);
-      await this.rollBackAndRelease(claim, tx);
-      return fault === undefined ? { kind: 'store_unavailable' } : { kind: 'handler_failed' };
+      if (fault !== undefined) return this.handlersFailure(claim, fault, tx);
+      // onEvent finished, and its transaction is rolled back: what it did outside the
+      // transaction happened, and the retry does it again (the release's taint reports it).
+      this.report('complete', err, jobId);
+      await this.rollBackAndRelease(claim, tx, true);
+      return { kind: 'store_unavailable' };
     }
     if (reply === 'superseded') {
       await this.rollback(jobId, tx);
@@ -526,26 +554,33 @@ class Runner {
       return this.lost(jobId, 'another delivery took the job over');
     }
     if (!claim.holds()) {
-      await this.rollBackAndRelease(claim, tx);
-      return this.lost(jobId, 'its lease could not be confirmed in time');
+      await this.rollBackAndRelease(claim, tx, true);
+      return this.rolledBack(jobId, 'its lease could not be confirmed in time');
     }
     return undefined;
+  }
+
+  /** The handler's own use of the transaction failed it (refused by the server): rolled back, the claim released, 500. */
+  private async handlersFailure(claim: HeldClaim, fault: { error: Error; tainted: boolean }, tx: StoreTransaction | undefined): Promise<RunResult> {
+    this.o.log.warn(`jobhook: job ${claim.jobId}: ${fault.error.message}`);
+    this.report('handler', fault.error, claim.jobId);
+    if (tx === undefined) await this.release(claim, fault.tainted);
+    else await this.rollBackAndRelease(claim, tx, fault.tainted);
+    return { kind: 'handler_failed' };
   }
 
   /** Commits the handler's writes with the completion. */
   private async commit(claim: HeldClaim, tx: StoreTransaction): Promise<RunResult> {
     const { jobId } = claim;
-    await claim.end();
+    // Not waiting for a renewal in flight: it may be waiting for the row this transaction
+    // locked, until the COMMIT (it then finds the job completed by this token).
+    claim.stop();
     try {
       await this.o.telemetry.phase('jobhook.commit', () => tx.commit());
     } catch (err) {
+      // Refused, not in doubt: nothing was committed.
       const fault = handlersFault(err);
-      if (fault !== undefined) {
-        // Refused, not in doubt: nothing was committed.
-        this.report('handler', fault, jobId);
-        await this.release(claim);
-        return { kind: 'handler_failed' };
-      }
+      if (fault !== undefined) return this.handlersFailure(claim, fault, undefined);
       // Committed or not: the store knows. A retry finds the job completed, or the claim
       // (this holder's) running out and taken over after the grace.
       this.report('complete', err, jobId);
@@ -563,15 +598,26 @@ class Runner {
     }
   }
 
-  private async rollBackAndRelease(claim: HeldClaim, tx: StoreTransaction): Promise<void> {
+  private async rollBackAndRelease(claim: HeldClaim, tx: StoreTransaction, tainted = false): Promise<void> {
     await this.rollback(claim.jobId, tx);
-    await this.release(claim);
+    await this.release(claim, tainted);
   }
 
   /**
-   * Rolled back after onEvent finished: nothing written through the transaction survives,
-   * but what the handler did outside it (an e-mail, a call to another system) happened, and
-   * the retry does it again: that is reported, never silent.
+   * Rolled back after onEvent finished, the claim released tainted: nothing written through
+   * the transaction survives, but what the handler did outside it (an e-mail, a call to
+   * another system) happened, and a retry does it again: that retry is reported (its claim
+   * takes over a tainted release), never silent; without a retry nothing ran twice.
+   */
+  private rolledBack(jobId: string, why: string): RunResult {
+    this.o.log.warn(`jobhook: rolled back the transaction of job ${jobId}: ${why}. Nothing written through context.transaction was applied; a retry processes the job (reported: what the handler did outside context.transaction runs again).`);
+    return { kind: 'claim_lost', retryAfterMs: this.o.leaseMs };
+  }
+
+  /**
+   * Rolled back after onEvent finished because another delivery took the job over: nothing
+   * written through the transaction survives, but what the handler did outside it (an
+   * e-mail, a call to another system) happened, and the taker does it again: reported.
    */
   private lost(jobId: string, why: string): RunResult {
     this.o.log.warn(`jobhook: rolled back the transaction of job ${jobId}: ${why}. Nothing written through context.transaction was applied; a retry processes the job.`);

@@ -56,6 +56,16 @@ export interface RenewOptions {
   fence?: number;
 }
 
+export interface ReleaseOptions {
+  /**
+   * The holder may have applied an effect that the next holder repeats: its handler
+   * finished, but what it wrote in the store's transaction was rolled back, while what it
+   * did outside that transaction happened. The next claim is then a takeover
+   * (`tookOver`), reported as a job that may have run twice.
+   */
+  tainted?: boolean;
+}
+
 export interface CompleteOptions {
   /** How long the completed mark is kept, so later retries are answered as duplicates. */
   retainMs: number;
@@ -98,9 +108,10 @@ export interface IdempotencyStore {
    * Gives the claim up so a retry can process the job. Resolves false when `token` did not
    * hold it. jobhook's stores remember the release for a while: a late renewal or completion
    * of that token is answered `superseded`, and the next claim is `tookOver` when the
-   * released claim had taken the job over.
+   * released claim had taken the job over, or `options.tainted` says its holder may have
+   * applied an effect the next one repeats.
    */
-  release(jobId: string, token: string): Promise<boolean>;
+  release(jobId: string, token: string, options?: ReleaseOptions): Promise<boolean>;
   /** Resolves when the backend answers (readiness probes: `receiver.health()`); rejects otherwise. */
   ping?(): Promise<void>;
   /**
@@ -136,14 +147,24 @@ export interface StoreTransaction<Client = unknown> {
   complete(options: { retainMs: number }): Promise<CompleteReply>;
   commit(): Promise<void>;
   rollback(): Promise<void>;
+  /**
+   * The holder just confirmed its lease (a renewal): keeps the transaction from being
+   * ended as idle (PostgreSQL ends one left idle longer than the lease plus a margin, so
+   * a holder cut off from the server does not keep the job's rows locked). Never throws.
+   */
+  keepAlive?(): void;
 }
 
 /** A store whose handlers can write their effects in the transaction that records the completion. */
 export interface TransactionalStore<Client = unknown> extends IdempotencyStore {
   /** True when the store was made to hand handlers a transaction. */
   readonly transactional: boolean;
-  /** Opens a transaction for the holder (`token`, `fence`) of `jobId`'s claim. */
-  begin(jobId: string, token: string, options: { fence: number }): Promise<StoreTransaction<Client>>;
+  /**
+   * Opens a transaction for the holder (`token`, `fence`) of `jobId`'s claim. `leaseMs`:
+   * the claim's lease; the transaction then ends if left idle longer than it plus a
+   * margin, unless `keepAlive()` is called after each renewal.
+   */
+  begin(jobId: string, token: string, options: { fence: number; leaseMs?: number }): Promise<StoreTransaction<Client>>;
 }
 
 /** The transaction client a store hands to handlers (`undefined` for stores without transactions). */
@@ -243,9 +264,12 @@ function checkFence(fence: unknown): number | undefined {
   return fence;
 }
 
-export function releaseArgs(jobId: unknown, token: unknown): void {
+export function releaseArgs(jobId: unknown, token: unknown, options?: ReleaseOptions): { tainted: boolean } {
   checkJobId(jobId);
   checkToken(token);
+  const tainted = options?.tainted;
+  if (tainted !== undefined && typeof tainted !== 'boolean') throw new TypeError(`tainted must be true or false; got ${String(tainted)}`);
+  return { tainted: tainted === true };
 }
 
 export function trackArgs(jobId: unknown, options: TrackPendingOptions | undefined): { since: number; userParameters: JsonObjectValue | undefined } {

@@ -46,7 +46,7 @@ export function timedStore(store: IdempotencyStore, telemetry: Telemetry): Idemp
   const out: IdempotencyStore & Partial<TransactionalStore> = {
     claim: (jobId, options) => timed('claim', performance.now(), store.claim(jobId, options)),
     complete: (jobId, token, options) => timed('complete', performance.now(), store.complete(jobId, token, options)),
-    release: (jobId, token) => timed('release', performance.now(), store.release(jobId, token)),
+    release: (jobId, token, options) => timed('release', performance.now(), options === undefined ? store.release(jobId, token) : store.release(jobId, token, options)),
   };
   if (typeof store.renew === 'function') out.renew = (jobId, token, options) => timed('renew', performance.now(), store.renew!(jobId, token, options));
   const tx = store as Partial<TransactionalStore>;
@@ -59,6 +59,7 @@ export function timedStore(store: IdempotencyStore, telemetry: Telemetry): Idemp
         complete: (o) => timed('complete', performance.now(), t.complete(o)),
         commit: () => timed('commit', performance.now(), t.commit()),
         rollback: () => timed('rollback', performance.now(), t.rollback()),
+        ...(typeof t.keepAlive === 'function' ? { keepAlive: () => t.keepAlive!() } : {}),
       };
     };
   }

@@ -28,6 +28,7 @@ import {
   type RenewReply,
   type StoreTransaction,
   type TransactionalStore,
+  type ReleaseOptions,
   type RenewOptions,
   type TrackPendingOptions,
 } from '../jobs/store.js';
@@ -60,6 +61,22 @@ export interface PostgresStoreOptions {
   now?: () => number;
 }
 
+/** Whether a pg client has a query running or queued (pg 8's fields, read without its deprecation notices). */
+function busy(client: PoolClient): boolean {
+  const c = client as unknown as { _getActiveQuery?: () => unknown; activeQuery?: unknown; _queryQueue?: unknown[]; queryQueue?: unknown[] };
+  const active = typeof c._getActiveQuery === 'function' ? c._getActiveQuery() : c.activeQuery;
+  const queued = c._queryQueue ?? c.queryQueue;
+  return (active !== null && active !== undefined) || (queued?.length ?? 0) > 0;
+}
+
+/** The claim a transaction of `begin` belongs to, and the transaction's id. */
+interface TransactionClaim {
+  jobId: string;
+  token: string;
+  fence: number;
+  xid: string;
+}
+
 /** Options of `purgeExpired()`. */
 export interface PurgeOptions {
   /** Rows deleted per statement (default 1,000): each statement holds its row locks only that long. */
@@ -77,6 +94,14 @@ export interface PurgeOptions {
 function purgeable(now: string, keepMs: string): string {
   return `(t.state <> 'claimed' OR greatest(t.expires_at, t.stale_at) <= ${now} - ${keepMs} * interval '1 millisecond')`;
 }
+
+/**
+ * How much longer than the lease a handler's transaction may sit idle before the server
+ * ends it (idle_in_transaction_session_timeout, set at BEGIN): each renewal of the claim
+ * keeps it alive, so only a holder cut off from the server (or that lost its lease) lets
+ * it run out, and a takeover then waits for its row locks no longer than this.
+ */
+const TRANSACTION_IDLE_MARGIN_MS = 1000;
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -308,24 +333,35 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
         // after a claim first found it so (stale_at; a mark made before the lease end, which
         // a renewal by an earlier version can leave, does not count), or that nobody marked
         // within the grace window after its lease end. A new holder's fencing number is the
-        // sequence's next, and more than the row's.
+        // sequence's next, and more than the row's. It is drawn only when the job is taken:
+        // a row the statement's snapshot shows is updated (its number evaluated only when
+        // the WHERE lets it through), an absent one inserted. A row inserted meanwhile by
+        // another claim is left to it (nothing returned: the row is read below); one deleted
+        // meanwhile (a purge) is not updated, and the next attempt inserts it.
         const taken = await pool.query<{ fence: string; took_over: boolean }>(
-          `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now)
-           INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at, fence, took_over)
-             SELECT $1, $2, 'claimed', c.now + $3 * interval '1 millisecond', NULL, nextval('${this.fenceSeq}'), false FROM c
-           ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token, state = 'claimed', expires_at = EXCLUDED.expires_at, stale_at = NULL,
-               fence = CASE WHEN t.state = 'claimed' AND t.token = EXCLUDED.token THEN t.fence ELSE greatest(EXCLUDED.fence, t.fence + 1) END,
-               took_over = CASE WHEN t.state = 'claimed' AND t.token = EXCLUDED.token THEN t.took_over
-                                WHEN t.state = 'claimed' THEN true
-                                WHEN t.state = 'released' AND t.expires_at > (SELECT now FROM c) THEN t.took_over
-                                ELSE false END
-             WHERE (t.state = 'claimed' AND t.token = EXCLUDED.token)
-                OR t.state = 'released'
-                OR (t.expires_at <= (SELECT now FROM c)
-                    AND (t.state = 'completed' OR $4 = 0
-                         OR (t.stale_at >= t.expires_at AND t.stale_at <= (SELECT now FROM c) - $4 * interval '1 millisecond')
-                         OR ((t.stale_at IS NULL OR t.stale_at < t.expires_at) AND t.expires_at <= (SELECT now FROM c) - $6 * interval '1 millisecond')))
-           RETURNING fence, took_over`,
+          `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
+           there AS (SELECT EXISTS (SELECT 1 FROM ${this.table} WHERE job_id = $1) AS present),
+           up AS (
+             UPDATE ${this.table} AS t SET token = $2, state = 'claimed', expires_at = (SELECT now FROM c) + $3 * interval '1 millisecond', stale_at = NULL,
+                 fence = CASE WHEN t.state = 'claimed' AND t.token = $2 THEN t.fence ELSE greatest(nextval('${this.fenceSeq}'), t.fence + 1) END,
+                 took_over = CASE WHEN t.state = 'claimed' AND t.token = $2 THEN t.took_over
+                                  WHEN t.state = 'claimed' THEN true
+                                  WHEN t.state = 'released' AND t.expires_at > (SELECT now FROM c) THEN t.took_over
+                                  ELSE false END
+              WHERE t.job_id = $1
+                AND ((t.state = 'claimed' AND t.token = $2)
+                  OR t.state = 'released'
+                  OR (t.expires_at <= (SELECT now FROM c)
+                      AND (t.state = 'completed' OR $4 = 0
+                           OR (t.stale_at >= t.expires_at AND t.stale_at <= (SELECT now FROM c) - $4 * interval '1 millisecond')
+                           OR ((t.stale_at IS NULL OR t.stale_at < t.expires_at) AND t.expires_at <= (SELECT now FROM c) - $6 * interval '1 millisecond'))))
+              RETURNING t.fence, t.took_over),
+           ins AS (
+             INSERT INTO ${this.table} (job_id, token, state, expires_at, stale_at, fence, took_over)
+               SELECT $1, $2, 'claimed', c.now + $3 * interval '1 millisecond', NULL, nextval('${this.fenceSeq}'), false FROM c, there WHERE NOT there.present
+             ON CONFLICT (job_id) DO NOTHING
+             RETURNING fence, took_over)
+           SELECT fence, took_over FROM up UNION ALL SELECT fence, took_over FROM ins`,
           [jobId, token, leaseMs, graceMs, this.clock(), GRACE_WINDOW_MS],
         );
         const row = taken.rows[0];
@@ -363,8 +399,10 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     return this.run('renew', async (pool) => {
       // Held by this token (lapsed or not), or gone (kept no longer than a lapsed claim
       // is): the lease is back. Otherwise (another token's claim, a release, a completion)
-      // nothing changes, and the row says why.
-      const r = await pool.query<{ renewed: string; mine: boolean | null }>(
+      // nothing changes, and the row says why, read by a statement of its own: one that
+      // waited for the row (this token's transactional completion, until its COMMIT) reads
+      // it as its snapshot, taken before the wait, had it.
+      const r = await pool.query<{ renewed: string }>(
         `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
          up AS (
            INSERT INTO ${this.table} AS t (job_id, token, state, expires_at, stale_at, fence, took_over)
@@ -374,12 +412,12 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
                took_over = t.state = 'claimed' AND t.took_over
              WHERE (t.state = 'claimed' AND t.token = EXCLUDED.token) OR (t.state <> 'claimed' AND t.expires_at <= (SELECT now FROM c))
            RETURNING 1)
-         SELECT (SELECT count(*) FROM up) AS renewed,
-                (SELECT state = 'completed' AND token = $2 FROM ${this.table} WHERE job_id = $1) AS mine`,
+         SELECT count(*) AS renewed FROM up`,
         [jobId, token, leaseMs, fence ?? null, this.clock()],
       );
-      const row = r.rows[0]!;
-      return Number(row.renewed) === 1 ? 'renewed' : row.mine === true ? 'completed' : 'superseded';
+      if (Number(r.rows[0]!.renewed) === 1) return 'renewed';
+      const seen = await pool.query<{ mine: boolean }>(`SELECT state = 'completed' AND token = $2 AS mine FROM ${this.table} WHERE job_id = $1`, [jobId, token]);
+      return seen.rows[0]?.mine === true ? 'completed' : 'superseded';
     });
   }
 
@@ -453,15 +491,17 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     await this.run('ping', (pool) => pool.query('SELECT 1'));
   }
 
-  async release(jobId: string, token: string): Promise<boolean> {
-    releaseArgs(jobId, token);
+  async release(jobId: string, token: string, options?: ReleaseOptions): Promise<boolean> {
+    const { tainted } = releaseArgs(jobId, token, options);
     return this.run('release', async (pool) => {
-      // Kept as released (took_over: its taint) for LAPSED_CLAIM_KEEP_MS: a late renewal or
-      // completion of this token is then superseded, and the next claim inherits the taint.
+      // Kept as released (took_over: its taint, or the caller's) for LAPSED_CLAIM_KEEP_MS: a
+      // late renewal or completion of this token is then superseded, and the next claim
+      // inherits the taint.
       const r = await pool.query(
-        `UPDATE ${this.table} SET state = 'released', expires_at = coalesce($4::timestamptz, statement_timestamp()) + $3 * interval '1 millisecond', stale_at = NULL
+        `UPDATE ${this.table} SET state = 'released', expires_at = coalesce($4::timestamptz, statement_timestamp()) + $3 * interval '1 millisecond', stale_at = NULL,
+                took_over = took_over OR $5
           WHERE job_id = $1 AND token = $2 AND state = 'claimed'`,
-        [jobId, token, LAPSED_CLAIM_KEEP_MS, this.clock()],
+        [jobId, token, LAPSED_CLAIM_KEEP_MS, this.clock(), tainted],
       );
       return r.rowCount === 1;
     });
@@ -473,10 +513,11 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
    * `complete` writes the completion inside it, only while `token` still holds the claim
    * with `fence`; `commit` makes the handler's writes and the completion durable at once.
    */
-  async begin(jobId: string, token: string, options: { fence: number }): Promise<StoreTransaction<PoolClient>> {
+  async begin(jobId: string, token: string, options: { fence: number; leaseMs?: number }): Promise<StoreTransaction<PoolClient>> {
     checkJobId(jobId);
     checkToken(token);
     if (!this.transactional) throw new TypeError('begin() needs a store made with transactional: true');
+    const idleMs = options.leaseMs === undefined ? undefined : Math.ceil(checkMs(options.leaseMs, 'leaseMs')) + TRANSACTION_IDLE_MARGIN_MS;
     // A place among the transactions this pool can hold open beside the store's own
     // operations (claims, renewals): without it, handlers holding every connection would
     // leave none for the renewals that keep their own leases.
@@ -486,8 +527,8 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     // server ends while the handler works (a restart, idle_in_transaction_session_timeout)
     // would throw from its 'error' event and end the process. Its next query fails instead.
     const onError = (): void => undefined;
-    const client = await this.connectInTransaction(onError, freeSlot);
-    return this.transactionOn(client, onError, freeSlot, { jobId, token, fence: options.fence });
+    const { client, xid } = await this.connectInTransaction(onError, freeSlot, idleMs);
+    return this.transactionOn(client, onError, freeSlot, { jobId, token, fence: options.fence, xid });
   }
 
   /** Gives the place `transactionSlot()` took back to the next waiter, once (later calls do nothing). */
@@ -501,8 +542,12 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     };
   }
 
-  /** A connection of the pool with its transaction begun, within the operation deadline (else the slot is freed). */
-  private async connectInTransaction(onError: () => void, freeSlot: () => void): Promise<PoolClient> {
+  /**
+   * A connection of the pool with its transaction begun, within the operation deadline
+   * (else the slot is freed), and the transaction's id (to tell whether the handler ended
+   * it). `idleMs`: how long the server lets it sit idle before ending it.
+   */
+  private async connectInTransaction(onError: () => void, freeSlot: () => void, idleMs: number | undefined): Promise<{ client: PoolClient; xid: string }> {
     // Set when the deadline passed: a connection or a BEGIN that arrives later is not
     // returned to anyone, and must not stay checked out (with its transaction open).
     let abandoned = false;
@@ -517,10 +562,16 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
         giveBack();
         throw new StoreUnavailableError('PostgreSQL: begin was given up before a connection was free');
       }
+      let xid: string;
       try {
         // READ COMMITTED whatever the database's default: the lease renewals update the job's row while
         // the handler runs, which a REPEATABLE READ or SERIALIZABLE transaction could never complete after.
-        await c.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+        // The handler's phase is bounded on the server: a holder cut off from it (its socket silent, the
+        // session kept) would otherwise keep the rows it wrote locked, and every takeover would wait on them.
+        const results = (await c.query(
+          `BEGIN ISOLATION LEVEL READ COMMITTED;${idleMs === undefined ? '' : ` SET LOCAL idle_in_transaction_session_timeout = ${idleMs};`} SELECT txid_current()::text AS xid`,
+        )) as unknown as Array<{ rows: Array<{ xid?: string }> }>;
+        xid = results[results.length - 1]!.rows[0]!.xid!;
       } catch (err) {
         giveBack(err as Error);
         throw err;
@@ -530,7 +581,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
         giveBack(new Error('begin was given up'));
         throw new StoreUnavailableError('PostgreSQL: begin was given up before the transaction began');
       }
-      return c;
+      return { client: c, xid };
     }).catch((err: unknown) => {
       abandoned = true;
       freeSlot();
@@ -539,7 +590,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
   }
 
   /** The transaction `begin` gives: the completion written inside it, then one COMMIT or ROLLBACK, after which the connection goes back. */
-  private transactionOn(client: PoolClient, onError: () => void, freeSlot: () => void, claim: { jobId: string; token: string; fence: number }): StoreTransaction<PoolClient> {
+  private transactionOn(client: PoolClient, onError: () => void, freeSlot: () => void, claim: TransactionClaim): StoreTransaction<PoolClient> {
     let open = true;
     const end = async (sql: 'COMMIT' | 'ROLLBACK'): Promise<void> => {
       if (!open) return;
@@ -564,14 +615,34 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
       },
       commit: () => end('COMMIT'),
       rollback: () => end('ROLLBACK'),
+      // A statement restarts the server's idle clock. Only while the connection is idle
+      // (a statement of the handler's running or queued keeps the session busy anyway), and
+      // never after the COMMIT or ROLLBACK (sent once `open` is false).
+      keepAlive: () => {
+        if (open && !busy(client)) client.query('SELECT 1').catch(() => undefined);
+      },
     };
   }
 
-  /** The completion, inside the handler's transaction: written only while the claim (token and fence) still holds. */
-  private async completeIn(client: PoolClient, { jobId, token, fence }: { jobId: string; token: string; fence: number }, retainMs: number): Promise<CompleteReply> {
+  /**
+   * The completion, inside the handler's transaction: written only while the claim (token
+   * and fence) still holds, and only in the transaction `begin` opened. A handler that
+   * ended it (COMMIT or ROLLBACK on its client) left the connection outside it, where the
+   * completion would be written on its own: refused with 25P01 (no active transaction),
+   * `ended` saying how it ended.
+   */
+  private async completeIn(client: PoolClient, { jobId, token, fence, xid }: TransactionClaim, retainMs: number): Promise<CompleteReply> {
     // A holder cut off from the server between here and COMMIT must not keep the
     // row locked (takers would wait for TCP keepalives): the server ends it sooner.
-    await client.query(`SELECT set_config('idle_in_transaction_session_timeout', $1, true)`, [String(this.timeoutMs)]);
+    const check = await client.query<{ xid: string | null; status: string | null }>(
+      `SELECT set_config('idle_in_transaction_session_timeout', $1, true), txid_current_if_assigned()::text AS xid, txid_status($2::bigint) AS status`,
+      [String(this.timeoutMs), xid],
+    );
+    const now = check.rows[0];
+    if (now?.xid !== xid) {
+      const ended = now?.status === 'committed' ? 'COMMIT' : 'ROLLBACK';
+      throw Object.assign(new Error(`the transaction jobhook began for job ${jobId} was ended (${ended}) before its completion`), { code: '25P01', ended });
+    }
     const r = await client.query(
             `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
              up AS (

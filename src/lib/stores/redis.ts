@@ -25,6 +25,7 @@ import {
   type PendingStore,
   type CompleteReply,
   type RenewReply,
+  type ReleaseOptions,
   type RenewOptions,
   type TrackPendingOptions,
 } from '../jobs/store.js';
@@ -173,14 +174,14 @@ redis.call('ZREM', KEYS[2], ARGV[3]) redis.call('HDEL', KEYS[3], ARGV[3]) return
 const TRACK = `redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) else redis.call('HDEL', KEYS[2], ARGV[1]) end return 1`;
 const FORGET = `redis.call('ZREM', KEYS[1], ARGV[1]) redis.call('HDEL', KEYS[2], ARGV[1]) return 1`;
-// ARGV: token, keep, now. The claim is replaced by a release, kept that long.
+// ARGV: token, keep, now, tainted (1: by the caller). The claim is replaced by a release, kept that long.
 const RELEASE = `${READ}local now = clock(ARGV[3])
 local state, tok, fence, dl, st, flag = parse(redis.call('GET', KEYS[1]), now)
 if state ~= 'held' or tok ~= ARGV[1] then return 0 end
 local keep = tonumber(ARGV[2])
 if keep <= 0 then redis.call('DEL', KEYS[1]) return 1 end
 local t = '0'
-if flag then t = '1' end
+if flag or ARGV[4] == '1' then t = '1' end
 redis.call('SET', KEYS[1], 'released:' .. tok .. ':' .. string.format('%d', fence) .. ':' .. string.format('%d', now + keep) .. ':' .. t, 'PX', keep)
 return 1`;
 
@@ -190,7 +191,7 @@ interface ScriptedRedis extends Redis {
   jobhookComplete(key: string, pendingKey: string, paramsKey: string, token: string, retainMs: number, jobId: string, fence: string, now: string): Promise<number>;
   jobhookTrack(pendingKey: string, paramsKey: string, jobId: string, since: number, params: string): Promise<number>;
   jobhookForget(pendingKey: string, paramsKey: string, jobId: string): Promise<number>;
-  jobhookRelease(key: string, token: string, keepMs: number, now: string): Promise<number>;
+  jobhookRelease(key: string, token: string, keepMs: number, now: string, tainted: string): Promise<number>;
 }
 
 /**
@@ -328,10 +329,10 @@ export class RedisIdempotencyStore implements PendingStore {
     await this.run('ping', (redis) => redis.ping());
   }
 
-  async release(jobId: string, token: string): Promise<boolean> {
-    releaseArgs(jobId, token);
+  async release(jobId: string, token: string, options?: ReleaseOptions): Promise<boolean> {
+    const { tainted } = releaseArgs(jobId, token, options);
     const key = this.prefix + jobId;
-    return this.run('release', async (redis) => (await redis.jobhookRelease(key, token, LAPSED_CLAIM_KEEP_MS, this.clock())) === 1);
+    return this.run('release', async (redis) => (await redis.jobhookRelease(key, token, LAPSED_CLAIM_KEEP_MS, this.clock(), tainted ? '1' : '0')) === 1);
   }
 
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
