@@ -82,6 +82,11 @@ export class ModelChecker {
 
   constructor(private readonly o: CheckerOptions) {}
 
+  /** A note in the history (the clock moved). */
+  note(text: string): void {
+    this.history.push(text);
+  }
+
   /** An operation is sent: returns its id. */
   invoke(op: ModelOp): number {
     const id = this.nextId++;
@@ -193,18 +198,15 @@ export class ModelChecker {
   /** The configurations after operation `id` takes effect in `c` (none: it cannot yet, its job's row is locked). */
   private apply(c: Config, id: number, now: number): Config[] {
     const op = this.ops.get(id)!;
-    const lock = c.locks[op.job];
-    if (lock !== undefined && op.kind !== 'txEnd') {
-      // A statement waits for the row the completion locked, unless the row as committed
-      // does not match it at all (then it answers from that version): a release, or another
-      // transaction's completion, for a token other than the lock holder's.
-      const holder = c.written[lock]?.token;
-      const passes = (op.kind === 'store' && op.request.op === 'release' && op.request.token !== holder) || (op.kind === 'txComplete' && op.token !== holder);
-      if (!passes) return [];
-    }
+    // Under the row lock of a transaction's completion (until it ends), an operation on the
+    // job takes effect only if it leaves the record as committed: it answers from that
+    // version (a claim finding it held, a release or another transaction's completion for
+    // a token that does not hold it); one that would change it waits for the lock.
+    const locked = c.locks[op.job] !== undefined && op.kind !== 'txEnd';
     const times = this.o.times(id, now);
+    const before = JSON.stringify(c.records[op.job] ?? null);
     const outcomes = times.map((t) => this.step(c, id, op, t));
-    const valid = outcomes.filter((x): x is Config => x !== undefined);
+    const valid = outcomes.filter((x): x is Config => x !== undefined && (!locked || (JSON.stringify(x.records[op.job] ?? null) === before && x.locks[op.job] === c.locks[op.job])));
     if (!this.o.realTime || valid.length <= 1) return valid;
     // Servers' clock: one configuration when every candidate time decides alike (the middle one's record).
     const key = (x: Config) => `${shape(x.records[op.job])}|${replyShape(x.done[id]!)}|${JSON.stringify(x.locks)}|${JSON.stringify(x.effects)}`;

@@ -194,9 +194,13 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
         continue;
       }
       if (cmd.op === 'advance') {
-        if (real) await new Promise((r) => setTimeout(r, cmd.ms));
+        if (real) {
+          checker.note(`wait ${cmd.ms} ms`);
+          await new Promise((r) => setTimeout(r, cmd.ms));
+        }
         else {
           env.clock!.now += cmd.ms;
+          checker.note(`clock +${cmd.ms} ms`);
           for (const id of inFlight.keys()) seen.get(id)?.push(env.clock!.now);
         }
         continue;
