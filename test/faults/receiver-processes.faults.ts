@@ -18,8 +18,8 @@
  * differ by the skew tolerated (maxFutureSkewSeconds), every delivery replayed to both
  * near the end of the replay window on each clock.
  *
- *   npm run test:faults -- receiver-processes          # full: 10,000 jobs per case at 200 jobs/s
- *   JOBHOOK_FAULTS=short npm run test:faults           # CI: 400 jobs per case, 6 cases, two at a time
+ *   npm run test:faults -- receiver-processes          # full: 10,000 jobs per case (the skew cases 1,000) at 200 jobs/s
+ *   JOBHOOK_FAULTS=short npm run test:faults           # CI: 400 jobs per case (the skew case 200), 9 cases, two at a time
  *   JOBHOOK_FAULTS_JOBS=2000 …                          # another count (not for the recorded figures)
  *   JOBHOOK_FAULTS_KEEP_LOGS=1 …                        # keep the receivers' logs (in the OS temp dir)
  *

@@ -273,7 +273,7 @@ const OVERLAP = ['sent while others were in flight', 'claim → acquired', 'clai
 const TX = ['tx complete → completed', 'tx complete → superseded', 'tx commit → ok', 'tx end → ok', 'tx cut', 'answered after a transaction it waited for ended'];
 
 describe('stores held to the model with overlapping commands (linearizable), transactions, and real time', () => {
-  it('memory, the test\'s clock', async () => {
+  it('memory, the test\'s clock', { timeout: 30_000 * SCALE }, async () => {
     reached('memory', await holdConcurrent((clock) => new MemoryIdempotencyStore(clock === undefined ? {} : { now: () => clock.now }), { runs: 200, real: false }), OVERLAP);
   });
   it.concurrent('memory, real time', { timeout: 120_000 * SCALE }, async () => {
