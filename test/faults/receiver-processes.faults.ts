@@ -10,13 +10,22 @@
  * a TCP proxy while the others keep the store; the store paused and restarted. After the
  * load, the reconciler polls the jobs still pending at the gateway simulator.
  *
- *   npm run test:faults -- receiver-processes          # full: 10,000 jobs per case at 200 jobs/s
- *   JOBHOOK_FAULTS=short npm run test:faults           # CI: 400 jobs per case, 6 cases, two at a time
+ * Issue 27 adds: receiver 0's store link through the statement-aware proxy
+ * (test/helpers/pg-proxy.ts), which resets or black-holes its handlers' transaction
+ * connections as the completion statement is sent, or mid-handler once the handler's row
+ * is written (the handlers then use the README's inbox pattern: a key per job, ON
+ * CONFLICT DO NOTHING, which a cut-off transaction holds); and receivers whose clocks
+ * differ by the skew tolerated (maxFutureSkewSeconds), every delivery replayed to both
+ * near the end of the replay window on each clock.
+ *
+ *   npm run test:faults -- receiver-processes          # full: 10,000 jobs per case (the skew cases 1,000) at 200 jobs/s
+ *   JOBHOOK_FAULTS=short npm run test:faults           # CI: 400 jobs per case (the skew case 200), 9 cases, two at a time
  *   JOBHOOK_FAULTS_JOBS=2000 …                          # another count (not for the recorded figures)
  *   JOBHOOK_FAULTS_KEEP_LOGS=1 …                        # keep the receivers' logs (in the OS temp dir)
  *
  * Asserted (README, "What once means"): transactional mode, 0 jobs lost and 0 run twice
- * (rows of the effects table); other modes, 0 lost after the reconciler, every job run
+ * (rows of the effects table), and every handler run twice (its log line: an effect
+ * outside the transaction) reported; other modes, 0 lost after the reconciler, every job run
  * twice reported (onError stage `superseded` naming it: 0 silent doubles), and no double
  * whose first effect lies outside a fault's window (the fault, widened by a lease before
  * and 2 s after). Results: .tmp/faults18-results.json and .md.
@@ -67,11 +76,46 @@ const faults = [
   { key: 'store-pause', label: 'store paused 7 s (SIGSTOP)', fault: { kind: 'store-pause', ms: 7000 } },
   { key: 'store-crash', label: 'store killed, restarted after 3 s', fault: { kind: 'store-crash', ms: 3000 } },
 ] as const;
-const cases: ProcessCaseDef[] = modes.flatMap((m) =>
-  faults.map((f) => ({ id: `${m.key}-${f.key}`, title: `${m.label}: ${f.label}`, store: m.store, transactional: m.transactional, fault: f.fault })),
-);
-/** The short mode's subset: each receiver fault on Redis and on transactional PostgreSQL. */
-const SHORT = new Set(['redis-kill', 'postgres-tx-kill', 'redis-sigstop', 'postgres-tx-sigstop', 'redis-blackhole', 'postgres-tx-blackhole']);
+/** Issue 27: the transaction's connection cut (PostgreSQL transactional only). */
+const txFaults = [
+  { key: 'cut-complete-reset', label: "the transaction's connection reset at its completion statement (5 times)", fault: { kind: 'tx-cut', at: 'complete', fault: 'reset', times: 5, ms: 10_000 } },
+  { key: 'cut-complete-blackhole', label: "the transaction's connection black-holed at its completion statement (3 times, 15 s)", fault: { kind: 'tx-cut', at: 'complete', fault: 'blackhole', times: 3, ms: 15_000 } },
+  { key: 'cut-handler-reset', label: "the transaction's connection reset mid-handler, after its row (5 times)", fault: { kind: 'tx-cut', at: 'handler', fault: 'reset', times: 5, ms: 10_000 } },
+  { key: 'cut-handler-blackhole', label: "the transaction's connection black-holed mid-handler, after its row (3 times, 15 s)", fault: { kind: 'tx-cut', at: 'handler', fault: 'blackhole', times: 3, ms: 15_000 } },
+  { key: 'cut-handler-blackhole-all', label: "every store connection of a receiver black-holed 30 s mid-handler, after its row", fault: { kind: 'tx-cut', at: 'handler', fault: 'blackhole-all', times: 1, ms: 30_000 } },
+] as const;
+/** Issue 27: receiver 1's clock behind by the skew tolerated; replays near the window's end on each clock. */
+const SKEW = { kind: 'skew', skewS: 8, windowS: 20 } as const;
+/** The skew case's load (fresh: signed when the case starts; sent within the window). */
+const SKEW_DELIVERIES = mode === 'short' ? 240 : 1200;
+const skewCorpus = (ids: () => string[]) => () =>
+  buildCorpus({ deliveries: SKEW_DELIVERIES, duplicateShare: DUPLICATE_SHARE, concurrentShare: 1, instances: config.receivers, seed: 27, jobIds: ids() });
+let jobIdsForSkew: string[] = [];
+
+const cases: ProcessCaseDef[] = [
+  ...modes.flatMap((m) => faults.map((f) => ({ id: `${m.key}-${f.key}`, title: `${m.label}: ${f.label}`, store: m.store, transactional: m.transactional, fault: f.fault }))),
+  ...txFaults.map((f) => ({ id: `postgres-tx-${f.key}`, title: `PostgreSQL transactional: ${f.label}`, store: 'postgres' as const, transactional: true, fault: f.fault })),
+  ...modes.map((m) => ({
+    id: `${m.key}-skew`,
+    title: `${m.label}: receivers' clocks ${SKEW.skewS} s apart (the skew tolerated), replays near the window's end`,
+    store: m.store,
+    transactional: m.transactional,
+    fault: SKEW,
+    freshCorpus: skewCorpus(() => jobIdsForSkew),
+  })),
+];
+/** The short mode's subset: each receiver fault on Redis and on transactional PostgreSQL; a cut at the completion and mid-handler; the skew on transactional PostgreSQL. */
+const SHORT = new Set([
+  'redis-kill',
+  'postgres-tx-kill',
+  'redis-sigstop',
+  'postgres-tx-sigstop',
+  'redis-blackhole',
+  'postgres-tx-blackhole',
+  'postgres-tx-cut-complete-reset',
+  'postgres-tx-cut-handler-blackhole-all',
+  'postgres-tx-skew',
+]);
 
 function skip(c: ProcessCaseDef): boolean {
   if (mode === 'short' && !SHORT.has(c.id)) return true;
@@ -79,15 +123,15 @@ function skip(c: ProcessCaseDef): boolean {
 }
 
 const cell = (x: number) => (x === 0 ? '0' : `**${x}**`);
-function table(results: ProcessCaseResult[]): string {
+function table(results: Array<ProcessCaseResult & { caseSeconds: number }>): string {
   const head =
-    '| case | jobs | lost | run twice | reported / silent doubles | outside window | lost before reconciler (recovered) | 2xx | 4xx | 5xx | no answer | gave up | restarts | send s |\n' +
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+    '| case | jobs | lost | run twice | reported / silent doubles | outside window | handler runs twice: reported / silent | lost before reconciler (recovered) | 2xx | 4xx | 5xx | no answer | gave up | restarts | send s | case s |\n' +
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   return [
     head,
     ...results.map(
       (r) =>
-        `| ${r.title} | ${r.distinctJobs} | ${cell(r.lost)} | ${r.transactional ? cell(r.runTwice) : r.runTwice} | ${r.reportedDoubles} / ${cell(r.silentDoubles)} | ${cell(r.doublesOutsideWindow)} | ${r.lostBeforeReconciler} (${r.reconcilerProcessed}) | ${r.answers2xx} | ${r.answers4xx} | ${r.answers5xx} | ${r.noAnswer} | ${r.gaveUp} | ${r.receiverRestarts} | ${r.sendSeconds} |`,
+        `| ${r.title} | ${r.distinctJobs} | ${cell(r.lost)} | ${r.transactional ? cell(r.runTwice) : r.runTwice} | ${r.reportedDoubles} / ${cell(r.silentDoubles)} | ${cell(r.doublesOutsideWindow)} | ${r.outsideDoubles - r.silentOutsideDoubles} / ${cell(r.silentOutsideDoubles)} | ${r.lostBeforeReconciler} (${r.reconcilerProcessed}) | ${r.answers2xx} | ${r.answers4xx} | ${r.answers5xx} | ${r.noAnswer} | ${r.gaveUp} | ${r.receiverRestarts} | ${r.sendSeconds} | ${r.caseSeconds} |`,
     ),
   ].join('\n');
 }
@@ -111,7 +155,7 @@ describe(`receiver faults (issue 18; ${mode}: ${JOBS} jobs per case at ${config.
   let sim!: GatewaySimulator;
   let client!: GatewayClient;
   let bundle: Awaited<ReturnType<typeof bundleReceiver>> | undefined;
-  const results: ProcessCaseResult[] = [];
+  const results: Array<ProcessCaseResult & { caseSeconds: number }> = [];
   const meta = { mode, startedAt: new Date().toISOString(), jobs: JOBS, deliveries: DELIVERIES, config, ...machineAndGit() };
 
   beforeAll(async () => {
@@ -131,6 +175,7 @@ describe(`receiver faults (issue 18; ${mode}: ${JOBS} jobs per case at ${config.
       }),
     );
     corpus = buildCorpus({ deliveries: DELIVERIES, duplicateShare: DUPLICATE_SHARE, concurrentShare: 1, instances: config.receivers, seed: 18, jobIds: ids });
+    jobIdsForSkew = ids;
   }, 300_000);
 
   afterAll(async () => {
@@ -147,12 +192,13 @@ describe(`receiver faults (issue 18; ${mode}: ${JOBS} jobs per case at ${config.
 
   for (const c of cases) {
     it(c.title, { skip: skip(c), concurrent: mode === 'short', timeout: 900_000 }, async ({ expect }) => {
-      const r = await runProcessCase(c, corpus, config, client, bundle!.file);
+      const started = Date.now();
+      const r = { ...(await runProcessCase(c, corpus, config, client, bundle!.file)), caseSeconds: Math.round((Date.now() - started) / 1000) };
       results.push(r);
       results.sort((a, b) => cases.findIndex((x) => x.id === a.id) - cases.findIndex((x) => x.id === b.id));
       const why = `${r.title}: ${JSON.stringify({ lost: r.lostJobs.slice(0, 3), doubled: r.doubledJobs.filter((d) => !d.reported || !d.inWindow || c.transactional).slice(0, 3) })}`;
       if (c.transactional) {
-        expect({ lost: r.lost, runTwice: r.runTwice }, why).toEqual({ lost: 0, runTwice: 0 });
+        expect({ lost: r.lost, runTwice: r.runTwice, silentOutsideDoubles: r.silentOutsideDoubles }, why).toEqual({ lost: 0, runTwice: 0, silentOutsideDoubles: 0 });
       } else {
         expect({ lost: r.lost, silentDoubles: r.silentDoubles, doublesOutsideWindow: r.doublesOutsideWindow }, why).toEqual({ lost: 0, silentDoubles: 0, doublesOutsideWindow: 0 });
       }

@@ -10,6 +10,17 @@
  * same number for a holder claiming again). Redis and PostgreSQL run on real servers;
  * each store reads the test's clock instead of its server's (the `now` option), so lease
  * ends, stale marks and retention ends fall exactly where the model puts them.
+ *
+ * Then the same model with the commands overlapping (model-run.ts, checked for
+ * linearizability by model-check.ts): holders send without waiting for each other's
+ * replies, their own renewals run beside their transactions, and on PostgreSQL with
+ * `transactional: true` transactions are begun, written, completed (the row locked until
+ * they end), committed, rolled back, or cut between statements (the connection closed;
+ * the server rolls back), and the rows written through them must be those the model
+ * commits. Once on the test's clock, once on the servers' own (short leases, real waits:
+ * leases lapse, graces and retentions end in real time on the servers).
+ *
+ *   JOBHOOK_MODEL_RUNS=<n>   n times the runs of each case (the recorded long run: RELIABILITY.md)
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -20,6 +31,10 @@ import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
 import { transition, type ClaimReply, type JobRecord, type JobRequest } from '../../src/lib/jobs/model.js';
 import { LAPSED_CLAIM_KEEP_MS } from '../../src/lib/jobs/store.js';
+import { commands, runCommands, type Timing } from './model-run.js';
+
+/** Runs multiplier: the long mode (JOBHOOK_MODEL_RUNS=20, say). */
+const SCALE = Math.max(1, Number(process.env.JOBHOOK_MODEL_RUNS) || 1);
 
 const JOBS = ['job-a', 'job-b'] as const;
 const HOLDERS = 3;
@@ -220,5 +235,91 @@ describe('stores held to the claim protocol model (fast-check commands)', () => 
       await holdToModel((clock) => new PostgresIdempotencyStore({ pool, table, now: clock }), 100);
       await pool.query(`DROP TABLE ${table}`);
     }, 180_000);
+  });
+});
+
+/** The test's clock (as above): exact times, replies compared exactly. */
+const VIRTUAL: Timing = { leases: LEASES, graces: GRACES, retains: RETAINS, steps: [...STEPS, LONG_STEP] };
+/** The servers' clock: leases a few hundred ms, waits that cross them. */
+const REAL: Timing = { leases: [200, 400, 800], graces: [0, 0, 150], retains: [250, 900], steps: [40, 120, 250, 500] };
+
+/** Runs `runs` generated command sequences, overlapping, against `make()`'s store and the model. */
+async function holdConcurrent(
+  make: (clock: { now: number } | undefined) => IdempotencyStore,
+  options: { runs: number; real: boolean; tx?: { admin: pg.Pool; effects: string } },
+): Promise<Map<string, number>> {
+  let seq = 0;
+  const timing = options.real ? REAL : VIRTUAL;
+  const coverage = new Map<string, number>();
+  await fc.assert(
+    fc.asyncProperty(fc.array(commands(timing, options.tx !== undefined), { minLength: options.tx === undefined ? 10 : 25, maxLength: options.real ? 40 : 60 }), async (cmds) => {
+      const prefix = `mc-${process.pid}-${Date.now()}-${seq++}`;
+      const clock = options.real ? undefined : { now: Date.UTC(2030, 0, 1) };
+      const store = make(clock);
+      await runCommands({ store, clock, coverage, jobIds: JOBS.map((j) => `${prefix}-${j}`), ...(options.tx === undefined ? {} : { tx: options.tx }) }, cmds, prefix);
+    }),
+    { numRuns: options.runs * SCALE, endOnFailure: true },
+  );
+  return coverage;
+}
+
+/** Says what the runs reached, and fails when one of `musts` was never reached (a check that checked nothing). */
+function reached(name: string, coverage: Map<string, number>, musts: string[]): void {
+  if (process.env.JOBHOOK_MODEL_RUNS !== undefined) console.log(`${name}: ${[...coverage].sort().map(([k, v]) => `${k} ×${v}`).join(', ')}`);
+  for (const m of musts) expect(coverage.get(m) ?? 0, `${name}: ${m}`).toBeGreaterThan(0);
+}
+
+const OVERLAP = ['sent while others were in flight', 'claim → acquired', 'claim → in_progress', 'renew → renewed', 'complete → completed'];
+const TX = ['tx complete → completed', 'tx complete → superseded', 'tx commit → ok', 'tx end → ok', 'tx cut', 'answered after a transaction it waited for ended'];
+
+describe('stores held to the model with overlapping commands (linearizable), transactions, and real time', () => {
+  it('memory, the test\'s clock', { timeout: 30_000 * SCALE }, async () => {
+    reached('memory', await holdConcurrent((clock) => new MemoryIdempotencyStore(clock === undefined ? {} : { now: () => clock.now }), { runs: 200, real: false }), OVERLAP);
+  });
+  it.concurrent('memory, real time', { timeout: 120_000 * SCALE }, async () => {
+    reached('memory, real time', await holdConcurrent(() => new MemoryIdempotencyStore(), { runs: 5, real: true }), OVERLAP);
+  });
+
+  describe.skipIf(inject('redisUrl') === '')('Redis (real server)', () => {
+    const client = new Redis(inject('redisUrl'));
+    afterAll(async () => {
+      await client.quit();
+    });
+    let n = 0;
+    const make = (clock: { now: number } | undefined) =>
+      new RedisIdempotencyStore({ client, keyPrefix: `mc:${process.pid}:${n}:job:`, pendingKey: `mc:${process.pid}:${n++}:pending`, ...(clock === undefined ? {} : { now: () => clock.now }), log: {} });
+    it('Redis, the test\'s clock', { timeout: 120_000 * SCALE }, async () => {
+      reached('Redis', await holdConcurrent(make, { runs: 80, real: false }), OVERLAP);
+    });
+    it.concurrent('Redis, the server\'s clock (real time)', { timeout: 120_000 * SCALE }, async () => {
+      reached('Redis, real time', await holdConcurrent(make, { runs: 10, real: true }), OVERLAP);
+    });
+  });
+
+  describe.skipIf(inject('databaseUrl') === '')('PostgreSQL transactional (real server)', () => {
+    // Room for every holder's transaction beside the store's own operations (a quarter of the pool).
+    const pool = new pg.Pool({ connectionString: inject('databaseUrl'), max: 16 });
+    pool.on('error', () => undefined);
+    const admin = new pg.Pool({ connectionString: inject('databaseUrl'), max: 2 });
+    const table = `jobhook_mc_${process.pid}`;
+    const effects = `jobhook_mc_effects_${process.pid}`;
+    const tx = { admin, effects };
+    afterAll(async () => {
+      await admin.query(`DROP TABLE IF EXISTS ${table}, ${table}_pending, ${effects}`);
+      await admin.query(`DROP SEQUENCE IF EXISTS ${table}_fence_seq`);
+      await Promise.all([pool.end(), admin.end()]);
+    });
+    const make = (clock: { now: number } | undefined) => new PostgresIdempotencyStore({ pool, table, transactional: true, ...(clock === undefined ? {} : { now: () => clock.now }) });
+    it('PostgreSQL transactional, the test\'s clock', { timeout: 180_000 * SCALE }, async () => {
+      await make(undefined).migrate();
+      await admin.query(`CREATE TABLE IF NOT EXISTS ${effects} (id bigserial PRIMARY KEY, job_id text NOT NULL, token text NOT NULL)`);
+      reached('PostgreSQL transactional', await holdConcurrent(make, { runs: 60, real: false, tx }), [...OVERLAP, ...TX]);
+    });
+    it('PostgreSQL transactional, the server\'s clock (real time)', { timeout: 180_000 * SCALE }, async () => {
+      await make(undefined).migrate();
+      await admin.query(`CREATE TABLE IF NOT EXISTS ${effects} (id bigserial PRIMARY KEY, job_id text NOT NULL, token text NOT NULL)`);
+      // Lock waits and superseded completions need the right timing on the servers' clock: required on the test's clock above, counted here.
+      reached('PostgreSQL transactional, real time', await holdConcurrent(make, { runs: 40, real: true, tx }), [...OVERLAP, 'tx complete → completed', 'tx commit → ok', 'tx cut']);
+    });
   });
 });

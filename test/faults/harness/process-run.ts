@@ -16,7 +16,8 @@ import { RedisIdempotencyStore } from '../../../src/redis.js';
 import { publicPem } from '../../helpers/keys.js';
 import { freePort, startPostgres, startRedis, type FaultableServer } from '../../helpers/servers.js';
 import type { Corpus } from './corpus.js';
-import { EFFECTS_TABLE, REDIS_KEY_PREFIX, STORE_TABLE } from './process-shared.js';
+import { startPgProxy, type PgProxy } from '../../helpers/pg-proxy.js';
+import { EFFECTS_TABLE, INBOX_TABLE, REDIS_KEY_PREFIX, STORE_TABLE } from './process-shared.js';
 import { killSlot, readLogs, signalSlot, startProxy, startSlot, type BlackholeProxy, type EffectLine, type ReceiverSlot } from './processes.js';
 import { sendAll, type AttemptRecord, type GatewayPolicy } from './sender.js';
 
@@ -25,7 +26,24 @@ export type ProcessFault =
   | { kind: 'sigstop'; ms: number }
   | { kind: 'blackhole'; ms: number }
   | { kind: 'store-pause'; ms: number }
-  | { kind: 'store-crash'; ms: number };
+  | { kind: 'store-crash'; ms: number }
+  /**
+   * PostgreSQL transactional (issue 27): receiver 0's store link goes through the
+   * statement-aware proxy (test/helpers/pg-proxy.ts), which resets or black-holes the
+   * connection of a handler's transaction `at` its completion statement (before it reaches
+   * the server) or mid-handler (once the handler's row was written), `times` times within
+   * `ms`; `blackhole-all`: every connection of receiver 0 goes silent at that moment (its
+   * claims cannot even be released). What was black-holed stays silent (the server keeps
+   * the sessions) until `ms` has passed. The handlers use the README's inbox pattern (INBOX=1).
+   */
+  | { kind: 'tx-cut'; at: 'complete' | 'handler'; fault: 'reset' | 'blackhole' | 'blackhole-all'; times: number; ms: number }
+  /**
+   * Receiver 1's clock `skewS` behind the others' (the skew tolerated, maxFutureSkewSeconds),
+   * replay window `windowS`, retention the window: after the load, every delivery is sent
+   * again to receivers 0 and 1 when it is 1.5 s short of and past the end of the window
+   * on each clock (a fresh load, signed at the start of the case).
+   */
+  | { kind: 'skew'; skewS: number; windowS: number };
 
 export interface ProcessCaseDef {
   id: string;
@@ -34,6 +52,8 @@ export interface ProcessCaseDef {
   /** PostgreSQL `transactional: true`, the effect written through `context.transaction`. */
   transactional: boolean;
   fault: ProcessFault;
+  /** The load to send instead of the suite's (built when the case starts: the skew case's events must be fresh). */
+  freshCorpus?: () => Corpus;
 }
 
 export interface ProcessRunConfig {
@@ -87,6 +107,13 @@ export interface ProcessCaseResult {
   silentDoubles: number;
   /** Doubles whose first effect lies outside every fault window. */
   doublesOutsideWindow: number;
+  /**
+   * Jobs whose handler ran more than once (its fsync'd log line, written after the row went
+   * into the transaction: an effect outside it), and of those, with no `superseded` report.
+   * In the other modes the same as runTwice and silentDoubles.
+   */
+  outsideDoubles: number;
+  silentOutsideDoubles: number;
   /** superseded reports, and jobs they named. */
   supersededReports: number;
   supersededJobs: number;
@@ -118,6 +145,10 @@ function faultText(f: ProcessFault): string {
       return `store SIGSTOP ${f.ms / 1000} s, then SIGCONT`;
     case 'store-crash':
       return `store killed (Redis SIGKILL / PostgreSQL stop -m immediate), started again after ${f.ms / 1000} s`;
+    case 'tx-cut':
+      return `receiver 0's ${f.fault === 'blackhole-all' ? 'every connection' : 'transaction connection'} ${f.fault === 'reset' ? 'reset' : `black-holed ${f.ms / 1000} s (the server keeps the sessions)`} ${f.at === 'complete' ? 'as its completion statement is sent' : "mid-handler, once the handler's row was written"}, ${f.times} times within ${f.ms / 1000} s (inbox pattern)`;
+    case 'skew':
+      return `receiver 1's clock ${f.skewS} s behind (maxFutureSkewSeconds ${f.skewS}), window ${f.windowS} s, retention ${f.windowS} s; every delivery replayed to receivers 0 and 1 at 1.5 s either side of the window's end on each clock`;
   }
 }
 
@@ -137,11 +168,15 @@ function parentStore(def: ProcessCaseDef, url: string): IdempotencyStore & { clo
     : new PostgresIdempotencyStore({ connectionString: url, table: STORE_TABLE, transactional: def.transactional });
 }
 
-export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config: ProcessRunConfig, client: Pick<GatewayClient, 'getJob'>, script: string): Promise<ProcessCaseResult> {
+export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, config: ProcessRunConfig, client: Pick<GatewayClient, 'getJob'>, script: string): Promise<ProcessCaseResult> {
+  // The skew case's events are signed now (they must be fresh when its window is counted).
+  const builtAt = Date.now();
+  const corpus = def.freshCorpus?.() ?? suiteCorpus;
   const dir = mkdtempSync(join(tmpdir(), `jobhook-faults18-${def.id}-`));
   const server: FaultableServer = def.store === 'redis' ? await startRedis({ appendOnly: true }) : await startPostgres({ maxConnections: 300 });
   const store = parentStore(def, server.url);
   let proxy: BlackholeProxy | undefined;
+  let pgProxy: PgProxy | undefined;
   const slots: ReceiverSlot[] = [];
   const windows: FaultWindow[] = [];
   let faultRun: Promise<void> | undefined;
@@ -151,12 +186,14 @@ export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config
   try {
     if (store instanceof PostgresIdempotencyStore) await store.migrate();
     await pg?.query(`CREATE TABLE ${EFFECTS_TABLE} (id bigserial PRIMARY KEY, job_id text NOT NULL, pid integer NOT NULL, fence bigint NOT NULL)`);
+    await pg?.query(`CREATE TABLE ${INBOX_TABLE} (job_id text PRIMARY KEY)`);
     // What createGatewayClient({ store }).createJob does for each job it creates: record it as pending.
     await pool(corpus.jobIds, 16, (jobId) => store.trackPending!(jobId, { since: Date.now() - 1000 }));
 
     if (def.fault.kind === 'blackhole') proxy = await startProxy(server.url);
-    const storeUrls = Array.from({ length: config.receivers }, (_, i) => (i === 0 && proxy !== undefined ? proxy.url : server.url));
-    const env = { script, publicKey: publicPem(2048), store: def.store, storeUrls, transactional: def.transactional, dir };
+    if (def.fault.kind === 'tx-cut') pgProxy = await startPgProxy(server.url);
+    const storeUrls = Array.from({ length: config.receivers }, (_, i) => (i === 0 ? (proxy?.url ?? pgProxy?.url ?? server.url) : server.url));
+    const env = { script, publicKey: publicPem(2048), store: def.store, storeUrls, transactional: def.transactional, dir, ...receiverEnv(def.fault) };
     for (let i = 0; i < config.receivers; i++) {
       const port = await freePort();
       slots.push({ index: i, port, url: `http://127.0.0.1:${port}/webhooks/gateway`, child: undefined, logFiles: [], running: new Set(), incarnations: 0, stderr: [] });
@@ -186,6 +223,8 @@ export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config
         await sleep(fault.ms);
         await server.resume();
         windows.push({ what: 'store paused', from, to: Date.now() });
+      } else if (fault.kind === 'tx-cut') {
+        windows.push(await cutTransactions(pgProxy!, fault));
       } else if (fault.kind === 'store-crash') {
         await server.kill();
         await sleep(fault.ms);
@@ -224,22 +263,28 @@ export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config
         if (count === faultAfter && fault.kind !== 'kill-every') faultRun = oneOff();
         if (count === corpus.deliveries.length) loadDone = true;
       },
-      onAttempt: (r) => {
-        counts.attempts++;
-        answers.set(r.label, (answers.get(r.label) ?? 0) + 1);
-        const list = attemptsBySeq.get(r.delivery.seq);
-        if (list === undefined) attemptsBySeq.set(r.delivery.seq, [r]);
-        else list.push(r);
-        if (r.status === undefined) counts.none++;
-        else if (r.status >= 500) counts.a5++;
-        else if (r.status >= 400) counts.a4++;
-        else if (r.status >= 200 && r.status < 300) counts.a2++;
-        if (r.outcome === 'gave-up') counts.gaveUp++;
-      },
+      onAttempt,
     });
+    function onAttempt(r: AttemptRecord): void {
+      counts.attempts++;
+      answers.set(r.label, (answers.get(r.label) ?? 0) + 1);
+      const list = attemptsBySeq.get(r.delivery.seq);
+      if (list === undefined) attemptsBySeq.set(r.delivery.seq, [r]);
+      else list.push(r);
+      if (r.status === undefined) counts.none++;
+      else if (r.status >= 500) counts.a5++;
+      else if (r.status >= 400) counts.a4++;
+      else if (r.status >= 200 && r.status < 300) counts.a2++;
+      if (r.outcome === 'gave-up') counts.gaveUp++;
+    }
     loadDone = true;
     const sendSeconds = Math.round((Date.now() - t0) / 100) / 10;
     await faultRun;
+    if (fault.kind === 'skew') {
+      const from = Date.now();
+      await replayAroundWindowEnds(fault, corpus, builtAt, (deliveries) => sendAll({ deliveries, urls: slots.map((s) => s.url), concurrency: config.concurrency, policy: config.policy, onAttempt }));
+      windows.push({ what: 'replays near the window ends', from, to: Date.now() });
+    }
 
     // The gateway is done. Let the receivers finish what they hold (handlers, completions in their repair queues).
     const g0 = Date.now();
@@ -326,6 +371,10 @@ export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config
     };
     const lostIds = corpus.jobIds.filter((id) => !byJob.has(id));
     const doubledIds = corpus.jobIds.filter((id) => (byJob.get(id)?.length ?? 0) > 1);
+    // Handler runs (their fsync'd lines): in transactional mode, effects outside the transaction.
+    const runsByJob = new Map<string, number>();
+    for (const e of logs.effects) runsByJob.set(e.jobId, (runsByJob.get(e.jobId) ?? 0) + 1);
+    const outsideDoubled = corpus.jobIds.filter((id) => (runsByJob.get(id) ?? 0) > 1);
     const doubledJobs = doubledIds.map((jobId) => {
       const first = Math.min(...byJob.get(jobId)!.map((e) => e.at));
       return { jobId, reported: reportedJobs.has(jobId), inWindow: inWindow(first), story: storyOf(jobId) };
@@ -353,6 +402,8 @@ export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config
       runTwice: doubledIds.length,
       reportedDoubles: doubledJobs.filter((d) => d.reported).length,
       silentDoubles: doubledJobs.filter((d) => !d.reported).length,
+      outsideDoubles: outsideDoubled.length,
+      silentOutsideDoubles: outsideDoubled.filter((id) => !reportedJobs.has(id)).length,
       doublesOutsideWindow: doubledJobs.filter((d) => !d.inWindow).length,
       supersededReports: superseded.length,
       supersededJobs: reportedJobs.size,
@@ -364,12 +415,17 @@ export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config
       reportsByStage: Object.fromEntries([...reportsByStage.entries()].sort((a, b) => b[1] - a[1])),
       sendSeconds,
       lostJobs: lostIds.slice(0, 20).map((jobId) => ({ jobId, story: storyOf(jobId) })),
-      doubledJobs: doubledJobs.slice(0, 40),
+      doubledJobs: [
+        ...doubledJobs.slice(0, 40),
+        // Transactional: a handler run twice outside its transaction and not reported (a silent double of an outside effect).
+        ...(def.transactional ? outsideDoubled.filter((id) => !reportedJobs.has(id)).slice(0, 20).map((jobId) => ({ jobId, reported: false, inWindow: inWindow(Math.min(...logs.effects.filter((e) => e.jobId === jobId).map((e) => e.at))), story: `handler ran ${runsByJob.get(jobId)} times: ${storyOf(jobId)}` })) : []),
+      ],
     };
   } finally {
     loadDone = true;
     await faultRun?.catch(() => undefined);
     proxy?.heal();
+    pgProxy?.heal();
     for (const s of slots) {
       try {
         if (s.child?.pid !== undefined) process.kill(s.child.pid, 'SIGCONT');
@@ -379,9 +435,51 @@ export async function runProcessCase(def: ProcessCaseDef, corpus: Corpus, config
       await killSlot(s);
     }
     await proxy?.close();
+    await pgProxy?.close();
     await store.close();
     await pg?.end().catch(() => undefined);
     await server.destroy();
     if (process.env.JOBHOOK_FAULTS_KEEP_LOGS === undefined) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The receivers' environment for a fault: the inbox pattern for a cut transaction; the window, the skew and receiver 1's clock for the skew case. */
+function receiverEnv(f: ProcessFault): { extra?: Record<string, string>; perSlot?: Array<Record<string, string>> } {
+  if (f.kind === 'tx-cut') return { extra: { INBOX: '1' } };
+  if (f.kind !== 'skew') return {};
+  return {
+    extra: { MAX_AGE_S: String(f.windowS), MAX_SKEW_S: String(f.skewS), RETAIN_MS: String(f.windowS * 1000) },
+    perSlot: [{}, { CLOCK_SKEW_MS: String(-f.skewS * 1000) }],
+  };
+}
+
+/** The statement that writes a transactional completion (not the plain completion's upsert). */
+const COMPLETION = /UPDATE \S+ SET state = 'completed'/;
+const HANDLER_ROW = new RegExp(`INSERT INTO ${EFFECTS_TABLE} `);
+
+/** Arms the proxy `times` times, waits `ms`, heals what was black-holed; the fault's window. */
+async function cutTransactions(proxy: PgProxy, f: Extract<ProcessFault, { kind: 'tx-cut' }>): Promise<FaultWindow> {
+  const from = Date.now();
+  let hits = 0;
+  const fired = proxy.arm({ match: f.at === 'complete' ? COMPLETION : HANDLER_ROW, when: f.at === 'complete' ? 'before' : 'after', fault: f.fault, times: f.times }).then(() => (hits = f.times));
+  await Promise.race([fired, sleep(f.ms)]);
+  await sleep(Math.max(0, from + f.ms - Date.now()));
+  proxy.heal();
+  return { what: `receiver 0's ${f.fault === 'blackhole-all' ? 'store link' : 'transactions'} ${f.fault === 'reset' ? 'reset' : 'black-holed'} at ${f.at === 'complete' ? 'the completion' : 'the handler\'s row'} (${hits === f.times ? f.times : `fewer than ${f.times}`} times)`, slot: 0, from, to: Date.now() };
+}
+
+/**
+ * Sends every job's first delivery again to receivers 0 (clock right) and 1 (clock
+ * `skewS` behind) at 1.5 s before and after the end of the window on each clock, counted
+ * from `signedAt` (when the events were signed: their finished_at).
+ */
+async function replayAroundWindowEnds(f: Extract<ProcessFault, { kind: 'skew' }>, corpus: Corpus, signedAt: number, send: (deliveries: Corpus['deliveries']) => Promise<void>): Promise<void> {
+  const windowMs = f.windowS * 1000;
+  const skewMs = f.skewS * 1000;
+  const firsts = [...new Map(corpus.deliveries.map((d) => [d.jobId, d] as const)).values()];
+  let seq = corpus.deliveries.length;
+  for (const age of [windowMs - 1500, windowMs + 1500, windowMs + skewMs - 1500, windowMs + skewMs + 1500]) {
+    await sleep(Math.max(0, signedAt + age - Date.now()));
+    await send(firsts.flatMap((d) => [0, 1].map((instance) => ({ ...d, seq: seq++, instance, kind: 'duplicate-later' as const }))));
   }
 }

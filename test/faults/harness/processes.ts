@@ -52,6 +52,9 @@ export interface ReceiverEnv {
   storeUrls: string[];
   transactional: boolean;
   dir: string;
+  /** More environment for every receiver (INBOX, MAX_AGE_S…), and per slot (CLOCK_SKEW_MS). */
+  extra?: Record<string, string>;
+  perSlot?: Array<Record<string, string>>;
 }
 
 /** Starts (or restarts) the process of a slot; resolves when it listens. */
@@ -68,6 +71,8 @@ export async function startSlot(slot: ReceiverSlot, env: ReceiverEnv): Promise<v
       STORE_URL: env.storeUrls[slot.index]!,
       TRANSACTIONAL: env.transactional ? '1' : '0',
       LOG_FILE: logFile,
+      ...env.extra,
+      ...env.perSlot?.[slot.index],
     },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });

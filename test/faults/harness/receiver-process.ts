@@ -6,7 +6,12 @@
  *
  * Run as `node --import tsx receiver-process.ts` with an IPC channel. Environment:
  *   PORT, PUBLIC_KEY, STORE (redis | postgres), STORE_URL, TRANSACTIONAL (1: PostgreSQL
- *   transactional mode, the effect row written through context.transaction), LOG_FILE.
+ *   transactional mode, the effect row written through context.transaction), LOG_FILE;
+ *   optional: INBOX (1: the handler first inserts the job into an inbox table with ON
+ *   CONFLICT (job_id) DO NOTHING through the transaction, the README's pattern: a cut-off
+ *   transaction holds that key), CLOCK_SKEW_MS (this receiver's clock, ms ahead of the
+ *   machine's; negative: behind), MAX_AGE_S, MAX_SKEW_S, RETAIN_MS (the replay window,
+ *   the future skew tolerated, the retention).
  *
  * The log (one per process, appended and fsync'd line by line, so a kill -9 loses
  * nothing that was written):
@@ -24,7 +29,7 @@ import type { IdempotencyStore } from '../../../src/index.js';
 import { createReceiver } from '../../../src/express.js';
 import { PostgresIdempotencyStore } from '../../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../../src/redis.js';
-import { EFFECTS_TABLE, STORE_TABLE, REDIS_KEY_PREFIX, workMsOf } from './process-shared.js';
+import { EFFECTS_TABLE, INBOX_TABLE, STORE_TABLE, REDIS_KEY_PREFIX, workMsOf } from './process-shared.js';
 
 const env = (name: string): string => {
   const v = process.env[name];
@@ -33,6 +38,15 @@ const env = (name: string): string => {
 };
 
 const transactional = process.env.TRANSACTIONAL === '1';
+const inbox = process.env.INBOX === '1';
+const skewMs = Number(process.env.CLOCK_SKEW_MS ?? 0);
+/** The replay window, the skew tolerated and the retention, when the case sets them (else the library's defaults). */
+const windowOptions = {
+  ...(process.env.MAX_AGE_S === undefined ? {} : { maxAgeSeconds: Number(process.env.MAX_AGE_S) }),
+  ...(process.env.MAX_SKEW_S === undefined ? {} : { maxFutureSkewSeconds: Number(process.env.MAX_SKEW_S) }),
+  ...(process.env.RETAIN_MS === undefined ? {} : { retainMs: Number(process.env.RETAIN_MS) }),
+  ...(skewMs === 0 ? {} : { now: () => Date.now() + skewMs }),
+};
 const log = await open(env('LOG_FILE'), 'a');
 // One fsync at a time (each line is appended with O_APPEND, then made durable before the caller goes on).
 let chain: Promise<void> = Promise.resolve();
@@ -67,6 +81,7 @@ app.post(
   createReceiver<import('pg').PoolClient>({
     publicKey: env('PUBLIC_KEY'),
     store,
+    ...windowOptions,
     log: {
       warn: (message: string) => void record(`L ${Date.now()} warn ${oneLine(message)}`),
       error: (message: string) => {
@@ -84,6 +99,7 @@ app.post(
       try {
         await new Promise((r) => setTimeout(r, workMsOf(jobId)));
         if (transactional) {
+          if (inbox) await ctx.transaction!.query(`INSERT INTO ${INBOX_TABLE} (job_id) VALUES ($1) ON CONFLICT (job_id) DO NOTHING`, [jobId]);
           await ctx.transaction!.query(`INSERT INTO ${EFFECTS_TABLE} (job_id, pid, fence) VALUES ($1, $2, $3)`, [jobId, process.pid, ctx.fencingToken]);
         }
         await record(`E ${Date.now()} ${jobId} ${process.pid} ${ctx.fencingToken}`);
