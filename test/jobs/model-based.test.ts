@@ -313,7 +313,7 @@ describe('stores held to the model with overlapping commands (linearizable), tra
     it('PostgreSQL transactional, the test\'s clock', { timeout: 180_000 * SCALE }, async () => {
       await make(undefined).migrate();
       await admin.query(`CREATE TABLE IF NOT EXISTS ${effects} (id bigserial PRIMARY KEY, job_id text NOT NULL, token text NOT NULL)`);
-      reached('PostgreSQL transactional', await holdConcurrent(make, { runs: 60, real: false, tx }), [...OVERLAP, ...TX]);
+      reached('PostgreSQL transactional', await holdConcurrent(make, { runs: 100, real: false, tx }), [...OVERLAP, ...TX]);
     });
     it('PostgreSQL transactional, the server\'s clock (real time)', { timeout: 180_000 * SCALE }, async () => {
       await make(undefined).migrate();

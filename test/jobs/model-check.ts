@@ -37,6 +37,8 @@ interface Config {
   counter: number;
   /** Model fencing number → the store's, as replies revealed them. */
   fences: Record<number, number>;
+  /** Model fencing number → the job it was given for. */
+  fenceJobs: Record<number, string>;
   /** Job → the transaction whose completion holds its row. */
   locks: Record<string, number>;
   /** Transaction → the record its completion wrote (visible at commit). */
@@ -74,7 +76,7 @@ function replyShape(r: ModelReply): string {
 }
 
 export class ModelChecker {
-  private configs: Config[] = [{ records: {}, counter: 0, fences: {}, locks: {}, written: {}, effects: {}, done: {}, pending: [] }];
+  private configs: Config[] = [{ records: {}, counter: 0, fences: {}, fenceJobs: {}, locks: {}, written: {}, effects: {}, done: {}, pending: [] }];
   private readonly ops = new Map<number, ModelOp>();
   private nextId = 0;
   /** What was seen so far, for the failure message. */
@@ -159,14 +161,14 @@ export class ModelChecker {
   /** `c` with operation `id` (taken effect with the reply it gave) read: checked against `seen`. */
   private accept(c: Config, id: number, seen: ModelReply | undefined): Config | undefined {
     const reply = c.done[id]!;
-    const next: Config = { ...c, done: { ...c.done }, fences: { ...c.fences } };
+    const next: Config = { ...c, done: { ...c.done }, fences: { ...c.fences }, fenceJobs: { ...c.fenceJobs } };
     delete next.done[id];
     if (seen === undefined) return next;
     if (typeof reply === 'string' || typeof seen === 'string') return reply === seen ? next : undefined;
     if (reply.status !== seen.status) return undefined;
     if (reply.status === 'acquired' && seen.status === 'acquired') {
       if (reply.tookOver !== seen.tookOver || reply.token !== seen.token) return undefined;
-      return this.mapFence(next, reply.fence, seen.fence) ? next : undefined;
+      return this.mapFence(next, reply.fence, seen.fence, this.ops.get(id)!.job) ? next : undefined;
     }
     if (reply.status === 'in_progress' && seen.status === 'in_progress') {
       if (reply.stale !== seen.stale) return undefined;
@@ -175,16 +177,25 @@ export class ModelChecker {
     return next;
   }
 
-  /** Whether the store's `real` fits the order of the fencing numbers seen so far for model number `model` (recorded). */
-  private mapFence(c: Config, model: number, real: number): boolean {
+  /**
+   * Whether the store's `real` fits model number `model` (recorded): the same number for the
+   * same model number, a number of its own otherwise, and the order of the numbers `job`'s
+   * holders got. Across jobs the order is not checked here: operations in flight together
+   * may draw from the counter in one order and take effect in another (PostgreSQL draws
+   * before it waits for a row lock); what fencing needs is a larger number for each later
+   * holder of the same job.
+   */
+  private mapFence(c: Config, model: number, real: number, job: string): boolean {
     const known = c.fences[model];
     if (known !== undefined) return known === real;
     for (const [m, r] of Object.entries(c.fences)) {
+      if (r === real) return false;
+      if (c.fenceJobs[Number(m)] !== job) continue;
       if (Number(m) < model && !(real > r)) return false;
       if (Number(m) > model && !(real < r)) return false;
-      if (r === real) return false;
     }
     c.fences[model] = real;
+    c.fenceJobs[model] = job;
     return true;
   }
 

@@ -29,7 +29,7 @@ export type Cmd =
    * `rows`), then the completion inside it, then COMMIT (ROLLBACK after `superseded`);
    * `rollback` and `cut` end it at whatever step it is (`cut`: its connection closed).
    */
-  | { op: 'tx'; job: number; holder: number; how: 'next' | 'rollback' | 'cut'; rows: number; retain: number }
+  | { op: 'tx'; job: number; holder: number; how: 'next' | 'rollback' | 'cut'; rows: number; retain: number; lease: number }
   /** Wait for the replies in flight (those a lock holds back stay in flight). */
   | { op: 'settle' }
   /** The clock moves on (virtual), or the test waits (servers' clock). */
@@ -61,7 +61,7 @@ export function commands(t: Timing, transactional: boolean): fc.Arbitrary<Cmd> {
       { weight: 3, arbitrary: fc.record({ op: fc.constant('begin' as const), ...base }) },
       {
         weight: 8,
-        arbitrary: fc.record({ op: fc.constant('tx' as const), ...base, how: fc.constantFrom(...(['next', 'next', 'next', 'next', 'next', 'next', 'rollback', 'cut'] as const)), rows: fc.nat(2), retain: fc.constantFrom(...t.retains) }),
+        arbitrary: fc.record({ op: fc.constant('tx' as const), ...base, how: fc.constantFrom(...(['next', 'next', 'next', 'next', 'next', 'next', 'rollback', 'cut'] as const)), rows: fc.nat(2), retain: fc.constantFrom(...t.retains), lease: fc.constantFrom(...t.leases) }),
       },
     );
   }
@@ -131,6 +131,8 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
   let tokens = 0;
   let txs = 0;
   let untracked = 0;
+  /** Commands a reply calls for, sent at the next step (after the replies back are checked). */
+  const followUps: Array<Exclude<Cmd, { op: 'settle' | 'advance' }>> = [];
   /** Transactions' ends that came back: job, the end's id (ids grow as operations are sent). */
   const ended: Array<{ job: string; sent: number; at: number }> = [];
   const client = (job: number, holder: number): Client => {
@@ -207,6 +209,11 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
       }
       // Replies already back are checked first: the checker orders only what is still in flight.
       drainEvents();
+      if (followUps.length > 0) {
+        for (const f of followUps.splice(0)) issue(f);
+        // Time for them to reach the store (and wait for a row lock) before the next command.
+        await new Promise((r) => setTimeout(r, 5));
+      }
       if (inFlight.size >= MAX_IN_FLIGHT) await settle(real ? 30 : 20);
       if (inFlight.size >= MAX_IN_FLIGHT) continue;
       issue(cmd);
@@ -322,11 +329,17 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
     }
     if (open.completed === undefined) {
       c.txBusy = true;
+      // Two times in three the holder's lease renewal fires once the completion holds the
+      // row (the runner's heartbeat racing its own commit: it waits for that row).
+      const renewAfter = cmd.rows >= 1 ? [...clients.entries()].find(([, x]) => x === c)![0].split('/').map(Number) : undefined;
       void send(
         { kind: 'txComplete', job, tx: open.id, token: open.token, fence: open.fence, retainMs: cmd.retain },
         () => open.tx.complete({ retainMs: cmd.retain }),
         (r) => r as string,
-        (r) => (open.completed = r as string),
+        (r) => {
+          open.completed = r as string;
+          if (renewAfter !== undefined && r === 'completed') followUps.push({ op: 'renew', job: renewAfter[0]!, holder: renewAfter[1]!, lease: cmd.lease });
+        },
       ).finally(() => (c.txBusy = false));
       return;
     }
