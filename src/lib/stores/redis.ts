@@ -255,7 +255,9 @@ export class RedisIdempotencyStore implements PendingStore {
     const o = (this.client as { options?: { host?: string; port?: number; path?: string } }).options ?? {};
     this.backend = `Redis at ${addressOf({ host: o.host, port: o.port, ...(o.path ? { path: o.path } : {}), defaultPort: 6379 })}`;
     this.probe = new StoreProbe(this.log);
-    this.probe.start('the Redis store', () => this.ready());
+    // Only on a client the store made: a client you pass is yours to use (a PING sent as you
+    // quit it writes to a closing socket, an 'error' event on your client); await ready() instead.
+    if (this.owned) this.probe.start('the Redis store', () => this.ready());
   }
 
   private connect(url: string): Redis {
@@ -343,8 +345,9 @@ export class RedisIdempotencyStore implements PendingStore {
   /**
    * Resolves when Redis answers PING within the operation deadline; rejects with
    * STORE_UNAVAILABLE naming the server (host and port) and the cause (connection
-   * refused, a password refused or missing, a timeout). The store starts it at
-   * construction and logs a failure; await it at start to fail fast instead.
+   * refused, a password refused or missing, a timeout). A store made from `url` starts it
+   * at construction and logs a failure; await it at start to fail fast instead (with a
+   * `client` you pass, nothing is sent before you call it or the first operation).
    *
    * @example
    * ```ts
