@@ -99,6 +99,16 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     expect(await store.release('j2', c.token)).toBe(true);
   });
 
+  it('sends nothing on a client you pass until you ask (ready() or an operation): no PING racing your quit()', async () => {
+    const own = new Redis(inject('redisUrl'), { lazyConnect: true });
+    const store = new RedisIdempotencyStore({ client: own, keyPrefix: `jobhook-lazy:${run}:`, log: false });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(own.status).toBe('wait'); // never connected: nothing was sent
+    await store.ready();
+    expect(own.status).toBe('ready');
+    await own.quit();
+  });
+
   it('needs exactly one of client or url', () => {
     expect(() => new RedisIdempotencyStore({})).toThrow(TypeError);
     expect(() => new RedisIdempotencyStore({ client, url: 'redis://127.0.0.1' })).toThrow(/exactly one/);
