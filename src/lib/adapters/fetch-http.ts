@@ -44,26 +44,32 @@ function bodyStream(body: ReadableStream<Uint8Array>, coding: ContentCoding, lim
   return webDecoded(body.pipeThrough(limited(limit)), coding, limit).pipeThrough(limited(limit));
 }
 
+/** Rejects with BODY_TIMEOUT after `timeoutMs` unless stopped first. */
+function bodyDeadline(timeoutMs: number): { expired: Promise<never>; stop: () => void } {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new BodyTimeoutError(timeoutMs)), timeoutMs);
+  });
+  return { expired, stop: () => clearTimeout(timer) };
+}
+
 /**
  * Reads a Fetch request body: 413 (and the stream cancelled) as soon as it passes
  * `maxBodyBytes`, raw or decoded; 408 when it is not complete within `timeoutMs`;
  * gzip and deflate (and br where the runtime can) decoded.
  */
 async function readRequestBody(request: Request, coding: ContentCoding, limits: BodyLimits, ticket: Ticket, declared?: number): Promise<Uint8Array> {
-  if (declared !== undefined && declared <= WHOLE_BODY_BYTES && declared <= limits.maxBodyBytes) return readWhole(request, limits, ticket, declared);
+  if (coding === 'identity' && declared !== undefined && declared <= WHOLE_BODY_BYTES && declared <= limits.maxBodyBytes) return readWhole(request, limits, ticket, declared);
   if (request.body === null) return new Uint8Array(0);
   const reader = bodyStream(request.body, coding, limits.maxBodyBytes).getReader();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new BodyTimeoutError(limits.timeoutMs)), limits.timeoutMs);
-  });
+  const deadline = bodyDeadline(limits.timeoutMs);
   const into = new BodyBuffer(ticket, declared);
   // Decoded bodies are bounded by their streams; an unencoded one here.
   const counted = coding === 'identity';
   let size = 0;
   try {
     for (;;) {
-      const { done, value } = await Promise.race([reader.read(), deadline]);
+      const { done, value } = await Promise.race([reader.read(), deadline.expired]);
       if (done) break;
       if (counted && (size += value.byteLength) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
       into.add(value);
@@ -74,7 +80,7 @@ async function readRequestBody(request: Request, coding: ContentCoding, limits: 
     if (coding !== 'identity') throw notDecodable(coding);
     throw err;
   } finally {
-    clearTimeout(timer);
+    deadline.stop();
   }
   return into.bytes();
 }
@@ -90,18 +96,15 @@ export const WHOLE_BODY_BYTES = 64 * 1024;
 
 /** A small unencoded body, whole: 408 past `timeoutMs`, 413 if it is larger than its limit after all. */
 async function readWhole(request: Request, limits: BodyLimits, ticket: Ticket, declared: number): Promise<Uint8Array> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new BodyTimeoutError(limits.timeoutMs)), limits.timeoutMs);
-  });
+  const deadline = bodyDeadline(limits.timeoutMs);
   try {
-    const bytes = new Uint8Array(await Promise.race([request.arrayBuffer(), deadline]));
+    const bytes = new Uint8Array(await Promise.race([request.arrayBuffer(), deadline.expired]));
     if (bytes.byteLength > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
     const into = new BodyBuffer(ticket, declared);
     into.add(bytes);
     return into.bytes();
   } finally {
-    clearTimeout(timer);
+    deadline.stop();
   }
 }
 
