@@ -44,18 +44,29 @@ const common: Options = {
  *   loads too. Loading such a chunk loads the jobhook/web chunk with it (13 kB, once).
  */
 const takers: Array<[RegExp, string]> = [
-  [/[\\/]src[\\/](express|redis|postgres|testing|bullmq|nats|cli|lib[\\/]cli[\\/](simulate|check)|lib[\\/]runtime[\\/]verify[\\/]verify-worker)\.ts$/, 'index.ts'],
+  [
+    /[\\/]src[\\/](express|redis|postgres|testing|bullmq|nats|cli|lib[\\/]cli[\\/](simulate|check)|lib[\\/]runtime[\\/]verify[\\/]verify-worker)\.ts$/,
+    'index.ts',
+  ],
   [/[\\/]src[\\/]web\.ts$/, 'lib/entries/neutral-api.ts'],
-  [/[\\/]src[\\/](neutral|errors|gateway|store|lib[\\/]runtime[\\/]crypto[\\/]rsa-public|lib[\\/]runtime[\\/]verify[\\/]pool|lib[\\/]core[\\/]canonical[\\/]wasm[\\/]engine)\.ts$/, 'web.ts'],
+  [
+    /[\\/]src[\\/](neutral|errors|gateway|store|lib[\\/]runtime[\\/]crypto[\\/]rsa-public|lib[\\/]runtime[\\/]verify[\\/]pool|lib[\\/]core[\\/]canonical[\\/]wasm[\\/]engine)\.ts$/,
+    'web.ts',
+  ],
 ];
 const shareTheCore = {
   name: 'jobhook-share-the-core',
-  setup(build: { onLoad: (o: { filter: RegExp }, f: (a: { path: string }) => { contents: string; loader: 'ts' }) => void }) {
+  setup(build: {
+    onLoad: (o: { filter: RegExp }, f: (a: { path: string }) => { contents: string; loader: 'ts' }) => void;
+  }) {
     for (const [filter, taken] of takers) {
       build.onLoad({ filter }, ({ path }) => {
         // The project's src/ is the last one in the path (nothing under src/ is named src).
         const src = path.slice(0, Math.max(path.lastIndexOf('/src/'), path.lastIndexOf('\\src\\')) + 5);
-        return { contents: `${readFileSync(path, 'utf8')}\nimport * as jobhookShared from ${JSON.stringify(src + taken)};\nvoid Object.keys(jobhookShared);\n`, loader: 'ts' };
+        return {
+          contents: `${readFileSync(path, 'utf8')}\nimport * as jobhookShared from ${JSON.stringify(src + taken)};\nvoid Object.keys(jobhookShared);\n`,
+          loader: 'ts',
+        };
       });
     }
   },
@@ -69,7 +80,11 @@ const shareTheCore = {
  * parent was loaded by import or require). As entries of the one build they share its
  * chunks instead of carrying a copy of the library (and of both WebAssembly modules) each.
  */
-const esmOnly = { neutral: 'src/neutral.ts', cli: 'src/cli.ts', 'verify-worker': 'src/lib/runtime/verify/verify-worker.ts' };
+const esmOnly = {
+  neutral: 'src/neutral.ts',
+  cli: 'src/cli.ts',
+  'verify-worker': 'src/lib/runtime/verify/verify-worker.ts',
+};
 
 /**
  * The CommonJS build printed statement by statement, as the ESM build is. tsup turns the
@@ -79,7 +94,15 @@ const esmOnly = { neutral: 'src/neutral.ts', cli: 'src/cli.ts', 'verify-worker':
  * a stack trace points at a readable line.
  */
 function printCjsReadably(file: string): void {
-  writeFileSync(file, transformSync(readFileSync(file, 'utf8'), { loader: 'js', format: 'cjs', target: 'node20', legalComments: 'none' }).code);
+  writeFileSync(
+    file,
+    transformSync(readFileSync(file, 'utf8'), {
+      loader: 'js',
+      format: 'cjs',
+      target: 'node20',
+      legalComments: 'none',
+    }).code,
+  );
 }
 
 /**
@@ -94,7 +117,11 @@ function withoutComments(file: string): void {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.JS);
   const ranges = new Map<number, number>();
   const collect = (pos: number) => {
-    for (const r of [...(ts.getLeadingCommentRanges(text, pos) ?? []), ...(ts.getTrailingCommentRanges(text, pos) ?? [])]) ranges.set(r.pos, r.end);
+    for (const r of [
+      ...(ts.getLeadingCommentRanges(text, pos) ?? []),
+      ...(ts.getTrailingCommentRanges(text, pos) ?? []),
+    ])
+      ranges.set(r.pos, r.end);
   };
   const visit = (node: ts.Node) => {
     collect(node.pos);
@@ -109,13 +136,24 @@ function withoutComments(file: string): void {
     if (pos < at) continue;
     // The #! line of the CLI stays, the annotations bundlers shake code by (`/* @__PURE__ */`),
     // and esbuild's `// src/…` line before each module's code: which source a line came from.
-    if ((pos === 0 && text.startsWith('#!')) || /^(\/\*\s*[#@]__(PURE|NO_SIDE_EFFECTS)__\s*\*\/|\/\/ src\/\S+$)/.test(text.slice(pos, end))) continue;
+    if (
+      (pos === 0 && text.startsWith('#!')) ||
+      /^(\/\*\s*[#@]__(PURE|NO_SIDE_EFFECTS)__\s*\*\/|\/\/ src\/\S+$)/.test(text.slice(pos, end))
+    )
+      continue;
     out += text.slice(at, pos);
     at = end;
   }
   out += text.slice(at);
   // Lines the comments filled, gone; code lines as they were (trailing blanks trimmed).
-  writeFileSync(file, out.split('\n').map((line) => line.trimEnd()).filter((line, i, all) => line !== '' || (i > 0 && all[i - 1] !== '')).join('\n'));
+  writeFileSync(
+    file,
+    out
+      .split('\n')
+      .map((line) => line.trimEnd())
+      .filter((line, i, all) => line !== '' || (i > 0 && all[i - 1] !== ''))
+      .join('\n'),
+  );
 }
 
 /** After each build: readable CommonJS, no comments. */
@@ -153,7 +191,8 @@ export default defineConfig([
     esbuildPlugins: [shareTheCore],
     onSuccess: async () => finish(),
     esbuildOptions(options, { format }) {
-      if (format === 'esm') options.entryPoints = { ...(options.entryPoints as Record<string, string>), ...esmOnly };
+      if (format === 'esm')
+        options.entryPoints = { ...(options.entryPoints as Record<string, string>), ...esmOnly };
       // tsup turns the CommonJS chunks into CommonJS with sucrase, which rewrites a class with
       // fields as an anonymous class expression named after a temporary (an error's name read
       // "_class2"): esbuild lowers the fields first, so the classes keep their names.

@@ -2,10 +2,29 @@
 // senders write them (float tokens such as 1.0 and 0.0 kept, non-ASCII text, nested boxes).
 function rng(seed) {
   let s = seed >>> 0;
-  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
 }
 
-const WORDS = ['Invoice', 'total', 'Müller', 'straße', 'n°', '1 250,00', '€', 'Zürich', 'Date', '2026-11-21', 'Société', 'Générale', 'TVA', 'qty', 'unit', '東京', 'item', 'price'];
+const WORDS = [
+  'Invoice',
+  'total',
+  'Müller',
+  'straße',
+  'n°',
+  '1 250,00',
+  '€',
+  'Zürich',
+  'Date',
+  '2026-11-21',
+  'Société',
+  'Générale',
+  'TVA',
+  'qty',
+  'unit',
+  '東京',
+  'item',
+  'price',
+];
 
 function float(r) {
   const k = r();

@@ -7,7 +7,9 @@ import { base64Body, ocrBody } from './bodies.mjs';
 import { interleaved, load, machine, summarize, table } from './harness.mjs';
 
 const sha = (x) => createHash('sha256').update(x).digest('hex');
-console.log(`# canonicalize + SHA-256 — ${machine()}\n\nStarted ${new Date().toISOString()}, load average ${load()}.\n`);
+console.log(
+  `# canonicalize + SHA-256 — ${machine()}\n\nStarted ${new Date().toISOString()}, load average ${load()}.\n`,
+);
 for (const [label, text, opts] of [
   ['OCR-like 1 KB', ocrBody(1024), { rounds: 15, minMs: 100 }],
   ['OCR-like 100 KB', ocrBody(100 * 1024), { rounds: 15, minMs: 150 }],
@@ -17,14 +19,24 @@ for (const [label, text, opts] of [
   const bytes = new TextEncoder().encode(text);
   const times = await interleaved(
     {
-      'native: JSON.stringify(JSON.parse(text), null, 2)': () => sha(JSON.stringify(JSON.parse(text), null, 2)),
+      'native: JSON.stringify(JSON.parse(text), null, 2)': () =>
+        sha(JSON.stringify(JSON.parse(text), null, 2)),
       'jobhook canonicalizeToBytes(bytes)': () => sha(canonicalizeToBytes(bytes)),
       'jobhook canonicalizeToBytes(text)': () => sha(canonicalizeToBytes(text)),
     },
     opts,
   );
   console.log(`## ${label} (${bytes.length} B)\n`);
-  console.log(table(summarize(times, 'native: JSON.stringify(JSON.parse(text), null, 2)', { unit: bytes.length > 1e6 ? 'ms' : 'µs', bytes: bytes.length })));
+  console.log(
+    table(
+      summarize(times, 'native: JSON.stringify(JSON.parse(text), null, 2)', {
+        unit: bytes.length > 1e6 ? 'ms' : 'µs',
+        bytes: bytes.length,
+      }),
+    ),
+  );
   console.log();
 }
-console.log(`Native takes the body as text (its best case; it is not canonical: only a yardstick). Finished ${new Date().toISOString()}, load average ${load()}.`);
+console.log(
+  `Native takes the body as text (its best case; it is not canonical: only a yardstick). Finished ${new Date().toISOString()}, load average ${load()}.`,
+);

@@ -16,9 +16,16 @@ const bin = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'jobhook-bench-cli-'));
 
 const template = ocrBody(2000);
-const distinct = Array.from({ length: 200 }, (_, k) => JSON.stringify(signDelivery(template.replace('3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41', `cli-${k}`), privateKey)));
+const distinct = Array.from({ length: 200 }, (_, k) =>
+  JSON.stringify(
+    signDelivery(template.replace('3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41', `cli-${k}`), privateKey),
+  ),
+);
 const file = join(dir, 'deliveries.jsonl');
-writeFileSync(file, Array.from({ length: 10_000 }, (_, k) => distinct[k % distinct.length]).join('\n') + '\n');
+writeFileSync(
+  file,
+  Array.from({ length: 10_000 }, (_, k) => distinct[k % distinct.length]).join('\n') + '\n',
+);
 
 function timed(args) {
   const t0 = performance.now();
@@ -39,5 +46,7 @@ for (const [label, args] of [
   rows.push({ run: label, 'median wall ms': runs[1].ms.toFixed(0), 'lines out': runs[1].lines });
 }
 console.log(table(rows, Object.keys(rows[0])));
-console.log(`\nbody size ${Buffer.byteLength(template)} B; per delivery ≈ ${((Number(rows[1]['median wall ms']) - Number(rows[0]['median wall ms'])) / 10).toFixed(0)} µs`);
+console.log(
+  `\nbody size ${Buffer.byteLength(template)} B; per delivery ≈ ${((Number(rows[1]['median wall ms']) - Number(rows[0]['median wall ms'])) / 10).toFixed(0)} µs`,
+);
 rmSync(dir, { recursive: true, force: true });

@@ -33,14 +33,18 @@ if (process.env.JOBHOOK_BENCH_CHILD !== '1') {
 const { parseDocument } = await import('../src/lib/core/canonical/parse.ts');
 const { serializeDocument } = await import('../src/lib/core/canonical/serialize.ts');
 // The JS tree engine itself (the public canonicalize uses the WebAssembly engine where it loads).
-const canonicalizeBytes = (body) => new TextEncoder().encode(serializeDocument(parseDocument(body), 'orjson'));
+const canonicalizeBytes = (body) =>
+  new TextEncoder().encode(serializeDocument(parseDocument(body), 'orjson'));
 const { wasmEngine, wasmMemoryBytes } = await import('../src/lib/core/canonical/wasm/engine.ts');
 const engine = wasmEngine();
 if (engine === undefined) throw new Error('WebAssembly engine unavailable');
 const OPTIONS = { maxDepth: 1000 };
 
 const contenders = {
-  native: (b) => createHash('sha256').update(JSON.stringify(JSON.parse(b.text), null, 2)).digest('hex'),
+  native: (b) =>
+    createHash('sha256')
+      .update(JSON.stringify(JSON.parse(b.text), null, 2))
+      .digest('hex'),
   js: (b) => createHash('sha256').update(canonicalizeBytes(b.bytes)).digest('hex'),
   'wasm (bytes in)': (b) => wasmHash(b.bytes),
   'wasm (string in)': (b) => wasmHash(b.text),
@@ -72,7 +76,10 @@ if (process.argv[2] === '--memory') {
   const small = { text: ocrBody(20_000), bytes: new TextEncoder().encode(ocrBody(20_000)) };
   contenders[name](small); // compile and warm up
   const bytes = new Uint8Array(readFileSync(file));
-  const body = { bytes, text: name === 'native' || name === 'wasm (string in)' ? new TextDecoder().decode(bytes) : '' };
+  const body = {
+    bytes,
+    text: name === 'native' || name === 'wasm (string in)' ? new TextDecoder().decode(bytes) : '',
+  };
   globalThis.gc();
   const before = process.memoryUsage();
   const maxBefore = process.resourceUsage().maxRSS * 1024;
@@ -118,7 +125,6 @@ function rounds(body, names, { rounds: n, warmup, reps }) {
   return { times, cpu };
 }
 
-
 // ---------------------------------------------------------------------------------
 // Malformed bodies: what refusing one costs.
 // ---------------------------------------------------------------------------------
@@ -142,10 +148,22 @@ function malformedBodies(size = 1024 * 1024) {
   return [
     ['floats, a bad number last', enc.encode(`[${fill((i) => `${(i * 0.6180339887) % 1000}`)},1.e5]`)],
     ['OCR words, cut off before its last brace', enc.encode(ocr.slice(0, -1))],
-    ['OCR words, a duplicate key in the last word', enc.encode(ocr.replace(/\]\}\],"confidence"/, ',{"text":"x","text":"y"}]}],"confidence"'))],
-    ['strings with escapes, the last unterminated', enc.encode(`[${fill((i) => `"line ${i}\\n\\tMüller \\u00e9 \\"q\\" 東京"`)},"abc`)],
-    ['an object of 40k members, a bad last value', enc.encode(`{${fill((i) => `"key${i}":{"a":${i},"b":[true,null]}`)},"last":tru}`)],
-    ['arrays nested 1,000 deep, cut off', enc.encode('['.repeat(999) + fill((i) => `${i}.5`) + ']'.repeat(998))],
+    [
+      'OCR words, a duplicate key in the last word',
+      enc.encode(ocr.replace(/\]\}\],"confidence"/, ',{"text":"x","text":"y"}]}],"confidence"')),
+    ],
+    [
+      'strings with escapes, the last unterminated',
+      enc.encode(`[${fill((i) => `"line ${i}\\n\\tMüller \\u00e9 \\"q\\" 東京"`)},"abc`),
+    ],
+    [
+      'an object of 40k members, a bad last value',
+      enc.encode(`{${fill((i) => `"key${i}":{"a":${i},"b":[true,null]}`)},"last":tru}`),
+    ],
+    [
+      'arrays nested 1,000 deep, cut off',
+      enc.encode('['.repeat(999) + fill((i) => `${i}.5`) + ']'.repeat(998)),
+    ],
     ['OCR words, invalid UTF-8 in the last string', badUtf8],
   ];
 }
@@ -198,11 +216,14 @@ function malformedSection() {
         'median (ms/op)': median(times[name]).toFixed(2),
         'spread (min–max)': `${spread(times[name], 2)} ms`,
         'CPU time (median)': `${median(cpu[name]).toFixed(2)} ms`,
-        '× JS parser (median of rounds)': name === js ? '1.00' : `${median(ratio).toFixed(1)} (${spread(ratio, 1)})`,
+        '× JS parser (median of rounds)':
+          name === js ? '1.00' : `${median(ratio).toFixed(1)} (${spread(ratio, 1)})`,
       });
     }
   }
-  console.log(`\n## Malformed ~1 MB bodies, each failing near its end: the refusal (BodyMalformedError with its offset)\n`);
+  console.log(
+    `\n## Malformed ~1 MB bodies, each failing near its end: the refusal (BodyMalformedError with its offset)\n`,
+  );
   console.log(table(malformedRows, Object.keys(malformedRows[0])));
   console.log(
     `\n"× JS parser": how many times cheaper than the JS parser's refusal of the same bytes, which the WebAssembly engine ` +
@@ -221,9 +242,24 @@ if (process.argv.includes('--malformed')) {
 
 const ENGINES = ['native', 'js', 'wasm (bytes in)', 'wasm (string in)'];
 const cases = [
-  { label: 'ocrBody(1400)', text: ocrBody(1400), opts: { rounds: 15, warmup: 3, reps: 4000 }, extra: ['wasm, no hash'] },
-  { label: 'ocrBody 10 MB', text: ocrBody(10 * 1024 * 1024), opts: { rounds: 9, warmup: 2, reps: 1 }, extra: [] },
-  { label: 'base64Body 10 MB', text: base64Body(10 * 1024 * 1024), opts: { rounds: 9, warmup: 2, reps: 1 }, extra: [] },
+  {
+    label: 'ocrBody(1400)',
+    text: ocrBody(1400),
+    opts: { rounds: 15, warmup: 3, reps: 4000 },
+    extra: ['wasm, no hash'],
+  },
+  {
+    label: 'ocrBody 10 MB',
+    text: ocrBody(10 * 1024 * 1024),
+    opts: { rounds: 9, warmup: 2, reps: 1 },
+    extra: [],
+  },
+  {
+    label: 'base64Body 10 MB',
+    text: base64Body(10 * 1024 * 1024),
+    opts: { rounds: 9, warmup: 2, reps: 1 },
+    extra: [],
+  },
 ];
 
 const rows = [];
@@ -232,7 +268,8 @@ for (const c of cases) {
   // The engines agree (native is not canonical, so it is not compared).
   const want = contenders.js(body);
   for (const name of ['wasm (bytes in)', 'wasm (string in)']) {
-    if (contenders[name](body) !== want) throw new Error(`${name} disagrees with the JS engine on ${c.label}`);
+    if (contenders[name](body) !== want)
+      throw new Error(`${name} disagrees with the JS engine on ${c.label}`);
   }
   const names = [...ENGINES, ...c.extra];
   const { times, cpu } = rounds(body, names, c.opts);
@@ -245,10 +282,18 @@ for (const c of cases) {
       body: `${c.label} (${body.bytes.length} B)`,
       contender: name === 'native' ? 'native JSON.parse+stringify' : name,
       'median (µs/op or ms/op)': small ? `${(median(t) * 1000).toFixed(2)} µs` : `${median(t).toFixed(1)} ms`,
-      'spread (min–max)': small ? spread(t.map((x) => x * 1000), 2) + ' µs' : spread(t, 1) + ' ms',
+      'spread (min–max)': small
+        ? spread(
+            t.map((x) => x * 1000),
+            2,
+          ) + ' µs'
+        : spread(t, 1) + ' ms',
       'MB/s (median)': (mb / (median(t) / 1000)).toFixed(1),
-      '× native (median of rounds)': name === 'native' ? '1.00' : `${median(ratio).toFixed(2)} (${spread(ratio, 2)})`,
-      'CPU time (median)': small ? `${(median(cpu[name]) * 1000).toFixed(2)} µs` : `${median(cpu[name]).toFixed(1)} ms`,
+      '× native (median of rounds)':
+        name === 'native' ? '1.00' : `${median(ratio).toFixed(2)} (${spread(ratio, 2)})`,
+      'CPU time (median)': small
+        ? `${(median(cpu[name]) * 1000).toFixed(2)} µs`
+        : `${median(cpu[name]).toFixed(1)} ms`,
     });
   }
 }
@@ -279,7 +324,9 @@ try {
       contender: name === 'native' ? 'native JSON.parse+stringify' : name,
       'peak extra RSS': `${(m.peakRss / 2 ** 20).toFixed(1)} MiB`,
       'per body byte': (m.peakRss / ocr.length).toFixed(2),
-      'WASM memory growth (its peak)': name.startsWith('wasm') ? `${(m.wasmMemory / 2 ** 20).toFixed(1)} MiB (${(m.wasmMemory / ocr.length).toFixed(2)}/B)` : '–',
+      'WASM memory growth (its peak)': name.startsWith('wasm')
+        ? `${(m.wasmMemory / 2 ** 20).toFixed(1)} MiB (${(m.wasmMemory / ocr.length).toFixed(2)}/B)`
+        : '–',
       'RSS peak before the run (above baseline)': `${(m.earlierPeak / 2 ** 20).toFixed(1)} MiB`,
     });
   }
@@ -291,5 +338,7 @@ try {
 malformedSection();
 
 const load1 = os.loadavg();
-console.log(`\nFinished ${new Date().toISOString()} (${((Date.now() - start.getTime()) / 1000).toFixed(0)} s), load average ${load1.map((x) => x.toFixed(2)).join(' ')}.`);
+console.log(
+  `\nFinished ${new Date().toISOString()} (${((Date.now() - start.getTime()) / 1000).toFixed(0)} s), load average ${load1.map((x) => x.toFixed(2)).join(' ')}.`,
+);
 if (sink === -1) console.log(sink);

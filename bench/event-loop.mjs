@@ -26,7 +26,12 @@ if (process.argv[2] === '--send') {
 } else if (process.argv[2] === '--receiver') {
   // Child: one receiver, reporting the event-loop delay it saw on request.
   const [, , , kind, offload] = process.argv;
-  const options = { publicKey, onEvent: () => undefined, log: {}, ...(offload === 'off' ? { workerThresholdBytes: false } : {}) };
+  const options = {
+    publicKey,
+    onEvent: () => undefined,
+    log: {},
+    ...(offload === 'off' ? { workerThresholdBytes: false } : {}),
+  };
   let handler;
   if (kind === 'express') {
     const express = (await import('express')).default;
@@ -39,7 +44,9 @@ if (process.argv[2] === '--send') {
     const receive = createReceiver(options);
     handler = bufferingHandler(receive);
   }
-  const server = createServer(handler).listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+  const server = createServer(handler).listen(0, '127.0.0.1', () =>
+    process.send({ port: server.address().port }),
+  );
   const h = monitorEventLoopDelay({ resolution: 1 });
   process.on('message', (m) => {
     if (m === 'start') {
@@ -68,9 +75,15 @@ if (process.argv[2] === '--send') {
     const url = `http://127.0.0.1:${port}/hook`;
     // Warm up: a few small deliveries and one large one (JIT, WebAssembly, worker start).
     for (let k = 0; k < 20; k++) await post(url, small());
-    const big = signDelivery(bigText.replace('3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41', `big-${round}-${kind}-${offload}-warm`), privateKey);
+    const big = signDelivery(
+      bigText.replace('3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41', `big-${round}-${kind}-${offload}-warm`),
+      privateKey,
+    );
     await post(url, big);
-    const measured = signDelivery(bigText.replace('3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41', `big-${round}-${kind}-${offload}`), privateKey);
+    const measured = signDelivery(
+      bigText.replace('3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41', `big-${round}-${kind}-${offload}`),
+      privateKey,
+    );
     // The large delivery comes from another process, as from another connection of the gateway.
     const sender = fork(fileURLToPath(import.meta.url), ['--send'], { stdio: 'inherit' });
     child.send('start');
@@ -92,7 +105,13 @@ if (process.argv[2] === '--send') {
     child.send('stop');
     const loop = await new Promise((r) => child.once('message', r));
     child.send('exit');
-    return { bigMs: bigResult.ms, smallMax: Math.max(...latencies), smallMedian: median(latencies), smalls: latencies.length, ...loop };
+    return {
+      bigMs: bigResult.ms,
+      smallMax: Math.max(...latencies),
+      smallMedian: median(latencies),
+      smalls: latencies.length,
+      ...loop,
+    };
   }
 
   async function post(url, d) {
@@ -100,7 +119,9 @@ if (process.argv[2] === '--send') {
     return { status: res.status, text: await res.text() };
   }
 
-  console.log(`# event loop under a 25 MB delivery — ${machine()}\n\nStarted ${new Date().toISOString()}, load average ${load()}. Body: ${Buffer.byteLength(bigText)} B OCR-like.\n`);
+  console.log(
+    `# event loop under a 25 MB delivery — ${machine()}\n\nStarted ${new Date().toISOString()}, load average ${load()}. Body: ${Buffer.byteLength(bigText)} B OCR-like.\n`,
+  );
   const configs = [
     ['express', 'on'],
     ['express', 'off'],
@@ -110,7 +131,8 @@ if (process.argv[2] === '--send') {
   const results = Object.fromEntries(configs.map((c) => [c.join(' '), []]));
   // Interleaved rounds: every configuration once per round.
   for (let round = 0; round < 3; round++) {
-    for (const [kind, offload] of configs) results[`${kind} ${offload}`].push(await run(kind, offload, round));
+    for (const [kind, offload] of configs)
+      results[`${kind} ${offload}`].push(await run(kind, offload, round));
   }
   const rows = configs.map(([kind, offload]) => {
     const r = results[`${kind} ${offload}`];
@@ -118,7 +140,8 @@ if (process.argv[2] === '--send') {
     const range = (f) => `${Math.min(...r.map(f)).toFixed(1)}–${Math.max(...r.map(f)).toFixed(1)}`;
     return {
       receiver: kind === 'express' ? 'jobhook/express createReceiver' : 'jobhook createReceiver + node:http',
-      'large bodies on workers': offload === 'on' ? 'yes (default ≥ 1 MiB)' : 'no (workerThresholdBytes: false)',
+      'large bodies on workers':
+        offload === 'on' ? 'yes (default ≥ 1 MiB)' : 'no (workerThresholdBytes: false)',
       '25 MB delivery ms': `${m((x) => x.bigMs)} (${range((x) => x.bigMs)})`,
       '1 KB alongside, max ms': `${m((x) => x.smallMax)} (${range((x) => x.smallMax)})`,
       '1 KB alongside, median ms': m((x) => x.smallMedian),
@@ -127,5 +150,7 @@ if (process.argv[2] === '--send') {
     };
   });
   console.log(table(rows));
-  console.log(`\nMedians of 3 interleaved rounds (range in brackets). Goal: 1 KB answered ≤ 100 ms, event-loop max ≤ 50 ms.\nFinished ${new Date().toISOString()}, load average ${load()}.`);
+  console.log(
+    `\nMedians of 3 interleaved rounds (range in brackets). Goal: 1 KB answered ≤ 100 ms, event-loop max ≤ 50 ms.\nFinished ${new Date().toISOString()}, load average ${load()}.`,
+  );
 }

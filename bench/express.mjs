@@ -13,10 +13,19 @@ if (process.argv[2] === '--serve') {
   const express = (await import('express')).default;
   const app = express();
   if (process.argv[3] === 'bare') {
-    app.post('/hook', express.json({ limit: '25mb' }), (req, res) => res.json({ ok: true, job: req.body.job_id }));
+    app.post('/hook', express.json({ limit: '25mb' }), (req, res) =>
+      res.json({ ok: true, job: req.body.job_id }),
+    );
   } else {
     const { createReceiver } = await import('../dist/express.js');
-    app.post('/hook', createReceiver({ publicKey: readFileSync(new URL('test-2048-public.pem', keys), 'utf8'), onEvent: () => undefined, log: {} }));
+    app.post(
+      '/hook',
+      createReceiver({
+        publicKey: readFileSync(new URL('test-2048-public.pem', keys), 'utf8'),
+        onEvent: () => undefined,
+        log: {},
+      }),
+    );
   }
   const server = app.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
   process.on('message', () => server.close(() => process.exit(0)));
@@ -26,7 +35,10 @@ if (process.argv[2] === '--serve') {
   // Finished just now: inside the receiver's 24 h replay window.
   const template = ocrBody(1400).replace('2026-11-21T10:00:05Z', new Date().toISOString());
   const requests = Array.from({ length: DELIVERIES }, (_, k) => {
-    const d = signDelivery(template.replace('3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41', `bench-${k}`), privateKey);
+    const d = signDelivery(
+      template.replace('3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41', `bench-${k}`),
+      privateKey,
+    );
     return { method: 'POST', path: '/hook', headers: d.headers, body: d.body };
   });
 
@@ -53,10 +65,20 @@ if (process.argv[2] === '--serve') {
     for (const kind of ['bare', 'jobhook']) {
       const r = await run(kind, 6);
       rounds[kind].push(r.requests.average);
-      rows.push({ round, endpoint: kind === 'bare' ? 'bare express.json()' : 'jobhook createReceiver (memory store)', 'req/s': r.requests.average.toFixed(0), 'p50 ms': r.latency.p50, 'p99 ms': r.latency.p99, non2xx: r.non2xx, errors: r.errors });
+      rows.push({
+        round,
+        endpoint: kind === 'bare' ? 'bare express.json()' : 'jobhook createReceiver (memory store)',
+        'req/s': r.requests.average.toFixed(0),
+        'p50 ms': r.latency.p50,
+        'p99 ms': r.latency.p99,
+        non2xx: r.non2xx,
+        errors: r.errors,
+      });
     }
   }
   const median = (a) => [...a].sort((x, y) => x - y)[1];
   console.log(table(rows, Object.keys(rows[0])));
-  console.log(`\nmedian req/s: bare ${median(rounds.bare).toFixed(0)}, jobhook ${median(rounds.jobhook).toFixed(0)}, ratio ${(median(rounds.jobhook) / median(rounds.bare)).toFixed(2)}`);
+  console.log(
+    `\nmedian req/s: bare ${median(rounds.bare).toFixed(0)}, jobhook ${median(rounds.jobhook).toFixed(0)}, ratio ${(median(rounds.jobhook) / median(rounds.bare)).toFixed(2)}`,
+  );
 }

@@ -10,7 +10,8 @@ export function machine() {
 }
 
 export const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-export const spread = (xs, digits = 2) => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
+export const spread = (xs, digits = 2) =>
+  `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
 
 /**
  * Times `contenders` ({ name: fn }, fn sync or async) in `rounds` interleaved rounds after
@@ -46,10 +47,14 @@ export function summarize(times, baseline, { unit = 'µs', bytes } = {}) {
     const row = {
       contender: name,
       [`median ${unit}/op`]: (median(t) * scale).toFixed(unit === 'µs' ? 1 : 1),
-      [`spread ${unit}`]: spread(t.map((x) => x * scale), 1),
+      [`spread ${unit}`]: spread(
+        t.map((x) => x * scale),
+        1,
+      ),
     };
     if (bytes !== undefined) row['MB/s'] = (bytes / 1e6 / (median(t) / 1000)).toFixed(1);
-    row[`throughput × ${baseline}`] = name === baseline ? '1.00' : `${median(ratios).toFixed(2)} (${spread(ratios)})`;
+    row[`throughput × ${baseline}`] =
+      name === baseline ? '1.00' : `${median(ratios).toFixed(2)} (${spread(ratios)})`;
     return row;
   });
 }
@@ -57,7 +62,11 @@ export function summarize(times, baseline, { unit = 'µs', bytes } = {}) {
 export function table(rows, columns = Object.keys(rows[0])) {
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? '').length)));
   const line = (cells) => `| ${cells.map((c, i) => String(c ?? '').padEnd(widths[i])).join(' | ')} |`;
-  return [line(columns), line(widths.map((w) => '-'.repeat(w))), ...rows.map((r) => line(columns.map((c) => r[c])))].join('\n');
+  return [
+    line(columns),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...rows.map((r) => line(columns.map((c) => r[c]))),
+  ].join('\n');
 }
 
 /** Load average now, for the report. */

@@ -10,7 +10,13 @@
 //   npm run build && node bench/http.mjs [requests per run, default 4000] [rounds, default 5]
 //   (ONLY=express,fastify for some frameworks; KINDS=floor,jobhook for some contenders; SERVER_FLAGS=--cpu-prof to profile the servers)
 import { fork } from 'node:child_process';
-import { createHash, createPrivateKey, createPublicKey, sign as rsaSign, verify as rsaVerify } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  sign as rsaSign,
+  verify as rsaVerify,
+} from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, Agent } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +40,9 @@ function floorWork(key) {
     const digest = createHash('sha256').update(body).digest('hex');
     const ok = rsaVerify('sha256', Buffer.from(digest), key, Buffer.from(signature ?? '', 'hex'));
     const event = JSON.parse(body);
-    return ok ? { status: 200, body: JSON.stringify({ status: 'processed', job_id: event.job_id }) } : { status: 401, body: '{"error":{"code":"SIGNATURE_INVALID"}}' };
+    return ok
+      ? { status: 200, body: JSON.stringify({ status: 'processed', job_id: event.job_id }) }
+      : { status: 401, body: '{"error":{"code":"SIGNATURE_INVALID"}}' };
   };
 }
 
@@ -91,7 +99,9 @@ const SERVERS = {
       const express = (await import('express')).default;
       const { createMiddleware } = await import('../dist/express.js');
       const app = express();
-      app.post('/hook', createMiddleware({ publicKey: publicPem, log: false }), (req, res) => res.json({ status: 'processed', job_id: req.webhook.jobId }));
+      app.post('/hook', createMiddleware({ publicKey: publicPem, log: false }), (req, res) =>
+        res.json({ status: 'processed', job_id: req.webhook.jobId }),
+      );
       return createServer(app);
     },
   },
@@ -172,10 +182,20 @@ if (process.argv[2] === '--server') {
   const post = (d) =>
     new Promise((resolve) => {
       const body = Buffer.from(d.body);
-      const req = httpRequest({ host: '127.0.0.1', port: Number(port), method: 'POST', path: '/hook', agent, headers: { ...d.headers, 'content-length': body.length } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode));
-      });
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port: Number(port),
+          method: 'POST',
+          path: '/hook',
+          agent,
+          headers: { ...d.headers, 'content-length': body.length },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode));
+        },
+      );
       req.on('error', () => resolve('error'));
       req.end(body);
     });
@@ -205,22 +225,54 @@ if (process.argv[2] === '--server') {
   // written canonically already, so a plain signature over it is the gateway's), finished now.
   const key = createPrivateKey(privatePem);
   const { canonicalize } = await import('../dist/index.js');
-  const template = ocrBody(1400).replace('2026-11-21T10:00:05Z', new Date().toISOString().replace(/\.\d+Z$/, 'Z'));
+  const template = ocrBody(1400).replace(
+    '2026-11-21T10:00:05Z',
+    new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+  );
   const deliveries = [];
   for (let k = 0; k < N + 200; k++) {
     const body = template.replace('3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41', `http-bench-${process.pid}-${k}`);
-    const signature = rsaSign('sha256', Buffer.from(createHash('sha256').update(canonicalize(body)).digest('hex')), key).toString('hex');
-    const floor = rsaSign('sha256', Buffer.from(createHash('sha256').update(body).digest('hex')), key).toString('hex');
-    deliveries.push({ body, headers: { 'content-type': 'application/json', 'x-service-signature': signature, 'x-service-hash-algorithm': 'SHA256', 'x-floor-signature': floor } });
+    const signature = rsaSign(
+      'sha256',
+      Buffer.from(createHash('sha256').update(canonicalize(body)).digest('hex')),
+      key,
+    ).toString('hex');
+    const floor = rsaSign(
+      'sha256',
+      Buffer.from(createHash('sha256').update(body).digest('hex')),
+      key,
+    ).toString('hex');
+    deliveries.push({
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'x-service-signature': signature,
+        'x-service-hash-algorithm': 'SHA256',
+        'x-floor-signature': floor,
+      },
+    });
   }
   const file = join(mkdtempSync(join(tmpdir(), 'jobhook-http-bench-')), 'deliveries.json');
   writeFileSync(file, JSON.stringify(deliveries));
-  const once = (child, predicate = () => true) => new Promise((r) => child.on('message', function on(m) { if (predicate(m)) { child.off('message', on); r(m); } }));
+  const once = (child, predicate = () => true) =>
+    new Promise((r) =>
+      child.on('message', function on(m) {
+        if (predicate(m)) {
+          child.off('message', on);
+          r(m);
+        }
+      }),
+    );
 
   async function run(framework, kind) {
-    const server = fork(fileURLToPath(import.meta.url), ['--server', framework, kind], { stdio: 'inherit', execArgv: (process.env.SERVER_FLAGS ?? '').split(' ').filter(Boolean) });
+    const server = fork(fileURLToPath(import.meta.url), ['--server', framework, kind], {
+      stdio: 'inherit',
+      execArgv: (process.env.SERVER_FLAGS ?? '').split(' ').filter(Boolean),
+    });
     const { port } = await once(server);
-    const client = fork(fileURLToPath(import.meta.url), ['--client', String(port), file], { stdio: 'inherit' });
+    const client = fork(fileURLToPath(import.meta.url), ['--client', String(port), file], {
+      stdio: 'inherit',
+    });
     await once(client, (m) => m === 'warm');
     server.send('start');
     await once(server, (m) => m === 'started');
@@ -235,12 +287,21 @@ if (process.argv[2] === '--server') {
     return { cpuUs: (cpuMs * 1000) / N, rps: N / seconds, counts };
   }
 
-  const frameworks = (process.env.ONLY?.split(',') ?? Object.keys(SERVERS)).filter((f) => SERVERS[f] !== undefined);
+  const frameworks = (process.env.ONLY?.split(',') ?? Object.keys(SERVERS)).filter(
+    (f) => SERVERS[f] !== undefined,
+  );
   const kinds = process.env.KINDS?.split(',');
-  const contenders = frameworks.flatMap((f) => Object.keys(SERVERS[f]).filter((k) => k === 'floor' || kinds === undefined || kinds.includes(k)).map((k) => [f, k]));
-  console.log(`# per-request work — ${machine()}\n\nStarted ${new Date().toISOString()}, load average ${load()}. ${N} distinct deliveries per run (1.4 KB), ${CONCURRENCY} in flight, ${ROUNDS} interleaved rounds.\n`);
+  const contenders = frameworks.flatMap((f) =>
+    Object.keys(SERVERS[f])
+      .filter((k) => k === 'floor' || kinds === undefined || kinds.includes(k))
+      .map((k) => [f, k]),
+  );
+  console.log(
+    `# per-request work — ${machine()}\n\nStarted ${new Date().toISOString()}, load average ${load()}. ${N} distinct deliveries per run (1.4 KB), ${CONCURRENCY} in flight, ${ROUNDS} interleaved rounds.\n`,
+  );
   const results = Object.fromEntries(contenders.map(([f, k]) => [`${f} ${k}`, []]));
-  for (let round = 0; round < ROUNDS; round++) for (const [f, k] of contenders) results[`${f} ${k}`].push(await run(f, k));
+  for (let round = 0; round < ROUNDS; round++)
+    for (const [f, k] of contenders) results[`${f} ${k}`].push(await run(f, k));
   const rows = contenders.map(([f, k]) => {
     const r = results[`${f} ${k}`];
     const floor = results[`${f} floor`];
@@ -248,11 +309,24 @@ if (process.argv[2] === '--server') {
     return {
       framework: f,
       contender: k,
-      'CPU µs/request': `${median(r.map((x) => x.cpuUs)).toFixed(1)} (${spread(r.map((x) => x.cpuUs), 1)})`,
-      'req/s': `${median(r.map((x) => x.rps)).toFixed(0)} (${spread(r.map((x) => x.rps), 0)})`,
+      'CPU µs/request': `${median(r.map((x) => x.cpuUs)).toFixed(1)} (${spread(
+        r.map((x) => x.cpuUs),
+        1,
+      )})`,
+      'req/s': `${median(r.map((x) => x.rps)).toFixed(0)} (${spread(
+        r.map((x) => x.rps),
+        0,
+      )})`,
       '− floor µs': k === 'floor' ? '' : `${median(over).toFixed(1)} (${spread(over, 1)})`,
       'req/s × floor': k === 'floor' ? '' : median(r.map((x, i) => x.rps / floor[i].rps)).toFixed(2),
-      answers: Object.entries(r.reduce((all, x) => (Object.entries(x.counts).forEach(([s, n]) => (all[s] = (all[s] ?? 0) + n)), all), {})).map(([s, n]) => `${s}: ${n}`).join(', '),
+      answers: Object.entries(
+        r.reduce(
+          (all, x) => (Object.entries(x.counts).forEach(([s, n]) => (all[s] = (all[s] ?? 0) + n)), all),
+          {},
+        ),
+      )
+        .map(([s, n]) => `${s}: ${n}`)
+        .join(', '),
     };
   });
   console.log(table(rows));

@@ -66,7 +66,8 @@ if (!existsSync(dist('index.js'))) {
 // The entries and the baselines, written to a directory of their own (no package.json above them but the system's).
 const dir = mkdtempSync(join(os.tmpdir(), 'jobhook-import-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-const report = 'const w=performance.now()-t,u=process.cpuUsage(c);process.stdout.write(w+" "+(u.user+u.system)/1000)';
+const report =
+  'const w=performance.now()-t,u=process.cpuUsage(c);process.stdout.write(w+" "+(u.user+u.system)/1000)';
 const esmTimer = `const c=process.cpuUsage(),t=performance.now();await import(process.argv.at(-1));${report}`;
 const cjsTimer = `const c=process.cpuUsage(),t=performance.now();require(process.argv.at(-1));${report}`;
 const file = (name, text) => {
@@ -80,7 +81,10 @@ const cjsBaseline = file('baseline.cjs', "require('node:crypto');\n");
 const empty = file('empty.mjs', 'export {};\n');
 
 /** How one sample process is started: node's arguments, the target last. */
-const esm = (path) => (evalEntry ? ['--input-type=module', '-e', esmTimer, pathToFileURL(path).href] : [esmEntry, pathToFileURL(path).href]);
+const esm = (path) =>
+  evalEntry
+    ? ['--input-type=module', '-e', esmTimer, pathToFileURL(path).href]
+    : [esmEntry, pathToFileURL(path).href];
 const cjs = (path) => (evalEntry ? ['-e', cjsTimer, path] : [cjsEntry, path]);
 const byExtension = (path) => (path.endsWith('.cjs') ? cjs(path) : esm(path));
 
@@ -105,7 +109,12 @@ const contenders = evalEntry
       "import('jobhook/web')": [esm(dist('web.js')), ESM_BASE, dist('web.js')],
       [CJS_BASE]: [cjs(cjsBaseline), CJS_BASE],
       "require('jobhook')": [cjs(dist('index.cjs')), CJS_BASE, dist('index.cjs')],
-      ...Object.fromEntries(extra.map(([name, path]) => [name, [byExtension(path), path.endsWith('.cjs') ? CJS_BASE : ESM_BASE, path]])),
+      ...Object.fromEntries(
+        extra.map(([name, path]) => [
+          name,
+          [byExtension(path), path.endsWith('.cjs') ? CJS_BASE : ESM_BASE, path],
+        ]),
+      ),
     };
 
 /**
@@ -118,7 +127,10 @@ function loadedFiles(path) {
   const visit = (p) => {
     if (seen.has(p)) return;
     seen.add(p);
-    for (const m of readFileSync(p, 'utf8').matchAll(/(?:\bfrom\s*|\bimport\s*|(?<!\(\) => _interopRequireWildcard\()\brequire\(\s*)["'](\.\.?\/[^"']+)["']/g)) visit(join(dirname(p), m[1]));
+    for (const m of readFileSync(p, 'utf8').matchAll(
+      /(?:\bfrom\s*|\bimport\s*|(?<!\(\) => _interopRequireWildcard\()\brequire\(\s*)["'](\.\.?\/[^"']+)["']/g,
+    ))
+      visit(join(dirname(p), m[1]));
   };
   visit(path);
   return { files: seen.size, kB: [...seen].reduce((sum, p) => sum + statSync(p).size, 0) / 1000 };
@@ -129,12 +141,27 @@ const names = Object.keys(contenders);
 if (instructions) {
   /** Instructions of one process (callgrind's "Collected"), single-threaded, seeds fixed, without address randomisation where setarch is there. */
   const count = (nodeArgs) => {
-    const valgrind = ['valgrind', '--tool=callgrind', '--callgrind-out-file=/dev/null', '--smc-check=all-non-file', process.execPath, '--single-threaded', '--hash-seed=1', '--random-seed=1', ...nodeArgs];
+    const valgrind = [
+      'valgrind',
+      '--tool=callgrind',
+      '--callgrind-out-file=/dev/null',
+      '--smc-check=all-non-file',
+      process.execPath,
+      '--single-threaded',
+      '--hash-seed=1',
+      '--random-seed=1',
+      ...nodeArgs,
+    ];
     const setarch = spawnSync('setarch', ['-R', 'true']).status === 0;
     const { NODE_EXTRA_CA_CERTS: _certs, ...env } = process.env; // read at start-up: work outside the import, and the same for all
-    const out = spawnSync(setarch ? 'setarch' : valgrind[0], setarch ? ['-R', ...valgrind] : valgrind.slice(1), { encoding: 'utf8', env });
+    const out = spawnSync(
+      setarch ? 'setarch' : valgrind[0],
+      setarch ? ['-R', ...valgrind] : valgrind.slice(1),
+      { encoding: 'utf8', env },
+    );
     const collected = /Collected : (\d+)/.exec(out.stderr);
-    if (out.status !== 0 || collected === null) throw new Error(`valgrind: ${out.error?.message ?? out.stderr.slice(-500)}`);
+    if (out.status !== 0 || collected === null)
+      throw new Error(`valgrind: ${out.error?.message ?? out.stderr.slice(-500)}`);
     return Number(collected[1]) / 1e6;
   };
   const counted = Object.fromEntries(names.map((name) => [name, count(contenders[name][0])]));
@@ -149,7 +176,9 @@ if (instructions) {
       '− baseline M': name === base ? '' : (counted[name] - counted[base]).toFixed(1),
     };
   });
-  console.log(`${machine()}\n${new Date().toISOString()}, instructions of one process each (callgrind, ${evalEntry ? '-e entries' : 'file entries'})\n`);
+  console.log(
+    `${machine()}\n${new Date().toISOString()}, instructions of one process each (callgrind, ${evalEntry ? '-e entries' : 'file entries'})\n`,
+  );
   console.log(table(rows));
   process.exit(0);
 }
@@ -185,5 +214,10 @@ const rows = names.map((name) => {
     'CPU − baseline ms': name === base ? '' : median(c.map((x, i) => x - cpu[base][i])).toFixed(1),
   };
 });
-console.log(`${machine()}\n${new Date().toISOString()}, ${rounds} rounds of fresh processes (${evalEntry ? '-e entries' : 'file entries'}), load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
+console.log(
+  `${machine()}\n${new Date().toISOString()}, ${rounds} rounds of fresh processes (${evalEntry ? '-e entries' : 'file entries'}), load average ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}\n`,
+);
 console.log(table(rows));

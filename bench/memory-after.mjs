@@ -22,13 +22,22 @@ if (args.child) {
   const { readFileSync } = await import('node:fs');
   const { createHash, createVerify } = await import('node:crypto');
   const { default: stable } = await import('safe-stable-stringify');
-  const { createReceiver, signDelivery } = await import(new URL('index.js', new URL(args.dist ?? '../dist/', import.meta.url)).href);
+  const { createReceiver, signDelivery } = await import(
+    new URL('index.js', new URL(args.dist ?? '../dist/', import.meta.url)).href
+  );
   const keys = new URL('../fixtures/keys/', import.meta.url);
   const publicPem = readFileSync(new URL('test-2048-public.pem', keys), 'utf8');
   const privatePem = readFileSync(new URL('test-2048-private.pem', keys), 'utf8'); // TEST-ONLY key
   const floats = [];
   for (let i = 0; floats.length * 20 < mb * 1e6; i++) floats.push(((i * 7919) % 100000) / 997 + 0.5);
-  const body = JSON.stringify({ event: 'async_job_completed', job_id: `mem-${process.pid}`, status: 'success', created_at: new Date().toISOString(), finished_at: new Date().toISOString(), output: { values: floats } });
+  const body = JSON.stringify({
+    event: 'async_job_completed',
+    job_id: `mem-${process.pid}`,
+    status: 'success',
+    created_at: new Date().toISOString(),
+    finished_at: new Date().toISOString(),
+    output: { values: floats },
+  });
   const { headers } = signDelivery(body, privatePem);
   const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
   const bytes = Buffer.from(body);
@@ -37,10 +46,19 @@ if (args.child) {
   const base = mib();
   let ok;
   if (args.child === 'naive') {
-    const hex = createHash('sha256').update(stable(JSON.parse(bytes.toString('utf8')), null, 2)).digest('hex');
+    const hex = createHash('sha256')
+      .update(stable(JSON.parse(bytes.toString('utf8')), null, 2))
+      .digest('hex');
     ok = createVerify('sha256').update(hex).verify(publicPem, lower['x-service-signature'], 'hex');
   } else {
-    const receive = createReceiver({ publicKey: publicPem, onEvent: () => undefined, log: {}, maxBodyBytes: 64 * 2 ** 20, maxCanonicalBytes: 1024 * 2 ** 20, workerThresholdBytes: args.child === 'main-thread' ? false : undefined });
+    const receive = createReceiver({
+      publicKey: publicPem,
+      onEvent: () => undefined,
+      log: {},
+      maxBodyBytes: 64 * 2 ** 20,
+      maxCanonicalBytes: 1024 * 2 ** 20,
+      workerThresholdBytes: args.child === 'main-thread' ? false : undefined,
+    });
     ok = (await receive({ body: bytes, headers: lower })).status === 200;
     // Not closed: a running receiver keeps its pool (what this measures).
   }
@@ -55,21 +73,36 @@ if (args.child) {
 }
 
 const file = fileURLToPath(import.meta.url);
-const names = { 'jobhook agnostic receiver, workers on': 'workers', 'jobhook agnostic receiver, workers off': 'main-thread', 'naive receiver': 'naive' };
+const names = {
+  'jobhook agnostic receiver, workers on': 'workers',
+  'jobhook agnostic receiver, workers off': 'main-thread',
+  'naive receiver': 'naive',
+};
 const out = Object.fromEntries(Object.keys(names).map((n) => [n, []]));
 const loadBefore = load();
 let size = 0;
 for (let r = 0; r < rounds; r++) {
   for (const [name, child] of Object.entries(names)) {
-    const res = JSON.parse(execFileSync(process.execPath, ['--expose-gc', file, `--child=${child}`, `--mb=${mb}`, `--wait=${wait}`], { encoding: 'utf8', maxBuffer: 1 << 20 }));
+    const res = JSON.parse(
+      execFileSync(
+        process.execPath,
+        ['--expose-gc', file, `--child=${child}`, `--mb=${mb}`, `--wait=${wait}`],
+        { encoding: 'utf8', maxBuffer: 1 << 20 },
+      ),
+    );
     size = res.bytes;
     out[name].push(res);
   }
 }
-console.log(`${machine()}\n${new Date().toISOString()}, ${rounds} rounds, delivery ${(size / 1e6).toFixed(1)} MB, load average ${loadBefore} → ${load()}\n`);
-console.log(`| contender | base RSS MiB | RSS − base after, GC (median, range) | RSS − base ${wait} s later, GC (median, range) |`);
+console.log(
+  `${machine()}\n${new Date().toISOString()}, ${rounds} rounds, delivery ${(size / 1e6).toFixed(1)} MB, load average ${loadBefore} → ${load()}\n`,
+);
+console.log(
+  `| contender | base RSS MiB | RSS − base after, GC (median, range) | RSS − base ${wait} s later, GC (median, range) |`,
+);
 console.log('| --- | --- | --- | --- |');
 for (const [name, xs] of Object.entries(out)) {
-  const f = (k) => `${median(xs.map((x) => x[k])).toFixed(1)} (${Math.min(...xs.map((x) => x[k])).toFixed(1)}–${Math.max(...xs.map((x) => x[k])).toFixed(1)})`;
+  const f = (k) =>
+    `${median(xs.map((x) => x[k])).toFixed(1)} (${Math.min(...xs.map((x) => x[k])).toFixed(1)}–${Math.max(...xs.map((x) => x[k])).toFixed(1)})`;
   console.log(`| ${name} | ${median(xs.map((x) => x.base)).toFixed(1)} | ${f('after')} | ${f('later')} |`);
 }

@@ -52,9 +52,30 @@ function start(bin, args, ready) {
 const root = mkdtempSync(join(tmpdir(), 'jobhook-bench-queue-'));
 const redisPort = await freePort();
 const natsPort = await freePort();
-const redis = await start('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', root], 'Ready to accept connections');
+const redis = await start(
+  'redis-server',
+  [
+    '--port',
+    String(redisPort),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'everysec',
+    '--dir',
+    root,
+  ],
+  'Ready to accept connections',
+);
 const natsBin = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => existsSync(p));
-const nats = await start(natsBin ?? 'nats-server', ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(root, 'nats')], 'Server is ready');
+const nats = await start(
+  natsBin ?? 'nats-server',
+  ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(root, 'nats')],
+  'Server is ready',
+);
 
 const publicKey = readFileSync(new URL('../fixtures/keys/test-2048-public.pem', import.meta.url), 'utf8');
 const privateKey = readFileSync(new URL('../fixtures/keys/test-2048-private.pem', import.meta.url), 'utf8');
@@ -76,14 +97,34 @@ const queue = new Queue(`bench-${process.pid}`, { connection: { host: '127.0.0.1
 await queue.waitUntilReady();
 const nc = await connect({ servers: `nats://127.0.0.1:${natsPort}` });
 const jsm = await nc.jetstreamManager();
-await jsm.streams.add({ name: 'BENCH', subjects: ['bench.events'], storage: StorageType.File, duplicate_window: 300e9 });
+await jsm.streams.add({
+  name: 'BENCH',
+  subjects: ['bench.events'],
+  storage: StorageType.File,
+  duplicate_window: 300e9,
+});
 const jetstream = createJetStreamHandler(nc.jetstream(), { subject: 'bench.events', stream: 'BENCH' });
 await jetstream.ready;
 
 const receivers = {
-  'no-op onEvent': createReceiver({ publicKey, store: new MemoryIdempotencyStore({ maxEntries: total * 2 }), log: {}, onEvent: async () => undefined }),
-  'BullMQ handoff (Redis, AOF everysec)': createReceiver({ publicKey, store: new MemoryIdempotencyStore({ maxEntries: total * 2 }), log: {}, onEvent: createBullMQHandler(queue) }),
-  'JetStream handoff (file storage)': createReceiver({ publicKey, store: new MemoryIdempotencyStore({ maxEntries: total * 2 }), log: {}, onEvent: jetstream }),
+  'no-op onEvent': createReceiver({
+    publicKey,
+    store: new MemoryIdempotencyStore({ maxEntries: total * 2 }),
+    log: {},
+    onEvent: async () => undefined,
+  }),
+  'BullMQ handoff (Redis, AOF everysec)': createReceiver({
+    publicKey,
+    store: new MemoryIdempotencyStore({ maxEntries: total * 2 }),
+    log: {},
+    onEvent: createBullMQHandler(queue),
+  }),
+  'JetStream handoff (file storage)': createReceiver({
+    publicKey,
+    store: new MemoryIdempotencyStore({ maxEntries: total * 2 }),
+    log: {},
+    onEvent: jetstream,
+  }),
 };
 const next = Object.fromEntries(Object.keys(receivers).map((k) => [k, 0]));
 let unexpected = 0;
@@ -93,7 +134,9 @@ const contenders = Object.fromEntries(
     async () => {
       const start = next[name];
       next[name] += IN_FLIGHT;
-      const answers = await Promise.all(deliveries.slice(start, start + IN_FLIGHT).map((d) => receive({ body: d.body, headers: d.headers })));
+      const answers = await Promise.all(
+        deliveries.slice(start, start + IN_FLIGHT).map((d) => receive({ body: d.body, headers: d.headers })),
+      );
       for (const a of answers) if (a.status !== 200 || !a.body.includes('processed')) unexpected++;
     },
   ]),
@@ -113,15 +156,20 @@ const rows = Object.entries(times).map(([name, t]) => {
     'deliveries/s (median)': median(perSecond).toFixed(0),
     'spread /s': spread(perSecond, 0),
     'µs per delivery': ((median(t) * 1000) / IN_FLIGHT).toFixed(0),
-    [`throughput × ${baseline}`]: name === baseline ? '1.00' : `${median(ratios).toFixed(2)} (${spread(ratios)})`,
+    [`throughput × ${baseline}`]:
+      name === baseline ? '1.00' : `${median(ratios).toFixed(2)} (${spread(ratios)})`,
   };
 });
 console.log(`# queue handoff — ${machine()}\n`);
-console.log(`${ROUNDS} rounds (+${WARMUP} warm-up), each contender ${BATCHES} × ${IN_FLIGHT} deliveries in flight per round; load average before ${loadBefore}, after ${loadAfter}\n`);
+console.log(
+  `${ROUNDS} rounds (+${WARMUP} warm-up), each contender ${BATCHES} × ${IN_FLIGHT} deliveries in flight per round; load average before ${loadBefore}, after ${loadAfter}\n`,
+);
 console.log(table(rows));
 const counts = await queue.getJobCounts('waiting');
 const info = await jsm.streams.info('BENCH');
-console.log(`\nqueued: BullMQ ${counts.waiting} jobs, JetStream ${info.state.messages} messages (each ${total} expected)`);
+console.log(
+  `\nqueued: BullMQ ${counts.waiting} jobs, JetStream ${info.state.messages} messages (each ${total} expected)`,
+);
 
 await queue.close();
 await nc.close();

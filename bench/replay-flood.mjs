@@ -43,8 +43,12 @@ if (process.argv[2] === '--receiver') {
     const express = (await import('express')).default;
     const { createReceiver, createMiddleware } = await import('../dist/express.js');
     const app = express();
-    if (kind === 'express') app.post('/hook', (controls = createReceiver({ ...options, onEvent: () => undefined })));
-    else app.post('/hook', createMiddleware(options), (req, res) => res.json({ status: 'verified', job_id: req.webhook.jobId }));
+    if (kind === 'express')
+      app.post('/hook', (controls = createReceiver({ ...options, onEvent: () => undefined })));
+    else
+      app.post('/hook', createMiddleware(options), (req, res) =>
+        res.json({ status: 'verified', job_id: req.webhook.jobId }),
+      );
     handler = app;
   } else if (kind === 'fetch') {
     const { createReceiver } = await import('../dist/web.js');
@@ -65,7 +69,9 @@ if (process.argv[2] === '--receiver') {
           req.pause();
         },
       });
-      const response = await receive(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body, duplex: 'half' }));
+      const response = await receive(
+        new Request('http://127.0.0.1/hook', { method: 'POST', headers, body, duplex: 'half' }),
+      );
       res.writeHead(response.status, Object.fromEntries(response.headers));
       res.end(await response.text());
       if (!req.complete) res.once('finish', () => req.socket?.destroy());
@@ -77,7 +83,9 @@ if (process.argv[2] === '--receiver') {
     controls = receive;
     handler = bufferingHandler(receive);
   }
-  const server = createServer(handler).listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+  const server = createServer(handler).listen(0, '127.0.0.1', () =>
+    process.send({ port: server.address().port }),
+  );
   const h = monitorEventLoopDelay({ resolution: 1 });
   let base = 0;
   let peak = 0;
@@ -107,32 +115,55 @@ if (process.argv[2] === '--receiver') {
       h.enable();
     } else if (m === 'stop') {
       h.disable();
-      process.send({ loopMaxMs: h.max / 1e6, loopP99Ms: h.percentile(99) / 1e6, rssBaseMiB: base / 2 ** 20, rssPeakMiB: peak / 2 ** 20, healthMaxMs: controls === undefined ? undefined : healthMax });
+      process.send({
+        loopMaxMs: h.max / 1e6,
+        loopP99Ms: h.percentile(99) / 1e6,
+        rssBaseMiB: base / 2 ** 20,
+        rssPeakMiB: peak / 2 ** 20,
+        healthMaxMs: controls === undefined ? undefined : healthMax,
+      });
     } else if (m === 'exit') process.exit(0);
   });
 } else if (process.argv[2] === '--attack') {
   // The attackers: 4 float senders and 4 nested senders, each replaying a captured signature of its own.
   const { signDelivery } = await import('../dist/index.js');
   const [, , , port, seconds] = process.argv;
-  const captured = (label) => signDelivery(genuineText(`captured-${label}-${process.pid}`), privateKey).headers;
+  const captured = (label) =>
+    signDelivery(genuineText(`captured-${label}-${process.pid}`), privateKey).headers;
   const floats = [];
   for (let size = 0; size < 24_000_000; size += 14) floats.push(`${(size % 99991) / 7}e-9`.slice(0, 12));
-  const floatBody = Buffer.from(`{"event":"async_job_completed","job_id":"x","status":"success","finished_at":"${stamp()}","output":{"values":[${floats.join(',')}]}}`);
+  const floatBody = Buffer.from(
+    `{"event":"async_job_completed","job_id":"x","status":"success","finished_at":"${stamp()}","output":{"values":[${floats.join(',')}]}}`,
+  );
   floats.length = 0;
   const nest = (depth) => '['.repeat(depth) + '0.5e-7' + ']'.repeat(depth);
-  const nestedBody = Buffer.from(`{"event":"async_job_completed","job_id":"x","status":"success","finished_at":"${stamp()}","output":{"deep":[${Array(230).fill(nest(400)).join(',')}]}}`);
+  const nestedBody = Buffer.from(
+    `{"event":"async_job_completed","job_id":"x","status":"success","finished_at":"${stamp()}","output":{"deep":[${Array(230).fill(nest(400)).join(',')}]}}`,
+  );
   const counts = {};
   const end = Date.now() + Number(seconds) * 1000;
   const quiet = new WeakSet();
   const send = (body, headers) =>
     new Promise((resolve) => {
-      const req = httpRequest({ host: '127.0.0.1', port: Number(port), method: 'POST', path: '/hook', headers: { ...headers, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode));
-      });
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port: Number(port),
+          method: 'POST',
+          path: '/hook',
+          headers: { ...headers, 'content-type': 'application/json', 'content-length': body.length },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode));
+        },
+      );
       req.on('error', () => resolve('error'));
       // A receiver may answer and reset before a 21 MB body is written: the socket's late write error is the attack's, not the bench's.
-      req.on('socket', (socket) => quiet.has(socket) || (quiet.add(socket), socket.on('error', () => undefined)));
+      req.on(
+        'socket',
+        (socket) => quiet.has(socket) || (quiet.add(socket), socket.on('error', () => undefined)),
+      );
       req.end(body);
     });
   const sender = async (label, body, given) => {
@@ -146,26 +177,48 @@ if (process.argv[2] === '--receiver') {
     }
   };
   // ~1 MB of floats, JSON up to its last bytes (the closing brackets are missing).
-  const malformedBody = Buffer.from(`{"event":"async_job_completed","job_id":"x","status":"success","finished_at":"${stamp()}","output":{"values":[${Array.from({ length: 80_000 }, (_, k) => `${k}.${k % 997}5`).join(',')}`);
+  const malformedBody = Buffer.from(
+    `{"event":"async_job_completed","job_id":"x","status":"success","finished_at":"${stamp()}","output":{"values":[${Array.from({ length: 80_000 }, (_, k) => `${k}.${k % 997}5`).join(',')}`,
+  );
   /** One connection declaring 512 kB and sending a byte a second, reopened when dropped, until the round ends. */
   const trickler = async (headers) => {
     while (Date.now() < end) {
       const status = await new Promise((resolve) => {
-        const req = httpRequest({ host: '127.0.0.1', port: Number(port), method: 'POST', path: '/hook', headers: { ...headers, 'content-type': 'application/json', 'content-length': 512 * 1024 } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode));
-        });
+        const req = httpRequest(
+          {
+            host: '127.0.0.1',
+            port: Number(port),
+            method: 'POST',
+            path: '/hook',
+            headers: { ...headers, 'content-type': 'application/json', 'content-length': 512 * 1024 },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode));
+          },
+        );
         req.on('error', () => resolve('error'));
         req.flushHeaders();
-        const tick = setInterval(() => (Date.now() < end ? req.write('[') : (clearInterval(tick), req.destroy(), resolve('ended'))), 1000);
+        const tick = setInterval(
+          () => (Date.now() < end ? req.write('[') : (clearInterval(tick), req.destroy(), resolve('ended'))),
+          1000,
+        );
         req.on('close', () => clearInterval(tick));
       });
       counts[`slow ${status}`] = (counts[`slow ${status}`] ?? 0) + 1;
     }
   };
-  process.send({ ready: true, floatBytes: floatBody.length, nestedBytes: nestedBody.length, malformedBytes: malformedBody.length });
+  process.send({
+    ready: true,
+    floatBytes: floatBody.length,
+    nestedBytes: nestedBody.length,
+    malformedBytes: malformedBody.length,
+  });
   await new Promise((r) => process.once('message', r));
-  if (SCENARIO === 'costly') await Promise.all([0, 1, 2, 3].flatMap((k) => [sender(`float-${k}`, floatBody), sender(`nested-${k}`, nestedBody)]));
+  if (SCENARIO === 'costly')
+    await Promise.all(
+      [0, 1, 2, 3].flatMap((k) => [sender(`float-${k}`, floatBody), sender(`nested-${k}`, nestedBody)]),
+    );
   else if (SCENARIO === 'malformed') {
     const one = captured('malformed');
     await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(() => sender('malformed', malformedBody, one)));
@@ -178,20 +231,34 @@ if (process.argv[2] === '--receiver') {
     new Promise((resolve) => {
       const body = Buffer.from(d.body);
       const t0 = performance.now();
-      const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { ...d.headers, 'content-length': body.length } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - t0 }));
-      });
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/hook',
+          headers: { ...d.headers, 'content-length': body.length },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - t0 }));
+        },
+      );
       req.on('error', () => resolve({ status: 'error', ms: performance.now() - t0 }));
       req.end(body);
     });
   let n = 0;
   async function run(kind) {
-    const child = fork(fileURLToPath(import.meta.url), ['--receiver', kind], { stdio: 'inherit', execArgv: ['--expose-gc', ...(process.env.RECEIVER_FLAGS ?? '').split(' ').filter(Boolean)] });
+    const child = fork(fileURLToPath(import.meta.url), ['--receiver', kind], {
+      stdio: 'inherit',
+      execArgv: ['--expose-gc', ...(process.env.RECEIVER_FLAGS ?? '').split(' ').filter(Boolean)],
+    });
     const { port } = await new Promise((r) => child.once('message', r));
     // Warm up: genuine deliveries, one costly replay of each kind (JIT, WebAssembly, worker start).
     for (let k = 0; k < 20; k++) await post(port, signDelivery(genuineText(`warm-${n++}`), privateKey));
-    const attack = fork(fileURLToPath(import.meta.url), ['--attack', String(port), String(SECONDS)], { stdio: 'inherit' });
+    const attack = fork(fileURLToPath(import.meta.url), ['--attack', String(port), String(SECONDS)], {
+      stdio: 'inherit',
+    });
     const sizes = await new Promise((r) => attack.once('message', r));
     const attackDone = new Promise((r) => attack.on('message', (m) => m.counts && r(m.counts)));
     child.send('start');
@@ -221,24 +288,34 @@ if (process.argv[2] === '--receiver') {
       sizes,
     };
   }
-  console.log(`# replay flood (${SCENARIO}) — ${machine()}\n\nStarted ${stamp()}, load average ${load()}. ${SECONDS} s per adapter per round, ${ROUNDS} interleaved rounds.\n`);
+  console.log(
+    `# replay flood (${SCENARIO}) — ${machine()}\n\nStarted ${stamp()}, load average ${load()}. ${SECONDS} s per adapter per round, ${ROUNDS} interleaved rounds.\n`,
+  );
   const results = Object.fromEntries(ADAPTERS.map((a) => [a, []]));
   for (let round = 0; round < ROUNDS; round++) for (const a of ADAPTERS) results[a].push(await run(a));
   const f = (x) => x.toFixed(1);
   const range = (xs) => `${f(median(xs))} (${f(Math.min(...xs))}–${f(Math.max(...xs))})`;
-  console.log('| adapter | loop delay max ms | genuine p50 / p99 / max ms | genuine 200 / sent, 503 | attack answers (all rounds) | RSS peak − base MiB (base) | slowest health() ms |');
+  console.log(
+    '| adapter | loop delay max ms | genuine p50 / p99 / max ms | genuine 200 / sent, 503 | attack answers (all rounds) | RSS peak − base MiB (base) | slowest health() ms |',
+  );
   console.log('|---|---|---|---|---|---|---|');
   for (const a of ADAPTERS) {
     const r = results[a];
     const counts = {};
     for (const x of r) for (const [k, v] of Object.entries(x.counts)) counts[k] = (counts[k] ?? 0) + v;
     console.log(
-      `| ${a} | ${range(r.map((x) => x.loopMaxMs))} | ${r.map((x) => `${f(x.p50)} / ${f(x.p99)} / ${f(x.max)}`).join('; ')} | ${r.map((x) => `${x.genuineOk}/${x.genuine}, ${x.genuine503}`).join('; ')} | ${Object.entries(counts)
+      `| ${a} | ${range(r.map((x) => x.loopMaxMs))} | ${r.map((x) => `${f(x.p50)} / ${f(x.p99)} / ${f(x.max)}`).join('; ')} | ${r.map((x) => `${x.genuineOk}/${x.genuine}, ${x.genuine503}`).join('; ')} | ${Object.entries(
+        counts,
+      )
         .sort()
         .map(([k, v]) => `${k}: ${v}`)
-        .join(', ')} | ${r.map((x) => `${f(x.rssPeakMiB - x.rssBaseMiB)} (${f(x.rssBaseMiB)})`).join('; ')} | ${r.map((x) => (x.healthMaxMs === undefined ? '–' : f(x.healthMaxMs))).join('; ')} |`,
+        .join(
+          ', ',
+        )} | ${r.map((x) => `${f(x.rssPeakMiB - x.rssBaseMiB)} (${f(x.rssBaseMiB)})`).join('; ')} | ${r.map((x) => (x.healthMaxMs === undefined ? '–' : f(x.healthMaxMs))).join('; ')} |`,
     );
   }
   const sizes = results.express[0].sizes;
-  console.log(`\nBodies: floats ${sizes.floatBytes} B, nested ${sizes.nestedBytes} B, malformed ${sizes.malformedBytes} B. Per round, the figures of each round are listed in order (loop delay: median, range).\nFinished ${stamp()}, load average ${load()}.`);
+  console.log(
+    `\nBodies: floats ${sizes.floatBytes} B, nested ${sizes.nestedBytes} B, malformed ${sizes.malformedBytes} B. Per round, the figures of each round are listed in order (loop delay: median, range).\nFinished ${stamp()}, load average ${load()}.`,
+  );
 }

@@ -13,10 +13,24 @@ if (!existsSync(dist)) {
 }
 const HELPERS = new Set(['run', 'harness', 'bodies']);
 // The older goals first, in the order BENCHMARKS.md gives them; then the rest by name.
-const ORDER = ['verify', 'canonicalize', 'engine', 'event-loop', 'express', 'stores', 'queue', 'cli', 'import', 'web-verify', 'telemetry'];
+const ORDER = [
+  'verify',
+  'canonicalize',
+  'engine',
+  'event-loop',
+  'express',
+  'stores',
+  'queue',
+  'cli',
+  'import',
+  'web-verify',
+  'telemetry',
+];
 // Benches whose variants each need a process of their own.
 const RUNS = {
-  'web-verify': ['--mode=auto', '--mode=deno-like', '--mode=no-node-crypto', '--mode=workers-like'].map((mode) => [mode]),
+  'web-verify': ['--mode=auto', '--mode=deno-like', '--mode=no-node-crypto', '--mode=workers-like'].map(
+    (mode) => [mode],
+  ),
 };
 const found = readdirSync(fileURLToPath(new URL('.', import.meta.url)))
   .filter((f) => f.endsWith('.mjs'))
@@ -37,7 +51,11 @@ for (const name of benches) {
   for (const args of RUNS[name] ?? [[]]) {
     const label = [`bench/${name}.mjs`, ...args].join(' ');
     console.log(`\n===== ${label} =====\n`);
-    const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(new URL(`./${name}.mjs`, import.meta.url)), ...args], { stdio: 'inherit' });
+    const r = spawnSync(
+      process.execPath,
+      ['--expose-gc', fileURLToPath(new URL(`./${name}.mjs`, import.meta.url)), ...args],
+      { stdio: 'inherit' },
+    );
     if (r.status !== 0) {
       failed.push(label);
       console.error(`${label} exited with ${r.status ?? r.signal}`);

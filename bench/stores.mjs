@@ -65,7 +65,8 @@ async function pairsPerSecond(pair, concurrency, seconds) {
 const storePair = (store) => async (id) => {
   const c = await store.claim(id, { leaseMs: 60_000 });
   if (c.status !== 'acquired') throw new Error(`unexpected ${c.status}`);
-  if ((await store.complete(id, c.token, { retainMs: 60_000, fence: c.fence })) !== 'completed') throw new Error('complete refused');
+  if ((await store.complete(id, c.token, { retainMs: 60_000, fence: c.fence })) !== 'completed')
+    throw new Error('complete refused');
 };
 
 /** Interleaved rounds of `contenders` ({ name: pair }) at `concurrency`; { name: [pairs/s per round] }. */
@@ -73,7 +74,8 @@ async function pairRounds(contenders, concurrency) {
   const out = Object.fromEntries(Object.keys(contenders).map((n) => [n, []]));
   for (const pair of Object.values(contenders)) await pairsPerSecond(pair, concurrency, 0.5); // warm-up
   for (let r = 0; r < ROUNDS; r++) {
-    for (const [name, pair] of Object.entries(contenders)) out[name].push(await pairsPerSecond(pair, concurrency, SECONDS));
+    for (const [name, pair] of Object.entries(contenders))
+      out[name].push(await pairsPerSecond(pair, concurrency, SECONDS));
   }
   return out;
 }
@@ -88,7 +90,8 @@ function pairRows(backend, concurrency, rates, baseline) {
       'pairs/s (median)': median(xs).toFixed(0),
       'spread /s': spread(xs, 0),
       'µs per pair': ((1e6 / median(xs)) * concurrency).toFixed(0),
-      '× the bare writes, per round (median, spread)': name === baseline ? '1.00' : `${median(ratios).toFixed(2)} (${spread(ratios)})`,
+      '× the bare writes, per round (median, spread)':
+        name === baseline ? '1.00' : `${median(ratios).toFixed(2)} (${spread(ratios)})`,
     };
   });
 }
@@ -98,7 +101,15 @@ if (want('pairs')) {
   // memory: for scale
   {
     const store = new MemoryIdempotencyStore({ maxEntries: 10_000_000 });
-    for (const concurrency of [1, 32]) rows.push(...pairRows('memory', concurrency, await pairRounds({ 'jobhook claim+complete': storePair(store) }, concurrency), 'jobhook claim+complete').map((row) => ({ ...row, '× the bare writes, per round (median, spread)': '' })));
+    for (const concurrency of [1, 32])
+      rows.push(
+        ...pairRows(
+          'memory',
+          concurrency,
+          await pairRounds({ 'jobhook claim+complete': storePair(store) }, concurrency),
+          'jobhook claim+complete',
+        ).map((row) => ({ ...row, '× the bare writes, per round (median, spread)': '' })),
+      );
   }
   // Redis
   {
@@ -116,7 +127,10 @@ if (want('pairs')) {
       },
       'jobhook claim+complete': storePair(store),
     };
-    for (const concurrency of [1, 32]) rows.push(...pairRows('Redis', concurrency, await pairRounds(contenders, concurrency), 'bare SET NX + SET XX'));
+    for (const concurrency of [1, 32])
+      rows.push(
+        ...pairRows('Redis', concurrency, await pairRounds(contenders, concurrency), 'bare SET NX + SET XX'),
+      );
     const keys = await bare.keys(`jobhook-bench*:${run}:*`);
     for (let i = 0; i < keys.length; i += 1000) await bare.del(...keys.slice(i, i + 1000));
     await store.close?.();
@@ -135,8 +149,14 @@ if (want('pairs')) {
     await pool.query(`CREATE INDEX ${bareTable}_expires_at ON ${bareTable} (expires_at)`);
     const contenders = {
       'bare INSERT + UPDATE': async (id) => {
-        await pool.query(`INSERT INTO ${bareTable} (job_id, token, state, expires_at) VALUES ($1, $2, 'claimed', now() + interval '1 minute')`, [id, 'bench-token-1']);
-        const r = await pool.query(`UPDATE ${bareTable} SET state = 'completed', expires_at = now() + interval '1 minute' WHERE job_id = $1`, [id]);
+        await pool.query(
+          `INSERT INTO ${bareTable} (job_id, token, state, expires_at) VALUES ($1, $2, 'claimed', now() + interval '1 minute')`,
+          [id, 'bench-token-1'],
+        );
+        const r = await pool.query(
+          `UPDATE ${bareTable} SET state = 'completed', expires_at = now() + interval '1 minute' WHERE job_id = $1`,
+          [id],
+        );
         if (r.rowCount !== 1) throw new Error('bare UPDATE');
       },
       'bare 2 × SELECT 1': async () => {
@@ -145,13 +165,23 @@ if (want('pairs')) {
       },
       'jobhook claim+complete': storePair(store),
     };
-    for (const concurrency of [1, 32]) rows.push(...pairRows('PostgreSQL', concurrency, await pairRounds(contenders, concurrency), 'bare INSERT + UPDATE'));
+    for (const concurrency of [1, 32])
+      rows.push(
+        ...pairRows(
+          'PostgreSQL',
+          concurrency,
+          await pairRounds(contenders, concurrency),
+          'bare INSERT + UPDATE',
+        ),
+      );
     await store.close();
     await pool.query(`DROP TABLE IF EXISTS ${table_}, ${table_}_pending, ${bareTable}`);
     await pool.query(`DROP SEQUENCE IF EXISTS ${table_}_fence_seq`);
     await pool.end();
   }
-  console.log(`## claim + complete pairs: ${ROUNDS} rounds × ${SECONDS} s per contender, interleaved; load after ${load()}\n`);
+  console.log(
+    `## claim + complete pairs: ${ROUNDS} rounds × ${SECONDS} s per contender, interleaved; load after ${load()}\n`,
+  );
   console.log(table(rows));
   console.log();
 }
@@ -208,7 +238,10 @@ if (want('purge')) {
     // less exposed to the client's share of a loaded machine. purgeExpired()'s statement
     // is captured from a store whose pool only records and forwards queries.
     let sent;
-    const capturing = new PostgresIdempotencyStore({ pool: { query: (sql, params) => ((sent = { sql, params }), pool.query(sql, params)) }, table: name });
+    const capturing = new PostgresIdempotencyStore({
+      pool: { query: (sql, params) => ((sent = { sql, params }), pool.query(sql, params)) },
+      table: name,
+    });
     await capturing.purgeExpired();
     const statements = {
       'clock_timestamp() DELETE (≤ 5bf1986)': {
@@ -230,7 +263,10 @@ if (want('purge')) {
         server[k].push(plan['Planning Time'] + plan['Execution Time']);
         const scans = [];
         const walk = (node) => {
-          if (node['Relation Name'] === name && node['Node Type'] !== 'ModifyTable') scans.push(`${node['Node Type']}${node['Index Name'] ? ` on ${node['Index Name'].replace(name, '…')}` : ''}`);
+          if (node['Relation Name'] === name && node['Node Type'] !== 'ModifyTable')
+            scans.push(
+              `${node['Node Type']}${node['Index Name'] ? ` on ${node['Index Name'].replace(name, '…')}` : ''}`,
+            );
           for (const child of node.Plans ?? []) walk(child);
         };
         walk(plan.Plan);
@@ -245,7 +281,9 @@ if (want('purge')) {
         'median ms': median(t).toFixed(3),
         'spread ms': spread(t, 3),
         '× purgeExpired() time': `${median(ratios).toFixed(1)} (${spread(ratios, 1)})`,
-        'server ms (EXPLAIN ANALYZE: planning + execution), median (spread)': server[contender] ? `${median(server[contender]).toFixed(3)} (${spread(server[contender], 3)})` : '',
+        'server ms (EXPLAIN ANALYZE: planning + execution), median (spread)': server[contender]
+          ? `${median(server[contender]).toFixed(3)} (${spread(server[contender], 3)})`
+          : '',
         'scan of the table': plans[contender] ?? '',
       });
     }
@@ -265,7 +303,11 @@ if (want('purge')) {
       },
     };
     const timing = new PostgresIdempotencyStore({ pool: timingPool, table: name });
-    const deleting = { 'statement_timestamp() DELETE (7b9ac05)': [], 'purgeExpired() (batched)': [], 'purgeExpired({ batchSize: 10000 })': [] };
+    const deleting = {
+      'statement_timestamp() DELETE (7b9ac05)': [],
+      'purgeExpired() (batched)': [],
+      'purgeExpired({ batchSize: 10000 })': [],
+    };
     for (let rep = 0; rep < 3; rep++) {
       for (const contender of Object.keys(deleting)) {
         await pool.query(
@@ -301,8 +343,12 @@ if (want('purge')) {
     await pool.query(`DROP SEQUENCE IF EXISTS ${name}_fence_seq`);
   }
   await pool.end();
-  console.log(`\n## purgeExpired() with nothing to delete: ${ROUNDS + 4} rounds (≥ 150 ms per contender each), interleaved; load after ${load()}\n`);
+  console.log(
+    `\n## purgeExpired() with nothing to delete: ${ROUNDS + 4} rounds (≥ 150 ms per contender each), interleaved; load after ${load()}\n`,
+  );
   console.log(table(rows));
-  console.log(`\n## Deleting a backlog (a tenth of the table, past its retention), 3 runs each, alternating; load after ${load()}\n`);
+  console.log(
+    `\n## Deleting a backlog (a tenth of the table, past its retention), 3 runs each, alternating; load after ${load()}\n`,
+  );
   console.log(table(backlogRows));
 }

@@ -26,7 +26,12 @@ const meterProvider = new MeterProvider({ readers: [new Reader()] });
 const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropping)] });
 const delivery = sdkCalls(meterProvider, tracerProvider);
 
-const contenders = { bare: [false, false], metrics: [true, false], traces: [false, true], 'metrics+traces': [true, true] };
+const contenders = {
+  bare: [false, false],
+  metrics: [true, false],
+  traces: [false, true],
+  'metrics+traces': [true, true],
+};
 console.log(`bench/telemetry-floor: ${machine()}; load ${load()}`);
 const cpu = Object.fromEntries(Object.keys(contenders).map((n) => [n, []]));
 for (let r = 0; r < WARMUP + ROUNDS; r++) {
@@ -43,7 +48,8 @@ const rows = Object.entries(cpu).map(([name, xs]) => {
     contender: name,
     'CPU µs/delivery': median(xs).toFixed(2),
     'spread µs': spread(xs, 2),
-    'SDK floor µs (− bare, per round)': name === 'bare' ? '—' : `${median(diffs).toFixed(2)} (${spread(diffs, 2)})`,
+    'SDK floor µs (− bare, per round)':
+      name === 'bare' ? '—' : `${median(diffs).toFixed(2)} (${spread(diffs, 2)})`,
   };
 });
 console.log(`\n${ROUNDS} rounds × ${PER_ROUND} deliveries, load after: ${load()}\n`);

@@ -6,7 +6,11 @@
 //            store.duration ×2 {op, store, result}; deliveries.add {outcome, adapter, dialect}
 //            (attribute objects made once: the SDK's own cost only).
 // Used by bench/telemetry-floor.mjs (alone) and bench/telemetry.mjs (inside an `off` receiver's onEvent).
-const SECONDS = { advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10] } };
+const SECONDS = {
+  advice: {
+    explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
+  },
+};
 const ADAPTER = { adapter: 'agnostic' };
 const CLAIMED = { op: 'claim', store: 'memory', result: 'acquired' };
 const COMPLETED = { op: 'complete', store: 'memory', result: 'completed' };

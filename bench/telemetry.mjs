@@ -19,7 +19,12 @@ import { readFileSync } from 'node:fs';
 import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+} from '@opentelemetry/sdk-trace-base';
 import { createReceiver, signDelivery } from '../dist/index.js';
 import { ocrBody } from './bodies.mjs';
 import { load, machine, median, spread, table } from './harness.mjs';
@@ -43,15 +48,23 @@ context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 const meterProvider = new MeterProvider({ readers: [new Reader()] });
 const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropping)] });
 // One delivery in ten traced (the rest sampled out at the root, as a production sampler would).
-const sampledProvider = new BasicTracerProvider({ sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.1) }), spanProcessors: [new BatchSpanProcessor(dropping)] });
+const sampledProvider = new BasicTracerProvider({
+  sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.1) }),
+  spanProcessors: [new BatchSpanProcessor(dropping)],
+});
 
 console.log(`bench/telemetry: ${machine()}; load ${load()}; signing ${PER_ROUND} deliveries…`);
 const base = ocrBody(1400);
 const finished = new Date(Date.now() - 5_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const deliveries = Array.from({ length: PER_ROUND }, (_, k) => {
-  const body = base.replace(/"job_id":"[^"]*"/, `"job_id":"bench-${k}"`).replace(/"finished_at":"[^"]*"/, `"finished_at":"${finished}"`);
+  const body = base
+    .replace(/"job_id":"[^"]*"/, `"job_id":"bench-${k}"`)
+    .replace(/"finished_at":"[^"]*"/, `"finished_at":"${finished}"`);
   const { headers } = signDelivery(body, privateKey);
-  return { body: new TextEncoder().encode(body), headers: Object.fromEntries(Object.entries(headers).map(([h, v]) => [h.toLowerCase(), v])) };
+  return {
+    body: new TextEncoder().encode(body),
+    headers: Object.fromEntries(Object.entries(headers).map(([h, v]) => [h.toLowerCase(), v])),
+  };
 });
 
 let heard = 0;
@@ -63,12 +76,23 @@ const contenders = {
   'metrics+traces': { meterProvider, tracerProvider },
   'metrics+traces, 10 % sampled': { meterProvider, tracerProvider: sampledProvider },
   'onDelivery only': { meterProvider: false, tracerProvider: false, onDelivery: () => void heard++ },
-  'SDK floor (off + the same SDK calls in onEvent)': { meterProvider: false, tracerProvider: false, onEvent: () => sdkDelivery(true, true) },
+  'SDK floor (off + the same SDK calls in onEvent)': {
+    meterProvider: false,
+    tracerProvider: false,
+    onEvent: () => sdkDelivery(true, true),
+  },
 };
 const makers = Object.fromEntries(Object.keys(contenders).map((n) => [n, createReceiver]));
 if (process.env.BASELINE) {
-  const baseline = (await import(new URL(process.env.BASELINE, `file://${process.cwd()}/`).href)).createReceiver;
-  for (const n of ['off', 'default (global no-op providers)', 'metrics', 'metrics+traces', 'metrics+traces, 10 % sampled']) {
+  const baseline = (await import(new URL(process.env.BASELINE, `file://${process.cwd()}/`).href))
+    .createReceiver;
+  for (const n of [
+    'off',
+    'default (global no-op providers)',
+    'metrics',
+    'metrics+traces',
+    'metrics+traces, 10 % sampled',
+  ]) {
     contenders[`${n} @ baseline`] = contenders[n];
     makers[`${n} @ baseline`] = baseline;
   }
@@ -104,14 +128,23 @@ const rows = Object.entries(times).map(([name, t]) => {
   return {
     contender: name,
     'median µs/delivery': (median(t) * 1000).toFixed(1),
-    'spread µs': spread(t.map((x) => x * 1000), 1),
+    'spread µs': spread(
+      t.map((x) => x * 1000),
+      1,
+    ),
     'throughput × off': name === 'off' ? '1.00' : `${median(ratios).toFixed(3)} (${spread(ratios, 3)})`,
     'CPU µs/delivery': (median(cpu[name]) * 1000).toFixed(1),
-    'CPU spread µs': spread(cpu[name].map((x) => x * 1000), 1),
-    'CPU-time throughput × off': name === 'off' ? '1.00' : `${median(cpuRatios).toFixed(3)} (${spread(cpuRatios, 3)})`,
+    'CPU spread µs': spread(
+      cpu[name].map((x) => x * 1000),
+      1,
+    ),
+    'CPU-time throughput × off':
+      name === 'off' ? '1.00' : `${median(cpuRatios).toFixed(3)} (${spread(cpuRatios, 3)})`,
   };
 });
-console.log(`\n${ROUNDS} rounds × ${PER_ROUND} deliveries (genuine, each a new job), load after: ${load()}\n`);
+console.log(
+  `\n${ROUNDS} rounds × ${PER_ROUND} deliveries (genuine, each a new job), load after: ${load()}\n`,
+);
 console.log(table(rows));
 const FLOOR = 'SDK floor (off + the same SDK calls in onEvent)';
 for (const name of ['metrics+traces', 'metrics+traces @ baseline'].filter((n) => n in times)) {
@@ -119,7 +152,9 @@ for (const name of ['metrics+traces', 'metrics+traces @ baseline'].filter((n) =>
   const ownCpu = cpu[name].map((x, i) => (x - cpu[FLOOR][i]) * 1000);
   const sdk = times[FLOOR].map((x, i) => (x - times.off[i]) * 1000);
   const sdkCpu = cpu[FLOOR].map((x, i) => (x - cpu.off[i]) * 1000);
-  console.log(`${name}: the SDK floor over off ${median(sdk).toFixed(1)} µs wall, ${median(sdkCpu).toFixed(1)} µs CPU; jobhook's own over the floor ${median(own).toFixed(1)} µs wall (${spread(own, 1)}), ${median(ownCpu).toFixed(1)} µs CPU (${spread(ownCpu, 1)}) (medians of per-round differences)`);
+  console.log(
+    `${name}: the SDK floor over off ${median(sdk).toFixed(1)} µs wall, ${median(sdkCpu).toFixed(1)} µs CPU; jobhook's own over the floor ${median(own).toFixed(1)} µs wall (${spread(own, 1)}), ${median(ownCpu).toFixed(1)} µs CPU (${spread(ownCpu, 1)}) (medians of per-round differences)`,
+  );
 }
 await tracerProvider.shutdown();
 await sampledProvider.shutdown();

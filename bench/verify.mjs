@@ -55,8 +55,10 @@ function contenders(body, { small }) {
   // Receivers get headers with lower-case names (node:http); bytes, or text where a framework decoded them.
   const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
   const c = {
-    'floor: crypto.verify + JSON.parse': () => rsaVerify('sha256', message, keyObject, sig) && JSON.parse(body),
-    'floor from bytes: crypto.verify + JSON.parse(bytes)': () => rsaVerify('sha256', message, keyObject, sig) && JSON.parse(buffer),
+    'floor: crypto.verify + JSON.parse': () =>
+      rsaVerify('sha256', message, keyObject, sig) && JSON.parse(body),
+    'floor from bytes: crypto.verify + JSON.parse(bytes)': () =>
+      rsaVerify('sha256', message, keyObject, sig) && JSON.parse(buffer),
     'bare crypto.verify': () => rsaVerify('sha256', message, keyObject, sig),
     'jobhook verify (valid, text)': () => verifier.verify(body, lower),
     'jobhook verify (valid, bytes)': () => verifier.verify(bytes, lower),
@@ -83,11 +85,19 @@ for (const [label, size, opts] of [
   const { c, accepts } = contenders(body, { small: size < 10_000 });
   const times = await interleaved(c, opts);
   console.log(`## ${label} (${Buffer.byteLength(body)} B)\n`);
-  console.log(table(summarize(times, 'floor: crypto.verify + JSON.parse', { unit: size < 10_000 ? 'µs' : 'ms' })));
+  console.log(
+    table(summarize(times, 'floor: crypto.verify + JSON.parse', { unit: size < 10_000 ? 'µs' : 'ms' })),
+  );
   const per = (a, b) => times[a].map((t, i) => times[b][i] / t);
   const forgedCost = times['jobhook verify (forged)'].map((t, i) => t / times['bare crypto.verify'][i]);
-  console.log(`\ngoal 1, same input: text ${median(per('jobhook verify (valid, text)', 'floor: crypto.verify + JSON.parse')).toFixed(2)}× the floor; bytes ${median(per('jobhook verify (valid, bytes)', 'floor from bytes: crypto.verify + JSON.parse(bytes)')).toFixed(2)}× the floor from bytes (throughput, median of rounds)`);
-  console.log(`forged delivery ÷ bare crypto.verify (time, per round): median ${median(forgedCost).toFixed(2)} (${spread(forgedCost)})`);
-  console.log(`naive recipe accepts this delivery: ${accepts.naive}; node-forge pipeline accepts it: ${accepts.forge}\n`);
+  console.log(
+    `\ngoal 1, same input: text ${median(per('jobhook verify (valid, text)', 'floor: crypto.verify + JSON.parse')).toFixed(2)}× the floor; bytes ${median(per('jobhook verify (valid, bytes)', 'floor from bytes: crypto.verify + JSON.parse(bytes)')).toFixed(2)}× the floor from bytes (throughput, median of rounds)`,
+  );
+  console.log(
+    `forged delivery ÷ bare crypto.verify (time, per round): median ${median(forgedCost).toFixed(2)} (${spread(forgedCost)})`,
+  );
+  console.log(
+    `naive recipe accepts this delivery: ${accepts.naive}; node-forge pipeline accepts it: ${accepts.forge}\n`,
+  );
 }
 console.log(`Finished ${new Date().toISOString()}, load average ${load()}.`);

@@ -23,7 +23,8 @@ import { load, median, spread, table } from './harness.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const mode = args.mode ?? 'auto';
-if (!['auto', 'deno-like', 'no-node-crypto', 'workers-like'].includes(mode)) throw new Error(`unknown --mode=${mode}`);
+if (!['auto', 'deno-like', 'no-node-crypto', 'workers-like'].includes(mode))
+  throw new Error(`unknown --mode=${mode}`);
 if (mode === 'deno-like') {
   const real = process.getBuiltinModule('node:crypto');
   const noRawRsa = Object.create(real, {
@@ -35,16 +36,24 @@ if (mode === 'deno-like') {
     },
   });
   const get = process.getBuiltinModule;
-  process.getBuiltinModule = (id) => (id === 'node:crypto' || id === 'crypto' ? noRawRsa : get.call(process, id));
+  process.getBuiltinModule = (id) =>
+    id === 'node:crypto' || id === 'crypto' ? noRawRsa : get.call(process, id);
 } else if (mode !== 'auto') {
   process.getBuiltinModule = undefined;
 }
 
 const { createVerifier, signDelivery } = await import('../dist/index.js');
 const web = await import('../dist/web.js');
-const before = args.before === undefined ? undefined : await import(pathToFileURL(`${args.before.replace(/\/$/, '')}/web.js`).href);
+const before =
+  args.before === undefined
+    ? undefined
+    : await import(pathToFileURL(`${args.before.replace(/\/$/, '')}/web.js`).href);
 
-const runtime = globalThis.Bun ? `Bun ${globalThis.Bun.version}` : globalThis.Deno ? `Deno ${globalThis.Deno.version.deno}` : `Node ${process.version}`;
+const runtime = globalThis.Bun
+  ? `Bun ${globalThis.Bun.version}`
+  : globalThis.Deno
+    ? `Deno ${globalThis.Deno.version.deno}`
+    : `Node ${process.version}`;
 const cpuUsage = typeof process.cpuUsage === 'function' ? () => process.cpuUsage() : undefined;
 
 const keys = new URL('../fixtures/keys/', import.meta.url);
@@ -102,7 +111,10 @@ if (mode === 'workers-like') {
   globalThis.WebAssembly = blocked;
 }
 const webVerifier = await contender(() => web.createVerifier({ publicKey: publicPem, maxAgeSeconds: false }));
-const beforeVerifier = before === undefined ? undefined : await contender(() => before.createVerifier({ publicKey: publicPem, maxAgeSeconds: false }));
+const beforeVerifier =
+  before === undefined
+    ? undefined
+    : await contender(() => before.createVerifier({ publicKey: publicPem, maxAgeSeconds: false }));
 
 const contenders = {};
 const skipped = [];
@@ -156,13 +168,16 @@ const rows = Object.keys(contenders).map((name) => {
   };
   if (metric[yardstick] !== undefined) {
     const ratios = metric[name].map((x, i) => x / metric[yardstick][i]);
-    row[`${cpuUsage === undefined ? 'wall' : 'CPU'} × Node verifier genuine`] = `${median(ratios).toFixed(2)} (${spread(ratios)})`;
+    row[`${cpuUsage === undefined ? 'wall' : 'CPU'} × Node verifier genuine`] =
+      `${median(ratios).toFixed(2)} (${spread(ratios)})`;
   }
   return row;
 });
 
 console.log(`# web-verify, mode ${mode} — ${runtime}, ${process.platform} ${process.arch}\n`);
-console.log(`Started ${started}, load average ${loadBefore}; ${rounds} rounds of ≥ ${minMs} ms per contender after ${warmup} warm-up rounds; body ${bytes.length} B, 2048-bit key.\n`);
+console.log(
+  `Started ${started}, load average ${loadBefore}; ${rounds} rounds of ≥ ${minMs} ms per contender after ${warmup} warm-up rounds; body ${bytes.length} B, 2048-bit key.\n`,
+);
 console.log(table(rows));
 const pairs = [
   ['jobhook/web, genuine', 'Node verifier, genuine'],
@@ -174,7 +189,9 @@ console.log('');
 for (const [a, b] of pairs) {
   if (metric[a] === undefined || metric[b] === undefined) continue;
   const ratios = metric[a].map((x, i) => x / metric[b][i]);
-  console.log(`${a} ÷ ${b} (${cpuUsage === undefined ? 'wall' : 'CPU'} per round): median ${median(ratios).toFixed(2)} (${spread(ratios)})`);
+  console.log(
+    `${a} ÷ ${b} (${cpuUsage === undefined ? 'wall' : 'CPU'} per round): median ${median(ratios).toFixed(2)} (${spread(ratios)})`,
+  );
 }
 for (const s of skipped) console.log(`skipped ${s}`);
 console.log(`\nFinished ${new Date().toISOString()}, load average ${load()}.`);

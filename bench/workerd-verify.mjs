@@ -73,11 +73,31 @@ export default {
   },
 };`;
 writeFileSync(join(dir, 'rsa.src.js'), rsaSource);
-await build({ entryPoints: [join(dir, 'rsa.src.js')], bundle: true, format: 'esm', external: ['jobhook/rsa.wasm'], outfile: join(dir, 'rsa.js'), logLevel: 'error' });
-const jwk = JSON.stringify((await import('node:crypto')).createPublicKey(publicPem).export({ format: 'jwk' }));
-for (const [name, provide] of [['wasm', true], ['bigint', false]]) {
+await build({
+  entryPoints: [join(dir, 'rsa.src.js')],
+  bundle: true,
+  format: 'esm',
+  external: ['jobhook/rsa.wasm'],
+  outfile: join(dir, 'rsa.js'),
+  logLevel: 'error',
+});
+const jwk = JSON.stringify(
+  (await import('node:crypto')).createPublicKey(publicPem).export({ format: 'jwk' }),
+);
+for (const [name, provide] of [
+  ['wasm', true],
+  ['bigint', false],
+]) {
   writeFileSync(join(dir, `${name}.src.js`), source(provide));
-  await build({ entryPoints: [join(dir, `${name}.src.js`)], bundle: true, format: 'esm', conditions: ['workerd', 'worker', 'browser'], external: ['jobhook/rsa.wasm'], outfile: join(dir, `${name}.js`), logLevel: 'error' });
+  await build({
+    entryPoints: [join(dir, `${name}.src.js`)],
+    bundle: true,
+    format: 'esm',
+    conditions: ['workerd', 'worker', 'browser'],
+    external: ['jobhook/rsa.wasm'],
+    outfile: join(dir, `${name}.js`),
+    logLevel: 'error',
+  });
 }
 copyFileSync(join(root, 'dist', 'rsa.wasm'), join(dir, 'rsa.wasm'));
 
@@ -89,7 +109,8 @@ const freePort = () =>
     });
   });
 const ports = { wasm: await freePort(), bigint: await freePort(), rsa: await freePort() };
-const worker = (name, modules) => `(modules = [${modules}], compatibilityDate = "2025-09-01", bindings = [(name = "KEY", text = ${JSON.stringify(publicPem)})])`;
+const worker = (name, modules) =>
+  `(modules = [${modules}], compatibilityDate = "2025-09-01", bindings = [(name = "KEY", text = ${JSON.stringify(publicPem)})])`;
 writeFileSync(
   join(dir, 'bench.capnp'),
   `using Workerd = import "/workerd/workerd.capnp";
@@ -106,14 +127,18 @@ const config :Workerd.Config = (
   ],
 );`,
 );
-const child = spawn(workerdBin, ['serve', join(dir, 'bench.capnp')], { stdio: ['ignore', 'ignore', 'inherit'] });
+const child = spawn(workerdBin, ['serve', join(dir, 'bench.capnp')], {
+  stdio: ['ignore', 'ignore', 'inherit'],
+});
 process.on('exit', () => child.kill());
-const version = (await new Promise((resolve) => {
-  const v = spawn(workerdBin, ['--version']);
-  let out = '';
-  v.stdout.on('data', (c) => (out += c));
-  v.on('close', () => resolve(out.trim()));
-})).replace(/^workerd\s*/, '');
+const version = (
+  await new Promise((resolve) => {
+    const v = spawn(workerdBin, ['--version']);
+    let out = '';
+    v.stdout.on('data', (c) => (out += c));
+    v.on('close', () => resolve(out.trim()));
+  })
+).replace(/^workerd\s*/, '');
 
 const ticks = () => {
   const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
@@ -121,7 +146,10 @@ const ticks = () => {
 };
 async function post(name, hdrs, count) {
   const payload = name === 'rsa' ? hdrs : { body, headers: hdrs, n: count };
-  const res = await fetch(`http://127.0.0.1:${ports[name]}/`, { method: 'POST', body: JSON.stringify({ ...payload, n: count }) });
+  const res = await fetch(`http://127.0.0.1:${ports[name]}/`, {
+    method: 'POST',
+    body: JSON.stringify({ ...payload, n: count }),
+  });
   if (!res.ok) throw new Error(`${name}: HTTP ${res.status} ${await res.text()}`);
   return res.json();
 }
@@ -180,5 +208,7 @@ const rows = Object.keys(contenders).map((name) => {
   };
 });
 console.log(`${machine()}, workerd ${version}`);
-console.log(`${started}, ${rounds} rounds of ${n} verifications per contender, load average ${loadBefore} → ${load()}\n`);
+console.log(
+  `${started}, ${rounds} rounds of ${n} verifications per contender, load average ${loadBefore} → ${load()}\n`,
+);
 console.log(table(rows));

@@ -19,7 +19,9 @@ app.post(
     publicKey,
     onEvent: (event, { jobId, dialect }) => {
       handled.push(jobId);
-      console.log(`   handler: job ${jobId} ${event.status} (${event.feature}, canonical dialect ${dialect})`);
+      console.log(
+        `   handler: job ${jobId} ${event.status} (${event.feature}, canonical dialect ${dialect})`,
+      );
     },
   }),
 );
@@ -51,7 +53,13 @@ try {
   const a = await send('1. signed delivery', delivery.body, delivery.headers);
   const b = await send('2. the same delivery again', delivery.body, delivery.headers);
   const c = await send('3. tampered delivery', delivery.body.replace('Zürich', 'Zurich'), delivery.headers);
-  ok = a.status === 200 && a.what === 'processed' && b.status === 200 && b.what === 'duplicate' && c.status === 401 && handled.length === 1;
+  ok =
+    a.status === 200 &&
+    a.what === 'processed' &&
+    b.status === 200 &&
+    b.what === 'duplicate' &&
+    c.status === 401 &&
+    handled.length === 1;
   console.log(ok ? 'processed once, duplicate ignored, tampered rejected: OK' : 'UNEXPECTED RESULT');
 } finally {
   server.close();

@@ -30,7 +30,13 @@ for (const file of files(join(root, 'src'))) {
       const start = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
       const end = source.getLineAndCharacterOfPosition(node.getEnd()).line;
       const lines = end - start + 1;
-      const name = node.name?.getText(source) ?? (ts.isVariableDeclaration(node.parent) ? node.parent.name.getText(source) : ts.isPropertyAssignment(node.parent) ? node.parent.name.getText(source) : '(anonymous)');
+      const name =
+        node.name?.getText(source) ??
+        (ts.isVariableDeclaration(node.parent)
+          ? node.parent.name.getText(source)
+          : ts.isPropertyAssignment(node.parent)
+            ? node.parent.name.getText(source)
+            : '(anonymous)');
       if (lines > min) found.push({ lines, where: `${relative(root, file)}:${start + 1}`, name });
     }
     ts.forEachChild(node, visit);

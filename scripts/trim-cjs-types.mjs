@@ -32,7 +32,10 @@ let examples = 0;
 for (const name of readdirSync(dist).filter((n) => n.endsWith('.d.cts'))) {
   const file = join(dist, name);
   const text = readFileSync(file, 'utf8');
-  const out = text.replace(/\/\*\*[\s\S]*?\*\//g, (block) => (block.includes('@example') ? (examples++, withoutExamples(block)) : block));
+  const out = text.replace(/\/\*\*[\s\S]*?\*\//g, (block) =>
+    block.includes('@example') ? (examples++, withoutExamples(block)) : block,
+  );
   if (out !== text) writeFileSync(file, out);
 }
-if (examples === 0) throw new Error('trim-cjs-types: no @example found in dist/*.d.cts (did tsup write declarations?)');
+if (examples === 0)
+  throw new Error('trim-cjs-types: no @example found in dist/*.d.cts (did tsup write declarations?)');

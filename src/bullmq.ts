@@ -19,9 +19,21 @@ import {
 import type { QueueHandoff } from './lib/queues/contract.js';
 
 export { bullmqJobId, BULLMQ_JOB_NAME } from './lib/queues/bullmq.js';
-export type { BullMQHandlerOptions, BullMQJobLike, BullMQProcessorOptions, BullMQQueueLike, BullMQWorkerOptions, QueuedRunOutcome } from './lib/queues/bullmq.js';
+export type {
+  BullMQHandlerOptions,
+  BullMQJobLike,
+  BullMQProcessorOptions,
+  BullMQQueueLike,
+  BullMQWorkerOptions,
+  QueuedRunOutcome,
+} from './lib/queues/bullmq.js';
 export { GATEWAY_RETRY_HORIZON_MS, DEFAULT_QUEUE_RETAIN_MS, workKey } from './lib/queues/contract.js';
-export type { QueueHandoff, QueuedEventContext, QueuedEventHandler, QueueWorkerOptionsBase } from './lib/queues/contract.js';
+export type {
+  QueueHandoff,
+  QueuedEventContext,
+  QueuedEventHandler,
+  QueueWorkerOptionsBase,
+} from './lib/queues/contract.js';
 
 /**
  * An `onEvent` for a receiver that adds each verified event to a BullMQ queue and
@@ -74,7 +86,9 @@ export function createBullMQHandler(queue: BullMQQueueLike, options?: BullMQHand
  * new Worker('gateway-events', processor, { connection, concurrency: 8 });
  * ```
  */
-export function createBullMQProcessor<Tx = unknown>(options: BullMQProcessorOptions<Tx>): (job: BullMQJobLike, token?: string) => Promise<QueuedRunOutcome> {
+export function createBullMQProcessor<Tx = unknown>(
+  options: BullMQProcessorOptions<Tx>,
+): (job: BullMQJobLike, token?: string) => Promise<QueuedRunOutcome> {
   return createProcessor(options);
 }
 
@@ -97,6 +111,10 @@ export function createBullMQProcessor<Tx = unknown>(options: BullMQProcessorOpti
  * }, { connection: { host: 'redis' }, concurrency: 8 });
  * ```
  */
-export function createBullMQWorker<Tx = unknown>(queueName: string, options: BullMQProcessorOptions<Tx>, workerOptions: BullMQWorkerOptions): Worker {
+export function createBullMQWorker<Tx = unknown>(
+  queueName: string,
+  options: BullMQProcessorOptions<Tx>,
+  workerOptions: BullMQWorkerOptions,
+): Worker {
   return createBullMQWorkerCore(queueName, options, workerOptions);
 }

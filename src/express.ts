@@ -47,7 +47,9 @@ declare global {
  * app.use(express.json()); // other routes may parse JSON; mount the receiver first
  * ```
  */
-export function createReceiver<Tx = unknown>(options: ExpressReceiverOptions<Tx>): NodeHandler & ReceiverControls {
+export function createReceiver<Tx = unknown>(
+  options: ExpressReceiverOptions<Tx>,
+): NodeHandler & ReceiverControls {
   return createNodeReceiver(options);
 }
 

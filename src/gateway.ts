@@ -5,10 +5,19 @@
  * job runner as the receivers. Runtime-neutral (fetch).
  * @packageDocumentation
  */
-import { createGatewayClientCore, type GatewayClient, type GatewayClientOptions } from './lib/gateway/client.js';
+import {
+  createGatewayClientCore,
+  type GatewayClient,
+  type GatewayClientOptions,
+} from './lib/gateway/client.js';
 import { createReconcilerCore, type Reconciler, type ReconcilerOptions } from './lib/gateway/reconciler.js';
 
-export type { CreateJobRequest, GatewayClient, GatewayClientOptions, JobResource } from './lib/gateway/client.js';
+export type {
+  CreateJobRequest,
+  GatewayClient,
+  GatewayClientOptions,
+  JobResource,
+} from './lib/gateway/client.js';
 export type { ReconcileReport, Reconciler, ReconcilerOptions } from './lib/gateway/reconciler.js';
 export type { PollEventContext } from './lib/jobs/context.js';
 export {

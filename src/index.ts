@@ -5,13 +5,27 @@
  * @packageDocumentation
  */
 import type { KeyObject } from 'node:crypto';
-import { createAgnosticReceiver, type AgnosticReceiver, type ReceiverOptions } from './lib/adapters/agnostic.js';
+import {
+  createAgnosticReceiver,
+  type AgnosticReceiver,
+  type ReceiverOptions,
+} from './lib/adapters/agnostic.js';
 import type { ReceiverControls } from './lib/adapters/controls.js';
 import type { ReceiverAnswer } from './lib/receive/answers.js';
-import { SIGN_OPTIONS, signDelivery as signDeliveryCore, type SignOptions, type SignedDelivery } from './lib/runtime/sign.js';
+import {
+  SIGN_OPTIONS,
+  signDelivery as signDeliveryCore,
+  type SignOptions,
+  type SignedDelivery,
+} from './lib/runtime/sign.js';
 import type { VerifiedDelivery } from './lib/core/verify/core.js';
 import type { HeadersInput } from './lib/core/verify/headers.js';
-import { createSyncVerifier, VERIFIER_OPTIONS, type Verifier, type VerifierOptions } from './lib/runtime/verify/node-verifier.js';
+import {
+  createSyncVerifier,
+  VERIFIER_OPTIONS,
+  type Verifier,
+  type VerifierOptions,
+} from './lib/runtime/verify/node-verifier.js';
 import { checkOptionNames } from './lib/base/options.js';
 
 export * from './lib/entries/neutral-api.js';
@@ -84,7 +98,11 @@ const verifiers = new WeakMap<VerifierOptions, Verifier>();
  * const { event } = verifyWebhook(rawBody, headers, options);
  * ```
  */
-export function verifyWebhook(body: string | Uint8Array, headers: HeadersInput, options: VerifierOptions): VerifiedDelivery {
+export function verifyWebhook(
+  body: string | Uint8Array,
+  headers: HeadersInput,
+  options: VerifierOptions,
+): VerifiedDelivery {
   let verifier = verifiers.get(options);
   if (verifier === undefined) {
     verifier = createVerifier(options);
@@ -102,8 +120,11 @@ export function verifyWebhook(body: string | Uint8Array, headers: HeadersInput, 
  * await fetch('http://127.0.0.1:3000/webhooks', { method: 'POST', headers, body });
  * ```
  */
-export function signDelivery(body: string | Uint8Array, privateKey: string | KeyObject, options?: SignOptions): SignedDelivery {
+export function signDelivery(
+  body: string | Uint8Array,
+  privateKey: string | KeyObject,
+  options?: SignOptions,
+): SignedDelivery {
   checkOptionNames(options, SIGN_OPTIONS);
   return signDeliveryCore(body, privateKey, options);
 }
-

@@ -5,12 +5,29 @@
  * @packageDocumentation
  */
 import type { JetStreamClient } from 'nats';
-import { createJetStreamHandoff, createJetStreamWorkerCore, type JetStreamHandlerOptions, type JetStreamHandoff, type JetStreamWorker, type JetStreamWorkerOptions } from './lib/queues/jetstream.js';
+import {
+  createJetStreamHandoff,
+  createJetStreamWorkerCore,
+  type JetStreamHandlerOptions,
+  type JetStreamHandoff,
+  type JetStreamWorker,
+  type JetStreamWorkerOptions,
+} from './lib/queues/jetstream.js';
 
 export { subjectMatches } from './lib/queues/jetstream.js';
-export type { JetStreamHandlerOptions, JetStreamHandoff, JetStreamWorker, JetStreamWorkerOptions } from './lib/queues/jetstream.js';
+export type {
+  JetStreamHandlerOptions,
+  JetStreamHandoff,
+  JetStreamWorker,
+  JetStreamWorkerOptions,
+} from './lib/queues/jetstream.js';
 export { GATEWAY_RETRY_HORIZON_MS, DEFAULT_QUEUE_RETAIN_MS, workKey } from './lib/queues/contract.js';
-export type { QueueHandoff, QueuedEventContext, QueuedEventHandler, QueueWorkerOptionsBase } from './lib/queues/contract.js';
+export type {
+  QueueHandoff,
+  QueuedEventContext,
+  QueuedEventHandler,
+  QueueWorkerOptionsBase,
+} from './lib/queues/contract.js';
 
 /**
  * An `onEvent` for a receiver that publishes each verified event to `subject` with
@@ -39,7 +56,10 @@ export type { QueueHandoff, QueuedEventContext, QueuedEventHandler, QueueWorkerO
  * ```
  * @throws TypeError for bad options (synchronously); `ready` rejects for a stream that does not fit.
  */
-export function createJetStreamHandler(js: JetStreamClient, options: JetStreamHandlerOptions): JetStreamHandoff {
+export function createJetStreamHandler(
+  js: JetStreamClient,
+  options: JetStreamHandlerOptions,
+): JetStreamHandoff {
   return createJetStreamHandoff(js, options);
 }
 
@@ -67,6 +87,9 @@ export function createJetStreamHandler(js: JetStreamClient, options: JetStreamHa
  * process.on('SIGTERM', () => void worker.close());
  * ```
  */
-export function createJetStreamWorker<Tx = unknown>(js: JetStreamClient, options: JetStreamWorkerOptions<Tx>): JetStreamWorker {
+export function createJetStreamWorker<Tx = unknown>(
+  js: JetStreamClient,
+  options: JetStreamWorkerOptions<Tx>,
+): JetStreamWorker {
   return createJetStreamWorkerCore(js, options);
 }

@@ -22,4 +22,10 @@ export type {
   TransactionalStore,
   TransactionOf,
 } from './lib/jobs/store.js';
-export type { ClaimContext, ErrorListener, ResolvedRunnerOptions, RunnerHealth, RunOptions } from './lib/jobs/runner.js';
+export type {
+  ClaimContext,
+  ErrorListener,
+  ResolvedRunnerOptions,
+  RunnerHealth,
+  RunOptions,
+} from './lib/jobs/runner.js';

@@ -5,17 +5,50 @@
  */
 import type { KeyObject } from 'node:crypto';
 import type { SignedDelivery } from './lib/runtime/sign.js';
-import { generateTestKeys as generateTestKeysCore, type TestKeyOptions, type TestKeyPair } from './lib/testing/keys.js';
-import { signPayload as signPayloadCore, type PayloadInput, type SignPayloadOptions } from './lib/testing/sign-payload.js';
-import { startGatewaySimulator as startCore, type GatewaySimulator, type GatewaySimulatorOptions } from './lib/testing/simulator.js';
-import { checkReceiver as checkCore, type CheckOptions, type CheckReport } from './lib/testing/check/index.js';
+import {
+  generateTestKeys as generateTestKeysCore,
+  type TestKeyOptions,
+  type TestKeyPair,
+} from './lib/testing/keys.js';
+import {
+  signPayload as signPayloadCore,
+  type PayloadInput,
+  type SignPayloadOptions,
+} from './lib/testing/sign-payload.js';
+import {
+  startGatewaySimulator as startCore,
+  type GatewaySimulator,
+  type GatewaySimulatorOptions,
+} from './lib/testing/simulator.js';
+import {
+  checkReceiver as checkCore,
+  type CheckOptions,
+  type CheckReport,
+} from './lib/testing/check/index.js';
 import { formatCheckReport as formatCore } from './lib/testing/check/report.js';
 
-export type { DeliveryAttempt, DeliveryResult, DeliverySending, GatewaySimulator, GatewaySimulatorOptions, SimulatedDelivery, SimulatedJob } from './lib/testing/simulator.js';
+export type {
+  DeliveryAttempt,
+  DeliveryResult,
+  DeliverySending,
+  GatewaySimulator,
+  GatewaySimulatorOptions,
+  SimulatedDelivery,
+  SimulatedJob,
+} from './lib/testing/simulator.js';
 export { SIMULATOR_USER_AGENT } from './lib/testing/simulator.js';
 export type { TestKeyOptions, TestKeyPair } from './lib/testing/keys.js';
 export type { PayloadInput, SignPayloadOptions } from './lib/testing/sign-payload.js';
-export type { CaseResult, CheckGroup, CheckOptions, CheckReport, EffectsSource, SendReport, Verdict, VerdictCounts } from './lib/testing/check/index.js';
+export type {
+  CaseResult,
+  CheckGroup,
+  CheckOptions,
+  CheckReport,
+  EffectsSource,
+  SendReport,
+  Verdict,
+  VerdictCounts,
+} from './lib/testing/check/index.js';
 export type { AttemptReport } from './lib/testing/send.js';
 
 /**
@@ -120,7 +153,11 @@ export function generateTestKeys(options?: TestKeyOptions): TestKeyPair {
  * @throws OptionError (a TypeError) when `privateKey` is not an RSA private key.
  * @throws BodyMalformedError when the payload is not strict JSON.
  */
-export function signPayload(payload: PayloadInput, privateKey: string | KeyObject, options?: SignPayloadOptions): SignedDelivery {
+export function signPayload(
+  payload: PayloadInput,
+  privateKey: string | KeyObject,
+  options?: SignPayloadOptions,
+): SignedDelivery {
   return signPayloadCore(payload, privateKey, options);
 }
 

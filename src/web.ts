@@ -6,7 +6,12 @@
  */
 import { createFetchReceiver, type WebReceiverOptions } from './lib/adapters/web.js';
 import type { ReceiverControls } from './lib/adapters/controls.js';
-import { createWebVerifierCore, WEB_VERIFIER_OPTIONS, type WebVerifier, type WebVerifierOptions } from './lib/runtime/verify/web-verifier.js';
+import {
+  createWebVerifierCore,
+  WEB_VERIFIER_OPTIONS,
+  type WebVerifier,
+  type WebVerifierOptions,
+} from './lib/runtime/verify/web-verifier.js';
 import { checkOptionNames } from './lib/base/options.js';
 import { provideRsaWasmModule as provideRsaModule } from './lib/runtime/crypto/rsa-wasm-engine.js';
 
@@ -47,7 +52,9 @@ export function createVerifier(options: WebVerifierOptions): WebVerifier {
  * });
  * ```
  */
-export function createReceiver<Tx = unknown>(options: WebReceiverOptions<Tx>): ((request: Request) => Promise<Response>) & ReceiverControls {
+export function createReceiver<Tx = unknown>(
+  options: WebReceiverOptions<Tx>,
+): ((request: Request) => Promise<Response>) & ReceiverControls {
   return createFetchReceiver(options);
 }
 

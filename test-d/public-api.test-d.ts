@@ -62,7 +62,9 @@ describe('public types', () => {
 
   it('the same verbs from every entry, each of its runtime', () => {
     const agnostic = createReceiver({ publicKey: '', onEvent: () => undefined });
-    expectTypeOf(agnostic).parameter(0).toEqualTypeOf<{ body: string | Uint8Array; headers: import('../src/index.js').HeadersInput }>();
+    expectTypeOf(agnostic)
+      .parameter(0)
+      .toEqualTypeOf<{ body: string | Uint8Array; headers: import('../src/index.js').HeadersInput }>();
     expectTypeOf(agnostic).returns.toEqualTypeOf<Promise<ReceiverAnswer>>();
     expectTypeOf<ReceiverAnswer['body']>().toEqualTypeOf<string>();
     expectTypeOf(agnostic.close).returns.toEqualTypeOf<Promise<void>>();
@@ -176,8 +178,16 @@ describe('public types', () => {
     void checkReceiver('https://example.com/hook', {});
     // @ts-expect-error a misspelt option does not compile
     void checkReceiver('https://example.com/hook', { privateKey: '', size: [1000] });
-    void checkReceiver('https://example.com/hook', { privateKey: '', effects: 'https://example.com/effects' });
-    void checkReceiver('https://example.com/hook', { privateKey: '', effects: async () => ['job-1'], sizes: [1000], encodings: [] });
+    void checkReceiver('https://example.com/hook', {
+      privateKey: '',
+      effects: 'https://example.com/effects',
+    });
+    void checkReceiver('https://example.com/hook', {
+      privateKey: '',
+      effects: async () => ['job-1'],
+      sizes: [1000],
+      encodings: [],
+    });
     expectTypeOf<CheckReport['counts']>().toEqualTypeOf<Record<Verdict, number>>();
     expectTypeOf<CheckReport['ok']>().toEqualTypeOf<boolean>();
   });

@@ -14,7 +14,9 @@ const app = Fastify();
 // up to the receiver's maxBodyBytes (25 MiB), for this route only. Other routes parse JSON as usual.
 app.register(async (webhooks) => {
   webhooks.removeAllContentTypeParsers();
-  webhooks.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 25 * 1024 * 1024 }, (_req, body, done) => done(null, body));
+  webhooks.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 25 * 1024 * 1024 }, (_req, body, done) =>
+    done(null, body),
+  );
   webhooks.post('/webhooks/gateway', async (req, reply) => {
     const answer = await receive({ body: req.body as Buffer, headers: req.headers });
     return reply.code(answer.status).headers(answer.headers).send(answer.body);

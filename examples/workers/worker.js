@@ -15,7 +15,8 @@ let receive;
 export default {
   async fetch(request, env) {
     const { pathname } = new URL(request.url);
-    if (request.method !== 'POST' || pathname !== '/webhooks/gateway') return new Response('Not Found', { status: 404 });
+    if (request.method !== 'POST' || pathname !== '/webhooks/gateway')
+      return new Response('Not Found', { status: 404 });
     receive ??= createReceiver({
       publicKey: env.GATEWAY_PUBLIC_KEY,
       onEvent: async (event, { jobId }) => {

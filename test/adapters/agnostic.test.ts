@@ -31,14 +31,23 @@ receiverBehaviour('Fastify + agnostic createReceiver', (options) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
   app.post('/hook', async (req, reply) => {
-    const answer = await receive({ body: (req.body as Buffer | undefined) ?? new Uint8Array(0), headers: req.headers });
+    const answer = await receive({
+      body: (req.body as Buffer | undefined) ?? new Uint8Array(0),
+      headers: req.headers,
+    });
     return reply.code(answer.status).headers(answer.headers).send(answer.body);
   });
   servers.push(app);
-  const ready = app.listen({ port: 0, host: '127.0.0.1' }).then(() => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/hook`);
+  const ready = app
+    .listen({ port: 0, host: '127.0.0.1' })
+    .then(() => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/hook`);
   return async (body, headers) => {
     const res = await fetch(await ready, { method: 'POST', headers, body: body as BodyInit });
-    return { status: res.status, body: (await res.json()) as never, headers: Object.fromEntries(res.headers) };
+    return {
+      status: res.status,
+      body: (await res.json()) as never,
+      headers: Object.fromEntries(res.headers),
+    };
   };
 });
 
@@ -47,9 +56,18 @@ describe('agnostic createReceiver specifics', () => {
     const receive = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, log: {} });
     const d = signed(jobId());
     const answer = await receive({ body: d.body, headers: new Headers(d.headers) });
-    expect(answer).toMatchObject({ status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } });
-    expect(JSON.parse(answer.body)).toEqual({ status: 'processed', job_id: (JSON.parse(d.body) as { job_id: string }).job_id });
-    const text = await receive({ body: 'not really gzip', headers: { ...d.headers, 'content-encoding': 'gzip' } });
+    expect(answer).toMatchObject({
+      status: 200,
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    });
+    expect(JSON.parse(answer.body)).toEqual({
+      status: 'processed',
+      job_id: (JSON.parse(d.body) as { job_id: string }).job_id,
+    });
+    const text = await receive({
+      body: 'not really gzip',
+      headers: { ...d.headers, 'content-encoding': 'gzip' },
+    });
     expect(text.status).toBe(400);
     await expect(receive(undefined as never)).rejects.toThrow(TypeError);
   });

@@ -30,7 +30,10 @@ type Post = (body: string, headers: Record<string, string>) => Promise<{ status:
 function expressPost(): { post: Post; processed: string[] } {
   const processed: string[] = [];
   const app = express();
-  app.post('/hook', createExpressReceiver({ publicKey: publicPem(2048), onEvent: (e) => void processed.push(e.job_id) }));
+  app.post(
+    '/hook',
+    createExpressReceiver({ publicKey: publicPem(2048), onEvent: (e) => void processed.push(e.job_id) }),
+  );
   const agent = supertest(app);
   return {
     processed,
@@ -43,7 +46,10 @@ function expressPost(): { post: Post; processed: string[] } {
 
 function fetchPost(): { post: Post; processed: string[] } {
   const processed: string[] = [];
-  const handler = createWebReceiver({ publicKey: publicPem(2048), onEvent: (e) => void processed.push(e.job_id) });
+  const handler = createWebReceiver({
+    publicKey: publicPem(2048),
+    onEvent: (e) => void processed.push(e.job_id),
+  });
   return {
     processed,
     post: async (body, headers) => {
@@ -53,24 +59,33 @@ function fetchPost(): { post: Post; processed: string[] } {
   };
 }
 
-for (const [name, make] of [['Express', expressPost], ['Fetch handler', fetchPost]] as const) {
+for (const [name, make] of [
+  ['Express', expressPost],
+  ['Fetch handler', fetchPost],
+] as const) {
   describe(`${name}: forged amplification bodies`, () => {
-    it.each(bodies)('%s → 401 SIGNATURE_INVALID, and a genuine delivery sent alongside → 200', async (_label, body) => {
-      const { post, processed } = make();
-      const genuine = signed(jobId('alongside'));
-      const [forged, real] = await Promise.all([post(body, FORGED), post(genuine.body, genuine.headers)]);
-      expect(forged).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
-      expect(real).toEqual({ status: 200, code: undefined });
-      expect(processed).toHaveLength(1);
-      // Still up: the next delivery is served.
-      const next = signed(jobId('after'));
-      expect((await post(next.body, next.headers)).status).toBe(200);
-    });
+    it.each(bodies)(
+      '%s → 401 SIGNATURE_INVALID, and a genuine delivery sent alongside → 200',
+      async (_label, body) => {
+        const { post, processed } = make();
+        const genuine = signed(jobId('alongside'));
+        const [forged, real] = await Promise.all([post(body, FORGED), post(genuine.body, genuine.headers)]);
+        expect(forged).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
+        expect(real).toEqual({ status: 200, code: undefined });
+        expect(processed).toHaveLength(1);
+        // Still up: the next delivery is served.
+        const next = signed(jobId('after'));
+        expect((await post(next.body, next.headers)).status).toBe(200);
+      },
+    );
 
     it('a forged signature on a body that is not JSON → 401, not 400 (the body is not parsed)', async () => {
       const { post } = make();
       expect(await post('{"job_id": ', FORGED)).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
-      expect(await post('{"job_id": ', { 'content-type': 'application/json' })).toEqual({ status: 401, code: 'SIGNATURE_MISSING' });
+      expect(await post('{"job_id": ', { 'content-type': 'application/json' })).toEqual({
+        status: 401,
+        code: 'SIGNATURE_MISSING',
+      });
     });
   });
 }
@@ -80,7 +95,13 @@ describe('forged large bodies and the verification workers', () => {
     const processed: string[] = [];
     const app = express();
     // One worker, queue of 8: were forged bodies queued, most of these would be 503 RECEIVER_BUSY.
-    const receiver = createExpressReceiver({ publicKey: publicPem(2048), workerThresholdBytes: 64 * 1024, workerPoolSize: 1, log: {}, onEvent: (e) => void processed.push(e.job_id) });
+    const receiver = createExpressReceiver({
+      publicKey: publicPem(2048),
+      workerThresholdBytes: 64 * 1024,
+      workerPoolSize: 1,
+      log: {},
+      onEvent: (e) => void processed.push(e.job_id),
+    });
     app.post('/hook', receiver);
     const agent = supertest(app);
     const pad = `,"pad":"${'x'.repeat(2_000_000)}"`;
@@ -90,7 +111,9 @@ describe('forged large bodies and the verification workers', () => {
       ...Array.from({ length: 40 }, () => agent.post('/hook').set(FORGED).send(forgedBody)),
       ...genuine.map((d) => agent.post('/hook').set(d.headers).send(d.body)),
     ]);
-    const statuses = answers.map((r) => `${r.status} ${(r.body as { error?: { code: string } }).error?.code ?? 'ok'}`);
+    const statuses = answers.map(
+      (r) => `${r.status} ${(r.body as { error?: { code: string } }).error?.code ?? 'ok'}`,
+    );
     expect(statuses.slice(0, 40)).toEqual(Array(40).fill('401 SIGNATURE_INVALID'));
     expect(statuses.slice(40)).toEqual(Array(3).fill('200 ok'));
     expect(processed).toHaveLength(3);

@@ -1,6 +1,12 @@
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { MemoryIdempotencyStore, signDelivery, type IdempotencyStore, type JobCompletedEvent, type LoggerInput } from '../../src/index.js';
+import {
+  MemoryIdempotencyStore,
+  signDelivery,
+  type IdempotencyStore,
+  type JobCompletedEvent,
+  type LoggerInput,
+} from '../../src/index.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { deliveries, privatePem, publicPem } from '../helpers/keys.js';
@@ -30,13 +36,26 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A logger that keeps what it is told, by level. */
 export function recorder() {
-  const lines: Record<'debug' | 'info' | 'warn' | 'error', string[]> = { debug: [], info: [], warn: [], error: [] };
-  const keep = (level: keyof typeof lines) => (message: string, details?: Record<string, unknown>) => void lines[level].push(details === undefined ? message : `${message} ${JSON.stringify(details)}`);
-  return { lines, log: { debug: keep('debug'), info: keep('info'), warn: keep('warn'), error: keep('error') } };
+  const lines: Record<'debug' | 'info' | 'warn' | 'error', string[]> = {
+    debug: [],
+    info: [],
+    warn: [],
+    error: [],
+  };
+  const keep = (level: keyof typeof lines) => (message: string, details?: Record<string, unknown>) =>
+    void lines[level].push(details === undefined ? message : `${message} ${JSON.stringify(details)}`);
+  return {
+    lines,
+    log: { debug: keep('debug'), info: keep('info'), warn: keep('warn'), error: keep('error') },
+  };
 }
 
 /** The receivers' answers, the same for every framework adapter (agnostic, Express 4 and 5, Fetch, Fastify). */
-export function receiverBehaviour(name: string, make: MakeReceiver, runtime: { brotli: boolean } = { brotli: true }): void {
+export function receiverBehaviour(
+  name: string,
+  make: MakeReceiver,
+  runtime: { brotli: boolean } = { brotli: true },
+): void {
   describe(`${name}: receiver answers`, () => {
     const publicKey = publicPem(2048);
     const quiet = { log: {} };
@@ -58,7 +77,12 @@ export function receiverBehaviour(name: string, make: MakeReceiver, runtime: { b
       const fixture = deliveries().find((x) => x.name === 'python 2048 success pretty')!;
       const dialects: string[] = [];
       // The fixture finished on 2026-11-21T10:00:05Z: a receiver clock a few minutes later.
-      const post = make({ publicKey, onEvent: (_e, c) => void dialects.push(c.dialect), now: () => Date.parse('2026-11-21T10:05:00Z'), ...quiet });
+      const post = make({
+        publicKey,
+        onEvent: (_e, c) => void dialects.push(c.dialect),
+        now: () => Date.parse('2026-11-21T10:05:00Z'),
+        ...quiet,
+      });
       expect((await post(fixture.body, fixture.headers)).status).toBe(200);
       expect(dialects).toEqual(['python']);
     });
@@ -67,19 +91,66 @@ export function receiverBehaviour(name: string, make: MakeReceiver, runtime: { b
       const post = make({ publicKey, onEvent: () => undefined, ...quiet });
       const d = signed(jobId());
       const sig = d.headers['X-Service-Signature']!;
-      expect((await post(d.body, { 'content-type': 'application/json', 'X-SERVICE-SIGNATURE': sig, 'x-service-hash-algorithm': 'SHA256' })).status).toBe(200);
+      expect(
+        (
+          await post(d.body, {
+            'content-type': 'application/json',
+            'X-SERVICE-SIGNATURE': sig,
+            'x-service-hash-algorithm': 'SHA256',
+          })
+        ).status,
+      ).toBe(200);
       const e = signed(jobId());
-      expect((await post(e.body, { 'content-type': 'application/json', 'x-service-signature': e.headers['X-Service-Signature']! })).status).toBe(200);
+      expect(
+        (
+          await post(e.body, {
+            'content-type': 'application/json',
+            'x-service-signature': e.headers['X-Service-Signature']!,
+          })
+        ).status,
+      ).toBe(200);
     });
 
-    const bad: Array<[string, (d: { body: string; headers: Record<string, string> }) => [string, Record<string, string>], number, string]> = [
+    const bad: Array<
+      [
+        string,
+        (d: { body: string; headers: Record<string, string> }) => [string, Record<string, string>],
+        number,
+        string,
+      ]
+    > = [
       ['tampered body', (d) => [d.body.replace('Grüße', 'Grüsse'), d.headers], 401, 'SIGNATURE_INVALID'],
-      ['missing signature', (d) => [d.body, { 'content-type': 'application/json' }], 401, 'SIGNATURE_MISSING'],
-      ['truncated signature', (d) => [d.body, { ...d.headers, 'X-Service-Signature': d.headers['X-Service-Signature']!.slice(2) }], 401, 'SIGNATURE_MALFORMED'],
-      ['wrong algorithm', (d) => [d.body, { ...d.headers, 'X-Service-Hash-Algorithm': 'MD5' }], 401, 'ALGORITHM_UNSUPPORTED'],
+      [
+        'missing signature',
+        (d) => [d.body, { 'content-type': 'application/json' }],
+        401,
+        'SIGNATURE_MISSING',
+      ],
+      [
+        'truncated signature',
+        (d) => [d.body, { ...d.headers, 'X-Service-Signature': d.headers['X-Service-Signature']!.slice(2) }],
+        401,
+        'SIGNATURE_MALFORMED',
+      ],
+      [
+        'wrong algorithm',
+        (d) => [d.body, { ...d.headers, 'X-Service-Hash-Algorithm': 'MD5' }],
+        401,
+        'ALGORITHM_UNSUPPORTED',
+      ],
       ['signed, malformed JSON', (d) => [d.body.slice(0, -1), d.headers], 400, 'BODY_MALFORMED'],
-      ['signed, duplicate keys', (d) => [d.body.replace('{', '{"status":"fail",'), d.headers], 400, 'BODY_MALFORMED'],
-      ['unsigned and malformed (the body is not read)', (d) => [d.body.slice(0, -1), { 'content-type': 'application/json' }], 401, 'SIGNATURE_MISSING'],
+      [
+        'signed, duplicate keys',
+        (d) => [d.body.replace('{', '{"status":"fail",'), d.headers],
+        400,
+        'BODY_MALFORMED',
+      ],
+      [
+        'unsigned and malformed (the body is not read)',
+        (d) => [d.body.slice(0, -1), { 'content-type': 'application/json' }],
+        401,
+        'SIGNATURE_MISSING',
+      ],
     ];
     it.each(bad)('%s → %i %s, handler not called', async (_l, mutate, status, code) => {
       let calls = 0;
@@ -96,15 +167,26 @@ export function receiverBehaviour(name: string, make: MakeReceiver, runtime: { b
       const post = make({ publicKey, onEvent: () => undefined, ...quiet });
       const finished = new Date().toISOString();
       for (const id of ['42', '"job-\\ud800"', '"job-\\u0000"']) {
-        const d = signDelivery(`{"event":"async_job_completed","job_id":${id},"status":"success","finished_at":"${finished}","output":{}}`, privatePem(2048), { dialect: 'python' });
+        const d = signDelivery(
+          `{"event":"async_job_completed","job_id":${id},"status":"success","finished_at":"${finished}","output":{}}`,
+          privatePem(2048),
+          { dialect: 'python' },
+        );
         const r = await post(d.body, d.headers);
-        expect({ id, status: r.status, code: r.body.error?.code }).toEqual({ id, status: 400, code: 'PAYLOAD_INVALID' });
+        expect({ id, status: r.status, code: r.body.error?.code }).toEqual({
+          id,
+          status: 400,
+          code: 'PAYLOAD_INVALID',
+        });
       }
     });
 
     it('a replayed delivery older than the window → 401 EVENT_TOO_OLD', async () => {
       const post = make({ publicKey, onEvent: () => undefined, ...quiet });
-      const d = signDelivery(`{"event":"async_job_completed","job_id":"${jobId()}","status":"success","finished_at":"2020-01-01T00:00:00Z","output":{}}`, privatePem(2048));
+      const d = signDelivery(
+        `{"event":"async_job_completed","job_id":"${jobId()}","status":"success","finished_at":"2020-01-01T00:00:00Z","output":{}}`,
+        privatePem(2048),
+      );
       const r = await post(d.body, d.headers);
       expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 401, code: 'EVENT_TOO_OLD' });
     });
@@ -118,7 +200,12 @@ export function receiverBehaviour(name: string, make: MakeReceiver, runtime: { b
 
     it(`Content-Encoding gzip, deflate${runtime.brotli ? ' and br are' : ' are'} decoded; another coding → 415; a zip bomb → 413`, async () => {
       const seen: string[] = [];
-      const post = make({ publicKey, onEvent: (e) => void seen.push(e.job_id), maxBodyBytes: 64 * 1024, ...quiet });
+      const post = make({
+        publicKey,
+        onEvent: (e) => void seen.push(e.job_id),
+        maxBodyBytes: 64 * 1024,
+        ...quiet,
+      });
       for (const [coding, pack] of [
         ['gzip', gzipSync],
         ['deflate', deflateSync],
@@ -126,25 +213,47 @@ export function receiverBehaviour(name: string, make: MakeReceiver, runtime: { b
       ] as const) {
         if (coding === 'br' && !runtime.brotli) continue;
         const d = signed(jobId(coding));
-        const r = await post(new Uint8Array(pack(Buffer.from(d.body))), { ...d.headers, 'content-encoding': coding });
-        expect({ coding, status: r.status, body: r.body.status }).toEqual({ coding, status: 200, body: 'processed' });
+        const r = await post(new Uint8Array(pack(Buffer.from(d.body))), {
+          ...d.headers,
+          'content-encoding': coding,
+        });
+        expect({ coding, status: r.status, body: r.body.status }).toEqual({
+          coding,
+          status: 200,
+          body: 'processed',
+        });
       }
       expect(seen).toHaveLength(runtime.brotli ? 3 : 2);
       const d = signed(jobId());
       if (!runtime.brotli) {
         // Where the runtime's DecompressionStream lacks brotli, br is refused as unsupported, never misread.
-        const br = await post(new Uint8Array(brotliCompressSync(Buffer.from(d.body))), { ...d.headers, 'content-encoding': 'br' });
-        expect({ status: br.status, code: br.body.error?.code }).toEqual({ status: 415, code: 'ENCODING_UNSUPPORTED' });
+        const br = await post(new Uint8Array(brotliCompressSync(Buffer.from(d.body))), {
+          ...d.headers,
+          'content-encoding': 'br',
+        });
+        expect({ status: br.status, code: br.body.error?.code }).toEqual({
+          status: 415,
+          code: 'ENCODING_UNSUPPORTED',
+        });
       }
       const compress = await post(d.body, { ...d.headers, 'content-encoding': 'compress' });
-      expect({ status: compress.status, code: compress.body.error?.code }).toEqual({ status: 415, code: 'ENCODING_UNSUPPORTED' });
+      expect({ status: compress.status, code: compress.body.error?.code }).toEqual({
+        status: 415,
+        code: 'ENCODING_UNSUPPORTED',
+      });
       // 10 MB of spaces gzip to ~10 KB: the limit applies to what comes out.
       const bomb = gzipSync(Buffer.alloc(10 * 1024 * 1024, 0x20));
       expect(bomb.length).toBeLessThan(64 * 1024);
       const r = await post(new Uint8Array(bomb), { ...d.headers, 'content-encoding': 'gzip' });
       expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 413, code: 'BODY_TOO_LARGE' });
-      const corrupt = await post(new Uint8Array(Buffer.from('not gzip at all')), { ...d.headers, 'content-encoding': 'gzip' });
-      expect({ status: corrupt.status, code: corrupt.body.error?.code }).toEqual({ status: 400, code: 'BODY_MALFORMED' });
+      const corrupt = await post(new Uint8Array(Buffer.from('not gzip at all')), {
+        ...d.headers,
+        'content-encoding': 'gzip',
+      });
+      expect({ status: corrupt.status, code: corrupt.body.error?.code }).toEqual({
+        status: 400,
+        code: 'BODY_MALFORMED',
+      });
     });
 
     it('a handler that throws → 500 and the claim is released; the retry succeeds; then duplicate; the failure is logged and heard', async () => {
@@ -163,7 +272,10 @@ export function receiverBehaviour(name: string, make: MakeReceiver, runtime: { b
       const id = jobId();
       const d = signed(id);
       const first = await post(d.body, d.headers);
-      expect({ status: first.status, code: first.body.error?.code }).toEqual({ status: 500, code: 'HANDLER_FAILED' });
+      expect({ status: first.status, code: first.body.error?.code }).toEqual({
+        status: 500,
+        code: 'HANDLER_FAILED',
+      });
       expect(first.body.error?.message).not.toContain('database down');
       expect((await post(d.body, d.headers)).body).toMatchObject({ status: 'processed' });
       expect((await post(d.body, d.headers)).body).toMatchObject({ status: 'duplicate' });
@@ -203,8 +315,12 @@ export function receiverBehaviour(name: string, make: MakeReceiver, runtime: { b
       for (let k = 0; k < 3; k++) await post(d.body.replace('Grüße', 'Grüsse'), d.headers);
       await post(d.body.slice(0, -1), d.headers);
       expect(lines.warn).toHaveLength(2);
-      expect(lines.warn.find((l) => l.includes('SIGNATURE_MISSING'))).toMatch(/a proxy dropped or renamed the header/);
-      expect(lines.warn.find((l) => l.includes('SIGNATURE_INVALID'))).toMatch(/the body is not what was signed/);
+      expect(lines.warn.find((l) => l.includes('SIGNATURE_MISSING'))).toMatch(
+        /a proxy dropped or renamed the header/,
+      );
+      expect(lines.warn.find((l) => l.includes('SIGNATURE_INVALID'))).toMatch(
+        /the body is not what was signed/,
+      );
       expect(lines.error).toEqual([]);
       expect(lines.info.filter((l) => l.includes('BODY_MALFORMED'))).toHaveLength(1);
     });
@@ -222,23 +338,36 @@ export function receiverBehaviour(name: string, make: MakeReceiver, runtime: { b
       const d = signed(jobId());
       const results = await Promise.all(Array.from({ length: 50 }, () => post(d.body, d.headers)));
       expect(calls).toBe(1);
-      const kinds = results.map((r) => (r.status === 200 ? r.body.status : `${r.status} ${r.body.error?.code}`));
+      const kinds = results.map((r) =>
+        r.status === 200 ? r.body.status : `${r.status} ${r.body.error?.code}`,
+      );
       expect(kinds.filter((k) => k === 'processed')).toHaveLength(1);
-      expect(kinds.filter((k) => k !== 'processed' && k !== 'duplicate' && k !== '503 IN_PROGRESS')).toEqual([]);
+      expect(kinds.filter((k) => k !== 'processed' && k !== 'duplicate' && k !== '503 IN_PROGRESS')).toEqual(
+        [],
+      );
       expect(kinds.filter((k) => k === '503 IN_PROGRESS').length).toBeGreaterThan(0);
-      for (const r of results.filter((x) => x.status === 503)) expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      for (const r of results.filter((x) => x.status === 503))
+        expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     });
 
     it('the idempotency store failing → 503 STORE_UNAVAILABLE, never 2xx (a full memory store)', async () => {
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));
-      const post = make({ publicKey, store: new MemoryIdempotencyStore({ maxEntries: 1 }), onEvent: () => gate, ...quiet });
+      const post = make({
+        publicKey,
+        store: new MemoryIdempotencyStore({ maxEntries: 1 }),
+        onEvent: () => gate,
+        ...quiet,
+      });
       const first = signed(jobId());
       const pending = post(first.body, first.headers);
       await sleep(100);
       const second = signed(jobId());
       const r = await post(second.body, second.headers);
-      expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 503, code: 'STORE_UNAVAILABLE' });
+      expect({ status: r.status, code: r.body.error?.code }).toEqual({
+        status: 503,
+        code: 'STORE_UNAVAILABLE',
+      });
       release();
       expect((await pending).status).toBe(200);
     });
@@ -246,11 +375,24 @@ export function receiverBehaviour(name: string, make: MakeReceiver, runtime: { b
     it('a store that cannot be reached → 503 with a generic message; the details go to the log and onError', async () => {
       const { lines, log } = recorder();
       const heard: string[] = [];
-      const store = new RedisIdempotencyStore({ url: `redis://127.0.0.1:${await freePort()}`, operationTimeoutMs: 500, log: {} });
-      const post = make({ publicKey, store, log, onEvent: () => undefined, onError: (_e, c) => void heard.push(c.stage) });
+      const store = new RedisIdempotencyStore({
+        url: `redis://127.0.0.1:${await freePort()}`,
+        operationTimeoutMs: 500,
+        log: {},
+      });
+      const post = make({
+        publicKey,
+        store,
+        log,
+        onEvent: () => undefined,
+        onError: (_e, c) => void heard.push(c.stage),
+      });
       const d = signed(jobId());
       const r = await post(d.body, d.headers);
-      expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 503, code: 'STORE_UNAVAILABLE' });
+      expect({ status: r.status, code: r.body.error?.code }).toEqual({
+        status: 503,
+        code: 'STORE_UNAVAILABLE',
+      });
       expect(r.body.error?.message).toBe('The idempotency store is unavailable; retry later.');
       expect(JSON.stringify(r.body)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|Redis/);
       expect(lines.error.join('\n')).toMatch(/failed to claim for job .*(ECONNREFUSED|max retries)/);

@@ -10,8 +10,19 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createReceiver as createAgnosticReceiver, MemoryIdempotencyStore, signDelivery, type IdempotencyStore, type ReceiverControls } from '../../src/index.js';
-import { createMiddleware, createReceiver as createExpressReceiver, keepRawBody, type NodeWebhookRequest } from '../../src/express.js';
+import {
+  createReceiver as createAgnosticReceiver,
+  MemoryIdempotencyStore,
+  signDelivery,
+  type IdempotencyStore,
+  type ReceiverControls,
+} from '../../src/index.js';
+import {
+  createMiddleware,
+  createReceiver as createExpressReceiver,
+  keepRawBody,
+  type NodeWebhookRequest,
+} from '../../src/express.js';
 import { createReceiver as createFetchReceiver } from '../../src/web.js';
 import { jobId, payloadText } from '../helpers/deliveries.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
@@ -48,14 +59,37 @@ function post(
   body: string | undefined,
   headers: Record<string, string>,
   declared?: number,
-): { answer: Promise<Answer>; sent: () => number; send: (more: string) => void; end: () => void; abort: () => void; flushed: Promise<void> } {
+): {
+  answer: Promise<Answer>;
+  sent: () => number;
+  send: (more: string) => void;
+  end: () => void;
+  abort: () => void;
+  flushed: Promise<void>;
+} {
   let written = 0;
-  const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/hook', headers: { 'content-type': 'application/json', ...headers, ...(declared === undefined ? {} : { 'content-length': String(declared) }) } });
+  const req = httpRequest({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path: '/hook',
+    headers: {
+      'content-type': 'application/json',
+      ...headers,
+      ...(declared === undefined ? {} : { 'content-length': String(declared) }),
+    },
+  });
   const answer = new Promise<Answer>((resolve, reject) => {
     req.on('response', (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text === '' ? {} : (JSON.parse(text) as Answer['body']) }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          headers: res.headers,
+          body: text === '' ? {} : (JSON.parse(text) as Answer['body']),
+        }),
+      );
     });
     req.on('error', reject);
   });
@@ -75,7 +109,10 @@ function post(
 }
 
 /** Until a request's verification is on a worker (where the adapter reports its workers), or its body sent and a moment passed (the middleware). */
-async function started(request: { flushed: Promise<void> }, controls: ReceiverControls | undefined): Promise<void> {
+async function started(
+  request: { flushed: Promise<void> },
+  controls: ReceiverControls | undefined,
+): Promise<void> {
   await request.flushed;
   if (controls === undefined) {
     // Its body is read within a few ms on loopback; its verification on a worker takes 100–300 ms.
@@ -123,7 +160,11 @@ function attemptOf(request: unknown): string {
   return String(headers instanceof Headers ? headers.get('x-attempt') : headers['x-attempt']);
 }
 
-type Adapter = { name: string; offloads: boolean; start: (options: Record<string, unknown>) => Promise<{ port: number; controls?: ReceiverControls }> };
+type Adapter = {
+  name: string;
+  offloads: boolean;
+  start: (options: Record<string, unknown>) => Promise<{ port: number; controls?: ReceiverControls }>;
+};
 
 const adapters: Adapter[] = [
   {
@@ -166,7 +207,14 @@ const adapters: Adapter[] = [
             req.pause();
           },
         });
-        const response = await receiver(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body, duplex: 'half' } as RequestInit));
+        const response = await receiver(
+          new Request('http://127.0.0.1/hook', {
+            method: 'POST',
+            headers,
+            body,
+            duplex: 'half',
+          } as RequestInit),
+        );
         res.writeHead(response.status, Object.fromEntries(response.headers));
         res.end(await response.text());
       });
@@ -197,7 +245,11 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
     const t = post(port, undefined, third.headers, 400_000);
     t.send(third.body.slice(0, 350_000));
     const refused = await t.answer;
-    expect({ status: refused.status, code: refused.body.error?.code, retryAfter: refused.headers['retry-after'] }).toEqual({ status: 503, code: 'RECEIVER_BUSY', retryAfter: '2' });
+    expect({
+      status: refused.status,
+      code: refused.body.error?.code,
+      retryAfter: refused.headers['retry-after'],
+    }).toEqual({ status: 503, code: 'RECEIVER_BUSY', retryAfter: '2' });
     expect(t.sent()).toBeLessThan(400_000);
     // The slow one finishes and is processed; its bytes are released.
     a.send(big.body.slice(700_000));
@@ -257,39 +309,60 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
     await sleep(100);
     b.send(other.body.slice(50_000, 250_000));
     const refused = await b.answer;
-    expect({ status: refused.status, code: refused.body.error?.code, retryAfter: refused.headers['retry-after'] }).toEqual({ status: 503, code: 'RECEIVER_BUSY', retryAfter: '2' });
+    expect({
+      status: refused.status,
+      code: refused.body.error?.code,
+      retryAfter: refused.headers['retry-after'],
+    }).toEqual({ status: 503, code: 'RECEIVER_BUSY', retryAfter: '2' });
     a.send(big.body.slice(800_000));
     expect((await a.answer).status).toBe(200);
   });
 
   // Concurrency needs the verification off the event loop (while it runs on this thread, nothing else is read).
-  it.runIf(offloads)('a replay sent while the genuine delivery is verified gets the answer of its own bytes, never the genuine one\'s', async () => {
-    const ran: string[] = [];
-    const { port, controls } = await start({ workerThresholdBytes: 1024, store: slowClaims(), onEvent: (_e: unknown, c: { request: unknown }) => void ran.push(attemptOf(c.request)) });
-    const id = jobId('shared');
-    const genuine = signDelivery(floatBody(id, 150_000), key);
-    const first = post(port, genuine.body, { ...genuine.headers, 'x-attempt': 'genuine' });
-    await started(first, controls);
-    // Replays of the same signature with other bodies (one not even JSON, one an attacker's JSON) while it is verified.
-    const bodies = ['{', genuine.body.replace('"status":"success"', '"status":"fail"'), '{"job_id":"attacker","amount":1000000}'];
-    const replays = bodies.map((b, k) => post(port, b, { ...genuine.headers, 'x-attempt': `replay-${k}` }));
-    const answers = await Promise.all([first.answer, ...replays.map((r) => r.answer)]);
-    expect(answers.map((a) => [a.status, a.body.error?.code ?? a.body.job_id])).toEqual([
-      [200, id],
-      [400, 'BODY_MALFORMED'],
-      [401, 'SIGNATURE_INVALID'],
-      [401, 'SIGNATURE_INVALID'],
-    ]);
-    // The handler heard only the request whose own bytes verified (the middleware has no handler: its route answered the genuine one only).
-    if (name !== 'createMiddleware in Express') expect(ran).toEqual(['genuine']);
-  });
+  it.runIf(offloads)(
+    "a replay sent while the genuine delivery is verified gets the answer of its own bytes, never the genuine one's",
+    async () => {
+      const ran: string[] = [];
+      const { port, controls } = await start({
+        workerThresholdBytes: 1024,
+        store: slowClaims(),
+        onEvent: (_e: unknown, c: { request: unknown }) => void ran.push(attemptOf(c.request)),
+      });
+      const id = jobId('shared');
+      const genuine = signDelivery(floatBody(id, 150_000), key);
+      const first = post(port, genuine.body, { ...genuine.headers, 'x-attempt': 'genuine' });
+      await started(first, controls);
+      // Replays of the same signature with other bodies (one not even JSON, one an attacker's JSON) while it is verified.
+      const bodies = [
+        '{',
+        genuine.body.replace('"status":"success"', '"status":"fail"'),
+        '{"job_id":"attacker","amount":1000000}',
+      ];
+      const replays = bodies.map((b, k) => post(port, b, { ...genuine.headers, 'x-attempt': `replay-${k}` }));
+      const answers = await Promise.all([first.answer, ...replays.map((r) => r.answer)]);
+      expect(answers.map((a) => [a.status, a.body.error?.code ?? a.body.job_id])).toEqual([
+        [200, id],
+        [400, 'BODY_MALFORMED'],
+        [401, 'SIGNATURE_INVALID'],
+        [401, 'SIGNATURE_INVALID'],
+      ]);
+      // The handler heard only the request whose own bytes verified (the middleware has no handler: its route answered the genuine one only).
+      if (name !== 'createMiddleware in Express') expect(ran).toEqual(['genuine']);
+    },
+  );
 
   it('concurrent copies of one delivery, with the same bytes, run its job once', async () => {
     const runs: string[] = [];
-    const { port } = await start({ workerThresholdBytes: 1024, store: slowClaims(), onEvent: (_e: unknown, c: { request: unknown }) => void runs.push(attemptOf(c.request)) });
+    const { port } = await start({
+      workerThresholdBytes: 1024,
+      store: slowClaims(),
+      onEvent: (_e: unknown, c: { request: unknown }) => void runs.push(attemptOf(c.request)),
+    });
     const id = jobId('copies');
     const genuine = signDelivery(floatBody(id, 20_000), key);
-    const answers = await Promise.all([0, 1, 2].map((k) => post(port, genuine.body, { ...genuine.headers, 'x-attempt': `copy-${k}` }).answer));
+    const answers = await Promise.all(
+      [0, 1, 2].map((k) => post(port, genuine.body, { ...genuine.headers, 'x-attempt': `copy-${k}` }).answer),
+    );
     for (const a of answers) expect([200, 503]).toContain(a.status);
     expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(1);
     if (name !== 'createMiddleware in Express') expect(runs).toHaveLength(1);
@@ -305,11 +378,17 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
     let busy = 0;
-    const watch = setInterval(() => void controls?.health().then((h) => (busy = Math.max(busy, h.workers.busy))), 5);
+    const watch = setInterval(
+      () => void controls?.health().then((h) => (busy = Math.max(busy, h.workers.busy))),
+      5,
+    );
     const answer = await post(port, costly, genuine.headers).answer;
     clearInterval(watch);
     loop.disable();
-    expect({ status: answer.status, code: answer.body.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
+    expect({ status: answer.status, code: answer.body.error?.code }).toEqual({
+      status: 401,
+      code: 'SIGNATURE_INVALID',
+    });
     // Structural where the adapter reports its workers; elsewhere the loop delay, a generous
     // bound (on this thread the verification holds it 0.7–3 s; on a worker, a few ms).
     if (controls !== undefined) expect(busy).toBe(1);
@@ -317,27 +396,39 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
   });
 
   // The middleware verifies only: it never learns whether the job completed.
-  it.runIf(name !== 'createMiddleware in Express')('a signature already verified and completed here costs no canonical work: its bytes again are duplicate, any other body 401', async () => {
-    let verified = 0;
-    let runs = 0;
-    const { port, controls } = await start({ now: () => (verified++, Date.now()), onEvent: () => void runs++ });
-    const id = jobId('known');
-    const genuine = signDelivery(payloadText(id), key);
-    expect((await post(port, genuine.body, genuine.headers).answer).status).toBe(200);
-    expect(verified).toBe(1);
-    // The gateway's retry: the same bytes.
-    const retry = await post(port, genuine.body, genuine.headers).answer;
-    expect([retry.status, retry.body.status, retry.body.job_id]).toEqual([200, 'duplicate', id]);
-    // A replay with a costly body (on a worker it would take seconds): refused without canonical work, no worker used.
-    let busy = 0;
-    const watch = setInterval(() => void controls?.health().then((h) => (busy = Math.max(busy, h.workers.busy))), 5);
-    const replay = await post(port, floatBody(id, 150_000), genuine.headers).answer;
-    clearInterval(watch);
-    expect({ status: replay.status, code: replay.body.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
-    expect(busy).toBe(0);
-    expect(verified).toBe(1);
-    expect(runs).toBe(1);
-  });
+  it.runIf(name !== 'createMiddleware in Express')(
+    'a signature already verified and completed here costs no canonical work: its bytes again are duplicate, any other body 401',
+    async () => {
+      let verified = 0;
+      let runs = 0;
+      const { port, controls } = await start({
+        now: () => (verified++, Date.now()),
+        onEvent: () => void runs++,
+      });
+      const id = jobId('known');
+      const genuine = signDelivery(payloadText(id), key);
+      expect((await post(port, genuine.body, genuine.headers).answer).status).toBe(200);
+      expect(verified).toBe(1);
+      // The gateway's retry: the same bytes.
+      const retry = await post(port, genuine.body, genuine.headers).answer;
+      expect([retry.status, retry.body.status, retry.body.job_id]).toEqual([200, 'duplicate', id]);
+      // A replay with a costly body (on a worker it would take seconds): refused without canonical work, no worker used.
+      let busy = 0;
+      const watch = setInterval(
+        () => void controls?.health().then((h) => (busy = Math.max(busy, h.workers.busy))),
+        5,
+      );
+      const replay = await post(port, floatBody(id, 150_000), genuine.headers).answer;
+      clearInterval(watch);
+      expect({ status: replay.status, code: replay.body.error?.code }).toEqual({
+        status: 401,
+        code: 'SIGNATURE_INVALID',
+      });
+      expect(busy).toBe(0);
+      expect(verified).toBe(1);
+      expect(runs).toBe(1);
+    },
+  );
 
   it('a signature verified here, replayed with another body, is refused without parsing that body', async () => {
     const { port } = await start({});
@@ -346,7 +437,10 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
     expect((await post(port, genuine.body, genuine.headers).answer).status).toBe(200);
     // Not JSON: parsed, it would be 400 BODY_MALFORMED; known, it is not what was signed.
     const replay = await post(port, '{', genuine.headers).answer;
-    expect({ status: replay.status, code: replay.body.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
+    expect({ status: replay.status, code: replay.body.error?.code }).toEqual({
+      status: 401,
+      code: 'SIGNATURE_INVALID',
+    });
     // The gateway's retry (the same bytes) still goes through.
     const retry = await post(port, genuine.body, genuine.headers).answer;
     expect([retry.status, retry.body.job_id]).toEqual([200, id]);
@@ -361,7 +455,10 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
     await started(replay, controls);
     const delivery = post(port, genuine.body, genuine.headers);
     const [r, d] = await Promise.all([replay.answer, delivery.answer]);
-    expect({ status: r.status, code: r.body.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
+    expect({ status: r.status, code: r.body.error?.code }).toEqual({
+      status: 401,
+      code: 'SIGNATURE_INVALID',
+    });
     expect(d.status).toBe(200);
     expect(d.body.job_id).toBe(id);
   });
@@ -373,7 +470,10 @@ describe('createMiddleware after express.json({ verify: keepRawBody }) (the READ
     const app = express();
     app.use(express.json({ limit: '25mb', verify: keepRawBody }));
     app.post('/hook', createMiddleware({ publicKey, workerThresholdBytes: 1024, ...quiet }), (req, res) => {
-      reached.push({ webhook: (req as NodeWebhookRequest).webhook!.jobId, body: (req.body as { job_id: string }).job_id });
+      reached.push({
+        webhook: (req as NodeWebhookRequest).webhook!.jobId,
+        body: (req.body as { job_id: string }).job_id,
+      });
       res.json({ status: 'verified', job_id: (req as NodeWebhookRequest).webhook!.jobId });
     });
     const port = await listen(createServer(app));
@@ -382,7 +482,10 @@ describe('createMiddleware after express.json({ verify: keepRawBody }) (the READ
     const first = post(port, genuine.body, genuine.headers);
     await started(first, undefined);
     const replay = await post(port, '{"job_id":"attacker","amount":1000000}', genuine.headers).answer;
-    expect({ status: replay.status, code: replay.body.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
+    expect({ status: replay.status, code: replay.body.error?.code }).toEqual({
+      status: 401,
+      code: 'SIGNATURE_INVALID',
+    });
     expect((await first.answer).status).toBe(200);
     expect(reached).toEqual([{ webhook: id, body: id }]);
   });
@@ -390,11 +493,16 @@ describe('createMiddleware after express.json({ verify: keepRawBody }) (the READ
 
 describe('client aborts', () => {
   it.each([
-    ['createReceiver (jobhook/express)', (log: object) => createExpressReceiver({ publicKey, onEvent: () => undefined, log })],
+    [
+      'createReceiver (jobhook/express)',
+      (log: object) => createExpressReceiver({ publicKey, onEvent: () => undefined, log }),
+    ],
     ['createMiddleware', (log: object) => createMiddleware({ publicKey, log })],
   ])('%s: a request closed mid-upload is logged at debug, not as an error', async (_name, make) => {
     const lines: Record<string, string[]> = { debug: [], info: [], warn: [], error: [] };
-    const log = Object.fromEntries(Object.keys(lines).map((level) => [level, (m: string) => void lines[level]!.push(m)]));
+    const log = Object.fromEntries(
+      Object.keys(lines).map((level) => [level, (m: string) => void lines[level]!.push(m)]),
+    );
     const handler = make(log);
     const port = await listen(createServer((req, res) => handler(req, res)));
     const d = paddedDelivery(500_000);
@@ -411,13 +519,28 @@ describe('client aborts', () => {
 describe('createReceiver (jobhook, agnostic)', () => {
   it('answers each body from its own bytes (the same text shares one verification) and refuses past maxInFlightBytes', async () => {
     let verified = 0;
-    const receive = createAgnosticReceiver({ publicKey, onEvent: () => undefined, workerThresholdBytes: 1024, maxBodyBytes: 4_000_000, maxInFlightBytes: 4_000_000, now: () => (verified++, Date.now()), ...quiet });
+    const receive = createAgnosticReceiver({
+      publicKey,
+      onEvent: () => undefined,
+      workerThresholdBytes: 1024,
+      maxBodyBytes: 4_000_000,
+      maxInFlightBytes: 4_000_000,
+      now: () => (verified++, Date.now()),
+      ...quiet,
+    });
     const genuine = signDelivery(floatBody(jobId('agnostic'), 150_000), key);
     const copy = { body: `${genuine.body}`, headers: { ...genuine.headers } };
-    const answers = await Promise.all([receive(genuine), receive(copy), receive({ body: '{', headers: genuine.headers }), receive({ body: '[]', headers: genuine.headers })]);
+    const answers = await Promise.all([
+      receive(genuine),
+      receive(copy),
+      receive({ body: '{', headers: genuine.headers }),
+      receive({ body: '[]', headers: genuine.headers }),
+    ]);
     expect(answers[0]!.status).toBe(200);
     expect([200, 503]).toContain(answers[1]!.status);
-    expect(answers.slice(2).map((a) => [a.status, (JSON.parse(a.body) as { error: { code: string } }).error.code])).toEqual([
+    expect(
+      answers.slice(2).map((a) => [a.status, (JSON.parse(a.body) as { error: { code: string } }).error.code]),
+    ).toEqual([
       [400, 'BODY_MALFORMED'],
       [401, 'SIGNATURE_INVALID'],
     ]);

@@ -10,8 +10,35 @@ import Fastify from 'fastify';
 import Koa from 'koa';
 import supertest from 'supertest';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createReceiver, createVerifier, signDelivery, isWebhookError, type AnyWebhookError, type WebhookErrorCode } from '../../src/index.js';
-import { AlgorithmUnsupportedError, BodyMalformedError, BodyTimeoutError, BodyTooLargeError, BodyUnavailableError, CanonicalTooLargeError, CanonicalUnrepresentableError, EncodingUnsupportedError, EventTooOldError, EventFromFutureError, ClaimLostError, JobSupersededError, PayloadInvalidError, ReceiverBusyError, SignatureInvalidError, SignatureMalformedError, SignatureMissingError, StoreNotMigratedError, StoreUnavailableError } from '../../src/errors.js';
+import {
+  createReceiver,
+  createVerifier,
+  signDelivery,
+  isWebhookError,
+  type AnyWebhookError,
+  type WebhookErrorCode,
+} from '../../src/index.js';
+import {
+  AlgorithmUnsupportedError,
+  BodyMalformedError,
+  BodyTimeoutError,
+  BodyTooLargeError,
+  BodyUnavailableError,
+  CanonicalTooLargeError,
+  CanonicalUnrepresentableError,
+  EncodingUnsupportedError,
+  EventTooOldError,
+  EventFromFutureError,
+  ClaimLostError,
+  JobSupersededError,
+  PayloadInvalidError,
+  ReceiverBusyError,
+  SignatureInvalidError,
+  SignatureMalformedError,
+  SignatureMissingError,
+  StoreNotMigratedError,
+  StoreUnavailableError,
+} from '../../src/errors.js';
 import { createMiddleware } from '../../src/express.js';
 import { STATUS_BY_CODE } from '../../src/lib/base/errors.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
@@ -48,7 +75,11 @@ describe('status, statusCode and expose', () => {
   it.each(Object.entries(ONE_OF_EACH))('%s', (code, err) => {
     const status = STATUS_BY_CODE[code as WebhookErrorCode];
     expect(err.code).toBe(code);
-    expect({ status: err.status, statusCode: err.statusCode, expose: err.expose }).toEqual({ status, statusCode: status, expose: status < 500 });
+    expect({ status: err.status, statusCode: err.statusCode, expose: err.expose }).toEqual({
+      status,
+      statusCode: status,
+      expose: status < 500,
+    });
   });
 
   it('are writable, as error handlers expect (Koa sets err.status to what it answered)', () => {
@@ -66,7 +97,14 @@ describe('status, statusCode and expose', () => {
       .sort();
     // CLAIM_LOST: a transactional handler rolled back, the retry processes the job. JOB_SUPERSEDED is
     // never an answer (onError and the log only), so nothing retries on it.
-    expect(fives).toEqual(['BODY_UNAVAILABLE', 'CLAIM_LOST', 'JOB_SUPERSEDED', 'RECEIVER_BUSY', 'STORE_NOT_MIGRATED', 'STORE_UNAVAILABLE']);
+    expect(fives).toEqual([
+      'BODY_UNAVAILABLE',
+      'CLAIM_LOST',
+      'JOB_SUPERSEDED',
+      'RECEIVER_BUSY',
+      'STORE_NOT_MIGRATED',
+      'STORE_UNAVAILABLE',
+    ]);
   });
 });
 
@@ -82,44 +120,64 @@ const versions: Array<[string, ExpressModule]> = [
   ['Express 4', express4 as unknown as ExpressModule],
 ];
 
-describe.each(versions)("%s: createMiddleware({ errors: 'next' }) and Express's own final handler", (_name, express) => {
-  function app(env: string): express5.Express {
-    const a = express();
-    a.set('env', env);
-    a.post('/hook', createMiddleware({ publicKey, errors: 'next', log: {} }), (req, res) => {
-      res.json({ job: req.webhook?.jobId });
+describe.each(versions)(
+  "%s: createMiddleware({ errors: 'next' }) and Express's own final handler",
+  (_name, express) => {
+    function app(env: string): express5.Express {
+      const a = express();
+      a.set('env', env);
+      a.post('/hook', createMiddleware({ publicKey, errors: 'next', log: {} }), (req, res) => {
+        res.json({ job: req.webhook?.jobId });
+      });
+      return a;
+    }
+    const post = (a: express5.Express, d: { body: string; headers: Record<string, string> }) =>
+      supertest(a)
+        .post('/hook')
+        .set(d.headers)
+        .serialize((x: unknown) => x as string)
+        .send(d.body);
+
+    it('a forged request gets 401 (not a 500 page), and production shows no stack', async () => {
+      const dev = await post(app('test'), forged());
+      expect(dev.status).toBe(401);
+      const prod = await post(app('production'), forged());
+      expect(prod.status).toBe(401);
+      expect(prod.text).toContain('Unauthorized');
+      expect(prod.text).not.toContain('at ');
+      expect(prod.text).not.toContain('SignatureInvalidError');
     });
-    return a;
-  }
-  const post = (a: express5.Express, d: { body: string; headers: Record<string, string> }) =>
-    supertest(a)
-      .post('/hook')
-      .set(d.headers)
-      .serialize((x: unknown) => x as string)
-      .send(d.body);
 
-  it('a forged request gets 401 (not a 500 page), and production shows no stack', async () => {
-    const dev = await post(app('test'), forged());
-    expect(dev.status).toBe(401);
-    const prod = await post(app('production'), forged());
-    expect(prod.status).toBe(401);
-    expect(prod.text).toContain('Unauthorized');
-    expect(prod.text).not.toContain('at ');
-    expect(prod.text).not.toContain('SignatureInvalidError');
-  });
-
-  it('the other refusals keep their 4xx; a genuine delivery reaches the route', async () => {
-    const d = signed(jobId('express-ok'));
-    expect((await post(app('production'), { body: d.body, headers: { 'content-type': 'application/json' } })).status).toBe(401); // no signature
-    expect((await post(app('production'), { body: d.body, headers: { ...d.headers, 'X-Service-Signature': 'zz' } })).status).toBe(401);
-    expect((await post(app('production'), { body: d.body, headers: { ...d.headers, 'X-Service-Hash-Algorithm': 'MD5' } })).status).toBe(401);
-    const broken = signDelivery('{"event":"async_job_completed","status":"success"}', privatePem(2048)); // no job_id
-    expect((await post(app('production'), broken)).status).toBe(400);
-    const ok = await post(app('production'), d);
-    expect(ok.status).toBe(200);
-    expect(ok.body).toEqual({ job: (JSON.parse(d.body) as { job_id: string }).job_id });
-  });
-});
+    it('the other refusals keep their 4xx; a genuine delivery reaches the route', async () => {
+      const d = signed(jobId('express-ok'));
+      expect(
+        (await post(app('production'), { body: d.body, headers: { 'content-type': 'application/json' } }))
+          .status,
+      ).toBe(401); // no signature
+      expect(
+        (
+          await post(app('production'), {
+            body: d.body,
+            headers: { ...d.headers, 'X-Service-Signature': 'zz' },
+          })
+        ).status,
+      ).toBe(401);
+      expect(
+        (
+          await post(app('production'), {
+            body: d.body,
+            headers: { ...d.headers, 'X-Service-Hash-Algorithm': 'MD5' },
+          })
+        ).status,
+      ).toBe(401);
+      const broken = signDelivery('{"event":"async_job_completed","status":"success"}', privatePem(2048)); // no job_id
+      expect((await post(app('production'), broken)).status).toBe(400);
+      const ok = await post(app('production'), d);
+      expect(ok.status).toBe(200);
+      expect(ok.body).toEqual({ job: (JSON.parse(d.body) as { job_id: string }).job_id });
+    });
+  },
+);
 
 const closers: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
@@ -134,7 +192,11 @@ async function readAll(stream: AsyncIterable<Buffer>): Promise<Buffer> {
 
 /** A Redis store whose every operation fails (nothing listens at its port): STORE_UNAVAILABLE, a 5xx. */
 async function deadStore(): Promise<RedisIdempotencyStore> {
-  const store = new RedisIdempotencyStore({ url: `redis://127.0.0.1:${await freePort()}`, operationTimeoutMs: 300, log: {} });
+  const store = new RedisIdempotencyStore({
+    url: `redis://127.0.0.1:${await freePort()}`,
+    operationTimeoutMs: 300,
+    log: {},
+  });
   closers.push(() => store.close());
   return store;
 }
@@ -172,7 +234,9 @@ describe("Fastify's default error handler", () => {
     const verifier = createVerifier({ publicKey });
     const store = await deadStore();
     const app = Fastify();
-    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) =>
+      done(null, body),
+    );
     app.post('/hook', async (req) => {
       const { jobId } = verifier.verify(req.body as Buffer, req.headers);
       await store.claim(jobId, { leaseMs: 5000 });
@@ -182,7 +246,11 @@ describe("Fastify's default error handler", () => {
     const f = forged();
     const refused = await app.inject({ method: 'POST', url: '/hook', headers: f.headers, payload: f.body });
     expect(refused.statusCode).toBe(401);
-    expect(refused.json()).toMatchObject({ statusCode: 401, code: 'SIGNATURE_INVALID', error: 'Unauthorized' });
+    expect(refused.json()).toMatchObject({
+      statusCode: 401,
+      code: 'SIGNATURE_INVALID',
+      error: 'Unauthorized',
+    });
 
     const d = signed(jobId('fastify-store'));
     const failed = await app.inject({ method: 'POST', url: '/hook', headers: d.headers, payload: d.body });
@@ -195,11 +263,28 @@ describe("createReceiver from 'jobhook' handed a Node request", () => {
   it('mounted in Express: answers 500 naming jobhook/express, and logs it', async () => {
     const lines: string[] = [];
     const app = express5();
-    app.post('/hook', createReceiver({ publicKey, onEvent: () => undefined, log: { error: (m) => void lines.push(m) } }) as never);
+    app.post(
+      '/hook',
+      createReceiver({
+        publicKey,
+        onEvent: () => undefined,
+        log: { error: (m) => void lines.push(m) },
+      }) as never,
+    );
     const d = signed(jobId('mounted'));
-    const r = await supertest(app).post('/hook').set(d.headers).serialize((x: unknown) => x as string).send(d.body).timeout(5000);
+    const r = await supertest(app)
+      .post('/hook')
+      .set(d.headers)
+      .serialize((x: unknown) => x as string)
+      .send(d.body)
+      .timeout(5000);
     expect(r.status).toBe(500);
-    expect(r.body).toMatchObject({ error: { code: 'INTERNAL_ERROR', message: expect.stringContaining("createReceiver from 'jobhook/express'") } });
+    expect(r.body).toMatchObject({
+      error: {
+        code: 'INTERNAL_ERROR',
+        message: expect.stringContaining("createReceiver from 'jobhook/express'"),
+      },
+    });
     expect(lines.join('\n')).toContain("'jobhook/express'");
     expect(lines.join('\n')).not.toMatch(/parsed/);
   });
@@ -215,7 +300,10 @@ describe("createReceiver from 'jobhook' handed a Node request", () => {
     const server = app.listen(0, '127.0.0.1');
     closers.push(() => new Promise((r) => server.close(r)));
     await new Promise((r) => server.once('listening', r));
-    await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, { method: 'POST', body: '{}' });
+    await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {
+      method: 'POST',
+      body: '{}',
+    });
     expect(thrown).toBeInstanceOf(TypeError);
     expect(isWebhookError(thrown)).toBe(false);
     expect((thrown as Error).message).toContain("createReceiver from 'jobhook/express'");

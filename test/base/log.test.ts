@@ -46,16 +46,28 @@ const SINKS: Record<string, () => Sink> = {
   },
   'pino child': () => {
     const c = capture();
-    return { log: pino({ level: 'debug' }, c.stream).child({ component: 'webhooks' }), text: c.text, json: () => lines(c.text()) };
+    return {
+      log: pino({ level: 'debug' }, c.stream).child({ component: 'webhooks' }),
+      text: c.text,
+      json: () => lines(c.text()),
+    };
   },
   'winston (json format)': () => {
     const c = capture();
-    const log = winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream: c.stream })] });
+    const log = winston.createLogger({
+      level: 'debug',
+      format: winston.format.json(),
+      transports: [new winston.transports.Stream({ stream: c.stream })],
+    });
     return { log, text: c.text, json: () => lines(c.text()) };
   },
   'winston (simple format)': () => {
     const c = capture();
-    const log = winston.createLogger({ level: 'debug', format: winston.format.simple(), transports: [new winston.transports.Stream({ stream: c.stream })] });
+    const log = winston.createLogger({
+      level: 'debug',
+      format: winston.format.simple(),
+      transports: [new winston.transports.Stream({ stream: c.stream })],
+    });
     return { log, text: c.text };
   },
   console: () => {
@@ -89,7 +101,11 @@ describe.each(Object.keys(SINKS))('log: %s', (kind) => {
     expect(text).toMatch(/at .*log\.test\.ts/); // the stack, down to the handler in this file
     if (sink.json) {
       const line = sink.json().find((l) => JSON.stringify(l).includes('db down'))!;
-      expect(line).toMatchObject({ error: 'Error: db down at 10.0.0.3', code: 'EDBDOWN', stack: expect.stringContaining('log.test.ts') });
+      expect(line).toMatchObject({
+        error: 'Error: db down at 10.0.0.3',
+        code: 'EDBDOWN',
+        stack: expect.stringContaining('log.test.ts'),
+      });
       // The message under the logger's own key: pino's msg, winston's message.
       expect(line.msg ?? line.message).toBe(`jobhook: the handler failed for job ${id}`);
     }
@@ -100,7 +116,9 @@ describe.each(Object.keys(SINKS))('log: %s', (kind) => {
     const receive = createReceiver({ publicKey, log: sink.log, onEvent: () => undefined });
     const genuine = signed(jobId('log-forged'));
     // Anyone could send this one: logged at debug.
-    expect((await receive({ body: genuine.body.replace('Grüße', 'Grüsse'), headers: genuine.headers })).status).toBe(401);
+    expect(
+      (await receive({ body: genuine.body.replace('Grüße', 'Grüsse'), headers: genuine.headers })).status,
+    ).toBe(401);
     // Signed, but no job_id: logged at info.
     const noJobId = signDelivery('{"event":"async_job_completed","status":"success"}', privatePem(2048));
     expect((await receive(noJobId)).status).toBe(400);
@@ -113,10 +131,20 @@ describe.each(Object.keys(SINKS))('log: %s', (kind) => {
   it("a store failure's cause", async () => {
     const sink = SINKS[kind]!();
     // Nothing listens there: every operation fails with the client's connection error.
-    const store = new RedisIdempotencyStore({ url: `redis://127.0.0.1:${await freePort()}`, operationTimeoutMs: 500, log: {} });
+    const store = new RedisIdempotencyStore({
+      url: `redis://127.0.0.1:${await freePort()}`,
+      operationTimeoutMs: 500,
+      log: {},
+    });
     stores.push(store);
     let failure: unknown;
-    const receive = createReceiver({ publicKey, store, log: sink.log, onEvent: () => undefined, onError: (err) => void (failure = err) });
+    const receive = createReceiver({
+      publicKey,
+      store,
+      log: sink.log,
+      onEvent: () => undefined,
+      onError: (err) => void (failure = err),
+    });
     const id = jobId('log-store');
     expect((await receive(signed(id))).status).toBe(503);
     await vi.waitFor(() => expect(sink.text()).toContain('failed to claim'));
@@ -137,7 +165,13 @@ describe.each(Object.keys(SINKS))('log: %s', (kind) => {
 
 describe('errorDetails', () => {
   it('keeps the stack, the code and the chain of causes, as strings', () => {
-    const root = new AggregateError([Object.assign(new Error('connect ECONNREFUSED ::1:6379'), { code: 'ECONNREFUSED' }), new Error('connect ECONNREFUSED 127.0.0.1:6379')], '');
+    const root = new AggregateError(
+      [
+        Object.assign(new Error('connect ECONNREFUSED ::1:6379'), { code: 'ECONNREFUSED' }),
+        new Error('connect ECONNREFUSED 127.0.0.1:6379'),
+      ],
+      '',
+    );
     Object.assign(root, { code: 'ECONNREFUSED' });
     const middle = new Error('pool exhausted', { cause: root });
     const top = Object.assign(new Error('store failed', { cause: middle }), { code: 'E_STORE' });
@@ -146,7 +180,8 @@ describe('errorDetails', () => {
       error: 'Error: store failed',
       code: 'E_STORE',
       stack: top.stack,
-      cause: 'Error: pool exhausted ← AggregateError: connect ECONNREFUSED ::1:6379; connect ECONNREFUSED 127.0.0.1:6379 (code ECONNREFUSED)',
+      cause:
+        'Error: pool exhausted ← AggregateError: connect ECONNREFUSED ::1:6379; connect ECONNREFUSED 127.0.0.1:6379 (code ECONNREFUSED)',
     });
     expect(errorDetails('plain')).toEqual({ error: 'plain' });
     expect(errorDetails(new Error('x', { cause: 'a string cause' })).cause).toBe('a string cause');

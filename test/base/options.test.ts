@@ -52,7 +52,12 @@ const gateway = () => gatewayEntry.createGatewayClient({ baseUrl: 'http://127.0.
 const delivery = root.signDelivery('{"job_id":"x"}', privateKey);
 
 const CASES: Record<string, Case> = {
-  "createVerifier ('jobhook')": { make: (o) => root.createVerifier(o as never), valid: { publicKey }, names: VERIFIER_OPTIONS, typo: ['maxBodyByte', 'maxBodyBytes'] },
+  "createVerifier ('jobhook')": {
+    make: (o) => root.createVerifier(o as never),
+    valid: { publicKey },
+    names: VERIFIER_OPTIONS,
+    typo: ['maxBodyByte', 'maxBodyBytes'],
+  },
   verifyWebhook: {
     make: (o) => {
       try {
@@ -66,13 +71,48 @@ const CASES: Record<string, Case> = {
     names: VERIFIER_OPTIONS,
     typo: ['publickey', 'publicKey'],
   },
-  "createVerifier ('jobhook/web')": { make: (o) => web.createVerifier(o as never), valid: { publicKey }, names: WEB_VERIFIER_OPTIONS, typo: ['dialect', 'dialects'] },
-  "createReceiver ('jobhook')": { make: (o) => root.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: AGNOSTIC_RECEIVER_OPTIONS, typo: ['maxBodyByte', 'maxBodyBytes'] },
-  "createReceiver ('jobhook/express')": { make: (o) => expressEntry.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: EXPRESS_RECEIVER_OPTIONS, typo: ['onevent', 'onEvent'] },
-  "createReceiver ('jobhook/web')": { make: (o) => web.createReceiver(o as never), valid: { publicKey, onEvent, log: {} }, names: WEB_RECEIVER_OPTIONS, typo: ['retainMS', 'retainMs'] },
-  createMiddleware: { make: (o) => expressEntry.createMiddleware(o as never), valid: { publicKey, errors: 'next' }, names: MIDDLEWARE_OPTIONS, typo: ['error', 'errors'] },
-  createJobRunner: { make: (o) => root.createJobRunner(o as never), valid: { leaseMs: 5_000, log: {} }, names: JOB_RUNNER_OPTIONS, typo: ['retain', 'retainMs'] },
-  MemoryIdempotencyStore: { make: (o) => new root.MemoryIdempotencyStore(o as never), valid: { maxEntries: 10 }, names: MEMORY_STORE_OPTIONS, typo: ['maxEntry', 'maxEntries'] },
+  "createVerifier ('jobhook/web')": {
+    make: (o) => web.createVerifier(o as never),
+    valid: { publicKey },
+    names: WEB_VERIFIER_OPTIONS,
+    typo: ['dialect', 'dialects'],
+  },
+  "createReceiver ('jobhook')": {
+    make: (o) => root.createReceiver(o as never),
+    valid: { publicKey, onEvent, log: {} },
+    names: AGNOSTIC_RECEIVER_OPTIONS,
+    typo: ['maxBodyByte', 'maxBodyBytes'],
+  },
+  "createReceiver ('jobhook/express')": {
+    make: (o) => expressEntry.createReceiver(o as never),
+    valid: { publicKey, onEvent, log: {} },
+    names: EXPRESS_RECEIVER_OPTIONS,
+    typo: ['onevent', 'onEvent'],
+  },
+  "createReceiver ('jobhook/web')": {
+    make: (o) => web.createReceiver(o as never),
+    valid: { publicKey, onEvent, log: {} },
+    names: WEB_RECEIVER_OPTIONS,
+    typo: ['retainMS', 'retainMs'],
+  },
+  createMiddleware: {
+    make: (o) => expressEntry.createMiddleware(o as never),
+    valid: { publicKey, errors: 'next' },
+    names: MIDDLEWARE_OPTIONS,
+    typo: ['error', 'errors'],
+  },
+  createJobRunner: {
+    make: (o) => root.createJobRunner(o as never),
+    valid: { leaseMs: 5_000, log: {} },
+    names: JOB_RUNNER_OPTIONS,
+    typo: ['retain', 'retainMs'],
+  },
+  MemoryIdempotencyStore: {
+    make: (o) => new root.MemoryIdempotencyStore(o as never),
+    valid: { maxEntries: 10 },
+    names: MEMORY_STORE_OPTIONS,
+    typo: ['maxEntry', 'maxEntries'],
+  },
   RedisIdempotencyStore: {
     make: (o) => {
       const store = new RedisIdempotencyStore(o as never);
@@ -93,7 +133,12 @@ const CASES: Record<string, Case> = {
     names: POSTGRES_STORE_OPTIONS,
     typo: ['tabel', 'table'],
   },
-  createGatewayClient: { make: (o) => gatewayEntry.createGatewayClient(o as never), valid: { baseUrl: 'http://127.0.0.1:1', token: 't' }, names: GATEWAY_CLIENT_OPTIONS, typo: ['baseURL', 'baseUrl'] },
+  createGatewayClient: {
+    make: (o) => gatewayEntry.createGatewayClient(o as never),
+    valid: { baseUrl: 'http://127.0.0.1:1', token: 't' },
+    names: GATEWAY_CLIENT_OPTIONS,
+    typo: ['baseURL', 'baseUrl'],
+  },
   createReconciler: {
     make: (o) => gatewayEntry.createReconciler(o as never),
     valid: { client: gateway(), store: new root.MemoryIdempotencyStore(), onEvent },
@@ -110,9 +155,24 @@ const CASES: Record<string, Case> = {
     names: SIMULATOR_OPTIONS,
     typo: ['allowLoopbackReceiver', 'allowLoopbackReceivers'],
   },
-  signDelivery: { make: (o) => root.signDelivery('{}', privateKey, o as never), valid: { dialect: 'python' }, names: SIGN_OPTIONS, typo: ['user_agent', 'userAgent'] },
-  signPayload: { make: (o) => testing.signPayload({}, privateKey, o as never), valid: { dialect: 'python' }, names: SIGN_PAYLOAD_OPTIONS, typo: ['signatureHeaders', 'signatureHeader'] },
-  generateTestKeys: { make: (o) => testing.generateTestKeys(o as never), valid: { bits: 2048 }, names: TEST_KEY_OPTIONS, typo: ['bit', 'bits'] },
+  signDelivery: {
+    make: (o) => root.signDelivery('{}', privateKey, o as never),
+    valid: { dialect: 'python' },
+    names: SIGN_OPTIONS,
+    typo: ['user_agent', 'userAgent'],
+  },
+  signPayload: {
+    make: (o) => testing.signPayload({}, privateKey, o as never),
+    valid: { dialect: 'python' },
+    names: SIGN_PAYLOAD_OPTIONS,
+    typo: ['signatureHeaders', 'signatureHeader'],
+  },
+  generateTestKeys: {
+    make: (o) => testing.generateTestKeys(o as never),
+    valid: { bits: 2048 },
+    names: TEST_KEY_OPTIONS,
+    typo: ['bit', 'bits'],
+  },
 };
 
 async function outcome(make: () => unknown): Promise<unknown> {
@@ -142,7 +202,16 @@ describe.each(Object.entries(CASES))('%s', (_name, c) => {
 });
 
 describe('checkOptionNames and nearestName', () => {
-  const known = ['maxBodyBytes', 'maxCanonicalBytes', 'publicKey', 'leaseMs', 'log', 'now', 'bodyTimeoutMs', 'operationTimeoutMs'];
+  const known = [
+    'maxBodyBytes',
+    'maxCanonicalBytes',
+    'publicKey',
+    'leaseMs',
+    'log',
+    'now',
+    'bodyTimeoutMs',
+    'operationTimeoutMs',
+  ];
 
   it.each([
     ['maxBodyByte', 'maxBodyBytes'],
@@ -159,7 +228,9 @@ describe('checkOptionNames and nearestName', () => {
   it('suggests nothing for a name far from all (and lists them), or a part of several', () => {
     expect(nearestName('colour', known)).toBeUndefined();
     expect(nearestName('timeout', known)).toBeUndefined(); // bodyTimeoutMs or operationTimeoutMs?
-    expect(() => checkOptionNames({ colour: 1 }, { log: true, now: true })).toThrow(new TypeError('unknown option colour; the options are log, now'));
+    expect(() => checkOptionNames({ colour: 1 }, { log: true, now: true })).toThrow(
+      new TypeError('unknown option colour; the options are log, now'),
+    );
   });
 
   it('lets every known name through, and leaves non-objects to the constructor', () => {

@@ -19,7 +19,9 @@ import { cli, type CliResult } from './run.js';
 
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const block = (name: string): string => {
-  const m = new RegExp(`<!-- capture/${name.replace('.', '\\.')} -->\\n\`\`\`[a-z]*\\n([\\s\\S]*?)\`\`\``).exec(readme);
+  const m = new RegExp(
+    `<!-- capture/${name.replace('.', '\\.')} -->\\n\`\`\`[a-z]*\\n([\\s\\S]*?)\`\`\``,
+  ).exec(readme);
   if (m === null) throw new Error(`no block <!-- capture/${name} --> in README.md`);
   return m[1]!;
 };
@@ -43,7 +45,11 @@ afterEach(async () => {
 
 /** A `jobhook …` line of the README run in-process, its file arguments in `dir`, its comment left out. */
 function jobhook(line: string): Promise<CliResult> {
-  const argv = line.replace(/\s+#.*$/, '').trim().split(/\s+/).slice(1);
+  const argv = line
+    .replace(/\s+#.*$/, '')
+    .trim()
+    .split(/\s+/)
+    .slice(1);
   return cli(argv.map((a) => (/\.(pem|http|jsonl|har)$/.test(a) ? join(dir, a) : a)));
 }
 
@@ -69,7 +75,10 @@ async function started(command: string, ready: () => Promise<boolean>): Promise<
 
 /** True once something listens on `port` (a connection opened and closed without a byte). */
 const listening = (port: number) => async () =>
-  spawnSync(process.execPath, ['-e', `require('net').connect(${port},'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))`]).status === 0;
+  spawnSync(process.execPath, [
+    '-e',
+    `require('net').connect(${port},'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))`,
+  ]).status === 0;
 
 /** Waits until `file` exists and has stopped growing. */
 async function settled(file: string): Promise<void> {
@@ -99,12 +108,19 @@ describe('README: a raw HTTP dump', () => {
     expect(plain!.stdout).toMatch(/^attempt 1: HTTP 503 after \d+ ms → gave up\n$/);
     await cli(['send', '--to', to, '--key', PRIVATE, '--job-id', 'dump-gzip', '--retries', '0', '--gzip']);
     await settled(join(dir, 'delivery-2.http'));
-    expect(readFileSync(join(dir, 'delivery-2.http')).includes(Buffer.from('Content-Encoding: gzip\r\n'))).toBe(true);
+    expect(
+      readFileSync(join(dir, 'delivery-2.http')).includes(Buffer.from('Content-Encoding: gzip\r\n')),
+    ).toBe(true);
 
     const [verify, explain] = commands(text, 'jobhook ');
-    expect(await jobhook(verify!)).toMatchObject({ code: 0, stdout: `VALID dump-plain orjson ${join(dir, 'gateway.pem')}\n` });
+    expect(await jobhook(verify!)).toMatchObject({
+      code: 0,
+      stdout: `VALID dump-plain orjson ${join(dir, 'gateway.pem')}\n`,
+    });
     expect((await jobhook(explain!)).stdout).toMatch(/^VALID\n/);
-    expect((await jobhook(verify!.replace('delivery-1', 'delivery-2'))).stdout).toMatch(/^VALID dump-gzip orjson /);
+    expect((await jobhook(verify!.replace('delivery-1', 'delivery-2'))).stdout).toMatch(
+      /^VALID dump-gzip orjson /,
+    );
   });
 });
 
@@ -112,20 +128,37 @@ const netcat = spawnSync('nc', ['-h'], { encoding: 'utf8' });
 const openbsdNetcat = /OpenBSD netcat/.test(netcat.stdout + netcat.stderr);
 
 describe('README: a raw HTTP dump with netcat', () => {
-  it.skipIf(!openbsdNetcat)('nc -l writes the one request it gets, never answers (the attempt times out); verify reads the dump', async () => {
-    const line = /`(nc -l 8080 > delivery\.http)`/.exec(readme)?.[1];
-    expect(line).toBe('nc -l 8080 > delivery.http');
-    const port = await freePort();
-    const to = `http://127.0.0.1:${port}/webhooks/gateway`;
-    let sent: CliResult | undefined;
-    const child = await started(line!.replace('8080', String(port)), async () => {
-      sent = await cli(['send', '--to', to, '--key', PRIVATE, '--job-id', 'dump-netcat', '--retries', '0', '--timeout-ms', '1000']);
-      return !sent.stdout.includes('ECONNREFUSED');
-    });
-    expect(sent!.stdout).toBe('attempt 1: timed out after 1000 ms → gave up\n');
-    await new Promise((r) => (child.exitCode === null ? child.once('exit', r) : r(undefined)));
-    expect(await cli(['verify', '--key', join(dir, 'gateway.pem'), join(dir, 'delivery.http')])).toMatchObject({ code: 0, stdout: `VALID dump-netcat orjson ${join(dir, 'gateway.pem')}\n` });
-  });
+  it.skipIf(!openbsdNetcat)(
+    'nc -l writes the one request it gets, never answers (the attempt times out); verify reads the dump',
+    async () => {
+      const line = /`(nc -l 8080 > delivery\.http)`/.exec(readme)?.[1];
+      expect(line).toBe('nc -l 8080 > delivery.http');
+      const port = await freePort();
+      const to = `http://127.0.0.1:${port}/webhooks/gateway`;
+      let sent: CliResult | undefined;
+      const child = await started(line!.replace('8080', String(port)), async () => {
+        sent = await cli([
+          'send',
+          '--to',
+          to,
+          '--key',
+          PRIVATE,
+          '--job-id',
+          'dump-netcat',
+          '--retries',
+          '0',
+          '--timeout-ms',
+          '1000',
+        ]);
+        return !sent.stdout.includes('ECONNREFUSED');
+      });
+      expect(sent!.stdout).toBe('attempt 1: timed out after 1000 ms → gave up\n');
+      await new Promise((r) => (child.exitCode === null ? child.once('exit', r) : r(undefined)));
+      expect(
+        await cli(['verify', '--key', join(dir, 'gateway.pem'), join(dir, 'delivery.http')]),
+      ).toMatchObject({ code: 0, stdout: `VALID dump-netcat orjson ${join(dir, 'gateway.pem')}\n` });
+    },
+  );
 });
 
 describe('README: capture objects of the deliveries an Express app refused', () => {
@@ -133,11 +166,19 @@ describe('README: capture objects of the deliveries an Express app refused', () 
     const source = block('keep-refused.mjs');
     const module = join(dir, 'keep-refused.mjs');
     writeFileSync(module, source);
-    const { keepRefused } = (await import(pathToFileURL(module).href)) as { keepRefused: (file: string) => RequestHandler };
+    const { keepRefused } = (await import(pathToFileURL(module).href)) as {
+      keepRefused: (file: string) => RequestHandler;
+    };
     // The two lines the block shows as comments, as written there.
-    expect(source).toContain(`// app.use(express.json({ limit: '25mb', verify: keepRawBody }));\n// app.post('/webhooks/gateway', keepRefused('refused.jsonl'), receiver);`);
+    expect(source).toContain(
+      `// app.use(express.json({ limit: '25mb', verify: keepRawBody }));\n// app.post('/webhooks/gateway', keepRefused('refused.jsonl'), receiver);`,
+    );
     const runs: string[] = [];
-    const receiver = createReceiver({ publicKey: readFileSync(join(dir, 'gateway.pem'), 'utf8'), log: {}, onEvent: (e) => void runs.push(e.job_id) });
+    const receiver = createReceiver({
+      publicKey: readFileSync(join(dir, 'gateway.pem'), 'utf8'),
+      log: {},
+      onEvent: (e) => void runs.push(e.job_id),
+    });
     const app = express();
     app.use(express.json({ limit: '25mb', verify: keepRawBody }));
     app.post('/webhooks/gateway', keepRefused(join(dir, 'refused.jsonl')), receiver);
@@ -148,20 +189,33 @@ describe('README: capture objects of the deliveries an Express app refused', () 
       await cli(['keygen', '--out', other]);
       const wrongKey = join(other, 'test-only-private.pem');
       expect((await cli(['send', '--to', to, '--key', PRIVATE, '--job-id', 'kept-ok'])).code).toBe(0);
-      expect((await cli(['send', '--to', to, '--key', wrongKey, '--job-id', 'kept-wrong-key'])).stdout).toMatch(/HTTP 401 SIGNATURE_INVALID/);
-      expect((await cli(['send', '--to', to, '--key', wrongKey, '--job-id', 'kept-gzip', '--gzip'])).stdout).toMatch(/HTTP 401 SIGNATURE_INVALID/);
+      expect(
+        (await cli(['send', '--to', to, '--key', wrongKey, '--job-id', 'kept-wrong-key'])).stdout,
+      ).toMatch(/HTTP 401 SIGNATURE_INVALID/);
+      expect(
+        (await cli(['send', '--to', to, '--key', wrongKey, '--job-id', 'kept-gzip', '--gzip'])).stdout,
+      ).toMatch(/HTTP 401 SIGNATURE_INVALID/);
     } finally {
       await server.close();
       await receiver.close();
     }
     expect(runs).toEqual(['kept-ok']);
     const lines = readFileSync(join(dir, 'refused.jsonl'), 'utf8').trim().split('\n');
-    expect(lines.map((l) => JSON.parse(l) as { headers: Record<string, string> }).map((c) => c.headers['content-encoding'])).toEqual([undefined, 'gzip']);
+    expect(
+      lines
+        .map((l) => JSON.parse(l) as { headers: Record<string, string> })
+        .map((c) => c.headers['content-encoding']),
+    ).toEqual([undefined, 'gzip']);
 
     const [verify, explain] = commands(block('refused.sh'), 'jobhook ');
     const v = await jobhook(verify!);
     expect(v.code).toBe(1);
-    expect(v.stdout.trim().split('\n').map((l) => JSON.parse(l) as { index: number; code: string })).toEqual([
+    expect(
+      v.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { index: number; code: string }),
+    ).toEqual([
       expect.objectContaining({ index: 0, code: 'SIGNATURE_INVALID' }),
       expect.objectContaining({ index: 1, code: 'SIGNATURE_INVALID' }),
     ]);
@@ -173,7 +227,8 @@ describe('README: capture objects of the deliveries an Express app refused', () 
 });
 
 const mitmdump = spawnSync('mitmdump', ['--version'], { encoding: 'utf8' });
-const mitmproxyMajor = mitmdump.status === 0 ? Number(/Mitmproxy: (\d+)/.exec(mitmdump.stdout)?.[1]) : undefined;
+const mitmproxyMajor =
+  mitmdump.status === 0 ? Number(/Mitmproxy: (\d+)/.exec(mitmdump.stdout)?.[1]) : undefined;
 /** Before mitmproxy 10, hardump comes from this script (where Debian's package puts it). */
 const HAR_DUMP_SCRIPT = '/usr/share/doc/mitmproxy/examples/contrib/har_dump.py';
 const canRunMitmdump = mitmproxyMajor !== undefined && (mitmproxyMajor >= 10 || existsSync(HAR_DUMP_SCRIPT));
@@ -184,32 +239,65 @@ describe('README: a HAR file from mitmproxy', () => {
     const [verify, explain] = commands(block('mitmproxy.sh'), 'jobhook ');
     const v = await jobhook(verify!);
     expect(v.code).toBe(0);
-    expect(v.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { index: number }).index)).toEqual([1, 2, 4]);
+    expect(
+      v.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { index: number }).index),
+    ).toEqual([1, 2, 4]);
     expect((await jobhook(explain!)).stdout).toMatch(/^VALID\n/);
   });
 
   // mitmproxy is not a dependency: where it is installed, the README's command runs as written.
-  it.skipIf(!canRunMitmdump)('the mitmdump line, run in front of a jobhook receiver, writes a HAR file verify reads', async () => {
-    const [line] = commands(block('mitmproxy.sh'), 'mitmdump ');
-    expect(line).toBe('mitmdump --mode reverse:http://127.0.0.1:3000 -p 8080 --set hardump=./deliveries.har');
-    const receiver = createReceiver({ publicKey: readFileSync(join(dir, 'gateway.pem'), 'utf8'), log: {}, onEvent: () => undefined });
-    const app = express();
-    app.post('/webhooks/gateway', receiver);
-    const server = await listen(app);
-    try {
-      const port = await freePort();
-      const script = mitmproxyMajor! < 10 ? ` -s ${HAR_DUMP_SCRIPT}` : '';
-      const command = line!.replace('127.0.0.1:3000', `127.0.0.1:${server.port}`).replace('-p 8080', `--listen-host 127.0.0.1 -p ${port}${script}`);
-      const child = await started(command, listening(port));
-      expect((await cli(['send', '--to', `http://127.0.0.1:${port}/webhooks/gateway`, '--key', PRIVATE, '--job-id', 'via-mitmproxy', '--br'])).code).toBe(0);
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGINT');
-      await exited;
-    } finally {
-      await server.close();
-      await receiver.close();
-    }
-    const v = await cli(['verify', '--key', join(dir, 'gateway.pem'), join(dir, 'deliveries.har')]);
-    expect(v).toMatchObject({ code: 0, stdout: `VALID via-mitmproxy orjson ${join(dir, 'gateway.pem')}\n` });
-  }, 60_000);
+  it.skipIf(!canRunMitmdump)(
+    'the mitmdump line, run in front of a jobhook receiver, writes a HAR file verify reads',
+    async () => {
+      const [line] = commands(block('mitmproxy.sh'), 'mitmdump ');
+      expect(line).toBe(
+        'mitmdump --mode reverse:http://127.0.0.1:3000 -p 8080 --set hardump=./deliveries.har',
+      );
+      const receiver = createReceiver({
+        publicKey: readFileSync(join(dir, 'gateway.pem'), 'utf8'),
+        log: {},
+        onEvent: () => undefined,
+      });
+      const app = express();
+      app.post('/webhooks/gateway', receiver);
+      const server = await listen(app);
+      try {
+        const port = await freePort();
+        const script = mitmproxyMajor! < 10 ? ` -s ${HAR_DUMP_SCRIPT}` : '';
+        const command = line!
+          .replace('127.0.0.1:3000', `127.0.0.1:${server.port}`)
+          .replace('-p 8080', `--listen-host 127.0.0.1 -p ${port}${script}`);
+        const child = await started(command, listening(port));
+        expect(
+          (
+            await cli([
+              'send',
+              '--to',
+              `http://127.0.0.1:${port}/webhooks/gateway`,
+              '--key',
+              PRIVATE,
+              '--job-id',
+              'via-mitmproxy',
+              '--br',
+            ])
+          ).code,
+        ).toBe(0);
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGINT');
+        await exited;
+      } finally {
+        await server.close();
+        await receiver.close();
+      }
+      const v = await cli(['verify', '--key', join(dir, 'gateway.pem'), join(dir, 'deliveries.har')]);
+      expect(v).toMatchObject({
+        code: 0,
+        stdout: `VALID via-mitmproxy orjson ${join(dir, 'gateway.pem')}\n`,
+      });
+    },
+    60_000,
+  );
 });

@@ -19,10 +19,21 @@ const d = signDelivery(payloadText('encoded-job'), privatePem(2048));
 /** A raw HTTP/1.1 request dump of `body` sent with `Content-Encoding: coding`. */
 const dump = (coding: string, body: Uint8Array) =>
   Buffer.concat([
-    Buffer.from(['POST /webhooks HTTP/1.1', 'Host: 127.0.0.1', ...Object.entries(d.headers).map(([k, v]) => `${k}: ${v}`), `Content-Encoding: ${coding}`, `Content-Length: ${body.byteLength}`, '', ''].join('\r\n')),
+    Buffer.from(
+      [
+        'POST /webhooks HTTP/1.1',
+        'Host: 127.0.0.1',
+        ...Object.entries(d.headers).map(([k, v]) => `${k}: ${v}`),
+        `Content-Encoding: ${coding}`,
+        `Content-Length: ${body.byteLength}`,
+        '',
+        '',
+      ].join('\r\n'),
+    ),
     body,
   ]);
-const capture = (headers: Record<string, string>, body: { body: string } | { bodyBase64: string }) => JSON.stringify({ headers: { ...d.headers, ...headers }, ...body });
+const capture = (headers: Record<string, string>, body: { body: string } | { bodyBase64: string }) =>
+  JSON.stringify({ headers: { ...d.headers, ...headers }, ...body });
 const VALID = `VALID encoded-job orjson ${K2048}\n`;
 
 describe('Content-Encoding in captures', () => {
@@ -39,13 +50,21 @@ describe('Content-Encoding in captures', () => {
   });
 
   it('explain reads the decoded body too', async () => {
-    const r = await cli(['explain', '--key', K2048, file('dump-explain.http', dump('br', brotliCompressSync(d.body)))]);
+    const r = await cli([
+      'explain',
+      '--key',
+      K2048,
+      file('dump-explain.http', dump('br', brotliCompressSync(d.body))),
+    ]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^VALID\n[\s\S]*floats like 1\.0: 2/);
   });
 
   it('a capture object: bodyBase64 of the wire bytes is decoded; a body kept decoded under the header is read as it is', async () => {
-    const wire = file('wire.json', capture({ 'content-encoding': 'gzip' }, { bodyBase64: gzipSync(d.body).toString('base64') }));
+    const wire = file(
+      'wire.json',
+      capture({ 'content-encoding': 'gzip' }, { bodyBase64: gzipSync(d.body).toString('base64') }),
+    );
     expect(await cli(['verify', '--key', K2048, wire])).toMatchObject({ code: 0, stdout: VALID });
     const kept = file('kept.json', capture({ 'content-encoding': 'gzip' }, { body: d.body }));
     expect(await cli(['verify', '--key', K2048, kept])).toMatchObject({ code: 0, stdout: VALID });
@@ -57,11 +76,35 @@ describe('Content-Encoding in captures', () => {
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr).toMatch(message);
     };
-    one(await cli(['verify', '--key', K2048, file('not-gzip.http', dump('gzip', Buffer.from('not gzip at all')))]), /not-gzip\.http: the body is not valid gzip data, as its Content-Encoding says/);
-    one(await cli(['verify', '--key', K2048, file('zstd.http', dump('zstd', Buffer.from('x')))]), /Content-Encoding "zstd": zstd is not one jobhook reads \(gzip, deflate, br\)/);
+    one(
+      await cli([
+        'verify',
+        '--key',
+        K2048,
+        file('not-gzip.http', dump('gzip', Buffer.from('not gzip at all'))),
+      ]),
+      /not-gzip\.http: the body is not valid gzip data, as its Content-Encoding says/,
+    );
+    one(
+      await cli(['verify', '--key', K2048, file('zstd.http', dump('zstd', Buffer.from('x')))]),
+      /Content-Encoding "zstd": zstd is not one jobhook reads \(gzip, deflate, br\)/,
+    );
     const bomb = gzipSync(Buffer.alloc(5_000_000, 0x20));
-    one(await cli(['verify', '--key', K2048, '--max-body-bytes', '1000000', file('bomb.http', dump('gzip', bomb))]), /bomb\.http: the body is larger than maxBodyBytes \(1000000 bytes\) once decoded/);
-    const lines = [capture({}, { body: d.body }), capture({ 'Content-Encoding': 'br' }, { bodyBase64: Buffer.from('nope').toString('base64') })].join('\n');
+    one(
+      await cli([
+        'verify',
+        '--key',
+        K2048,
+        '--max-body-bytes',
+        '1000000',
+        file('bomb.http', dump('gzip', bomb)),
+      ]),
+      /bomb\.http: the body is larger than maxBodyBytes \(1000000 bytes\) once decoded/,
+    );
+    const lines = [
+      capture({}, { body: d.body }),
+      capture({ 'Content-Encoding': 'br' }, { bodyBase64: Buffer.from('nope').toString('base64') }),
+    ].join('\n');
     const r = await cli(['verify', '--key', K2048, file('mixed.jsonl', lines)]);
     one(r, /mixed\.jsonl \(delivery 2\): the body is not valid br data/);
     expect(r.stdout).toBe(VALID); // the delivery before it was verified

@@ -17,7 +17,13 @@ const MITMPROXY = fixture('har', 'mitmproxy-8.1.1.har');
 const file = scratchFiles('jobhook-har-');
 
 /** `--json` lines as objects. */
-const results = (stdout: string) => stdout.trim().split('\n').map((l) => JSON.parse(l) as { index: number; valid: boolean; code: string | null; jobId: string | null });
+const results = (stdout: string) =>
+  stdout
+    .trim()
+    .split('\n')
+    .map(
+      (l) => JSON.parse(l) as { index: number; valid: boolean; code: string | null; jobId: string | null },
+    );
 
 /** Exit 2 with one line on stderr matching `message`. */
 const refused = (r: { code: number; stdout: string; stderr: string }, message: RegExp) => {
@@ -56,7 +62,17 @@ function devtoolsEntry(method: string, headers: Record<string, string>, body?: s
       bodySize: body === undefined ? 0 : Buffer.byteLength(body),
       ...(body === undefined ? {} : { postData: { mimeType: 'application/json', text: body } }),
     },
-    response: { status: 200, statusText: '', httpVersion: 'http/2.0', headers: [], cookies: [], content: { size: 0, mimeType: 'application/json' }, redirectURL: '', headersSize: -1, bodySize: -1 },
+    response: {
+      status: 200,
+      statusText: '',
+      httpVersion: 'http/2.0',
+      headers: [],
+      cookies: [],
+      content: { size: 0, mimeType: 'application/json' },
+      redirectURL: '',
+      headersSize: -1,
+      bodySize: -1,
+    },
     serverIPAddress: '203.0.113.7',
     startedDateTime: '2026-05-04T10:00:00.000Z',
     time: 12.5,
@@ -64,7 +80,9 @@ function devtoolsEntry(method: string, headers: Record<string, string>, body?: s
   };
 }
 
-const har = (entries: object[], creator = { name: 'WebInspector', version: '537.36' }) => ({ log: { version: '1.2', creator, pages: [], entries } });
+const har = (entries: object[], creator = { name: 'WebInspector', version: '537.36' }) => ({
+  log: { version: '1.2', creator, pages: [], entries },
+});
 
 describe('a HAR file mitmproxy wrote (reverse proxy in front of a jobhook receiver)', () => {
   it('verify: the signed POSTs are deliveries, the GET and the unsigned POST are left out; the gzip one holds its body decoded', async () => {
@@ -82,8 +100,14 @@ describe('a HAR file mitmproxy wrote (reverse proxy in front of a jobhook receiv
     expect(one.code).toBe(0);
     expect(one.stdout).toMatch(/^VALID\n/);
     expect(one.stdout).toMatch(/dialect orjson\s+sha256 [0-9a-f]{64}\s+VERIFIES with key 0/);
-    refused(await cli(['explain', '--key', K2048, MITMPROXY]), /explain takes one delivery; the input holds more than one: pick one with --index N/);
-    refused(await cli(['explain', '--key', K2048, '--index', '3', MITMPROXY]), /no delivery with --index 3 in the input \(its deliveries: 1, 2, 4\)/);
+    refused(
+      await cli(['explain', '--key', K2048, MITMPROXY]),
+      /explain takes one delivery; the input holds more than one: pick one with --index N/,
+    );
+    refused(
+      await cli(['explain', '--key', K2048, '--index', '3', MITMPROXY]),
+      /no delivery with --index 3 in the input \(its deliveries: 1, 2, 4\)/,
+    );
   });
 });
 
@@ -97,8 +121,15 @@ describe('HAR files in the shapes other tools write', () => {
     ];
     const r = await cli(['verify', '--key', K2048, '--json', file('devtools.har', har(entries))]);
     expect(r).toMatchObject({ code: 0, stderr: '' });
-    expect(results(r.stdout)).toEqual([expect.objectContaining({ index: 2, valid: true, jobId: 'har-devtools' })]);
-    const text = await cli(['verify', '--key', K2048, file('devtools-compact.har', JSON.stringify(har(entries)))]);
+    expect(results(r.stdout)).toEqual([
+      expect.objectContaining({ index: 2, valid: true, jobId: 'har-devtools' }),
+    ]);
+    const text = await cli([
+      'verify',
+      '--key',
+      K2048,
+      file('devtools-compact.har', JSON.stringify(har(entries))),
+    ]);
     expect(text.stdout).toBe(`VALID har-devtools orjson ${K2048}\n`);
   });
 
@@ -106,10 +137,29 @@ describe('HAR files in the shapes other tools write', () => {
     const gz = delivery('har-base64-gzip');
     const plain = delivery('har-base64-plain');
     const entry = (headers: Record<string, string>, bytes: Uint8Array) => ({
-      request: { method: 'POST', url: 'http://127.0.0.1:3000/webhooks/gateway', httpVersion: 'HTTP/1.1', headers: Object.entries(headers).map(([name, value]) => ({ name, value })), postData: { mimeType: 'application/json', text: Buffer.from(bytes).toString('base64'), encoding: 'base64' } },
+      request: {
+        method: 'POST',
+        url: 'http://127.0.0.1:3000/webhooks/gateway',
+        httpVersion: 'HTTP/1.1',
+        headers: Object.entries(headers).map(([name, value]) => ({ name, value })),
+        postData: {
+          mimeType: 'application/json',
+          text: Buffer.from(bytes).toString('base64'),
+          encoding: 'base64',
+        },
+      },
     });
-    const entries = [entry({ ...gz.headers, 'Content-Encoding': 'gzip' }, gzipSync(gz.body)), entry(plain.headers, Buffer.from(plain.body))];
-    const r = await cli(['verify', '--key', K2048, '--json', file('base64.har', har(entries, { name: 'Charles Proxy', version: '4.6' }))]);
+    const entries = [
+      entry({ ...gz.headers, 'Content-Encoding': 'gzip' }, gzipSync(gz.body)),
+      entry(plain.headers, Buffer.from(plain.body)),
+    ];
+    const r = await cli([
+      'verify',
+      '--key',
+      K2048,
+      '--json',
+      file('base64.har', har(entries, { name: 'Charles Proxy', version: '4.6' })),
+    ]);
     expect(r).toMatchObject({ code: 0, stderr: '' });
     expect(results(r.stdout).map((x) => [x.index, x.valid, x.jobId])).toEqual([
       [0, true, 'har-base64-gzip'],
@@ -119,7 +169,10 @@ describe('HAR files in the shapes other tools write', () => {
 
   it('a body changed on the way is INVALID, and explain says the key opens the signature but no dialect matches', async () => {
     const d = delivery('har-tampered');
-    const path = file('tampered.har', har([devtoolsEntry('POST', d.headers, d.body.replace('Grüße', 'Grüsse'))]));
+    const path = file(
+      'tampered.har',
+      har([devtoolsEntry('POST', d.headers, d.body.replace('Grüße', 'Grüsse'))]),
+    );
     const r = await cli(['verify', '--key', K2048, path]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^INVALID SIGNATURE_INVALID /);
@@ -132,33 +185,105 @@ describe('HAR files in the shapes other tools write', () => {
   it('when no entry has the signature header (a proxy renamed it), every POST body is read, and each says the header is missing', async () => {
     const d = delivery('har-renamed');
     const { 'X-Service-Signature': signature, ...rest } = d.headers;
-    const path = file('renamed.har', har([devtoolsEntry('POST', { ...rest, 'X-Original-Service-Signature': signature! }, d.body)]));
+    const path = file(
+      'renamed.har',
+      har([devtoolsEntry('POST', { ...rest, 'X-Original-Service-Signature': signature! }, d.body)]),
+    );
     const r = await cli(['verify', '--key', K2048, '--json', path]);
     expect(r.code).toBe(1);
-    expect(results(r.stdout)).toEqual([expect.objectContaining({ index: 0, valid: false, code: 'SIGNATURE_MISSING' })]);
+    expect(results(r.stdout)).toEqual([
+      expect.objectContaining({ index: 0, valid: false, code: 'SIGNATURE_MISSING' }),
+    ]);
     // --signature-header names the header that carries it.
-    const named = await cli(['verify', '--key', K2048, '--signature-header', 'X-Original-Service-Signature', path]);
+    const named = await cli([
+      'verify',
+      '--key',
+      K2048,
+      '--signature-header',
+      'X-Original-Service-Signature',
+      path,
+    ]);
     expect(named.stdout).toBe(`VALID har-renamed orjson ${K2048}\n`);
   });
 
   it('refuses what is not a HAR file it can read, with one line that says why', async () => {
     const d = delivery('har-bad');
-    const post = (postData: object, headers: unknown = [{ name: 'X-Service-Signature', value: d.headers['X-Service-Signature'] }]) => har([{ request: { method: 'POST', url: 'http://x/', headers, postData } }]);
-    refused(await cli(['verify', '--key', K2048, file('broken.har', '{"log": {"entries": [')]), /broken\.har: not a HAR file \(/);
-    refused(await cli(['verify', '--key', K2048, file('no-entries.har', { log: {} })]), /no-entries\.har: not a HAR file \(no log\.entries list\)/);
-    refused(await cli(['verify', '--key', K2048, file('get-only.har', har([devtoolsEntry('GET', {})]))]), /holds no POST request with a body/);
-    refused(await cli(['verify', '--key', K2048, file('qp.har', post({ text: d.body, encoding: 'quoted-printable' }))]), /HAR entry 1: postData\.encoding "quoted-printable" is not one jobhook reads/);
-    refused(await cli(['verify', '--key', K2048, file('not-base64.har', post({ text: d.body, encoding: 'base64' }))]), /HAR entry 1: postData\.text is not base64/);
-    refused(await cli(['verify', '--key', K2048, file('headers.har', post({ text: d.body }, { 'X-Service-Signature': 'x' }))]), /HAR entry 1: request\.headers is not a list/);
-    refused(await cli(['verify', '--key', K2048, file('no-request.har', har([{}]))]), /HAR entry 1 has no request object/);
+    const post = (
+      postData: object,
+      headers: unknown = [{ name: 'X-Service-Signature', value: d.headers['X-Service-Signature'] }],
+    ) => har([{ request: { method: 'POST', url: 'http://x/', headers, postData } }]);
+    refused(
+      await cli(['verify', '--key', K2048, file('broken.har', '{"log": {"entries": [')]),
+      /broken\.har: not a HAR file \(/,
+    );
+    refused(
+      await cli(['verify', '--key', K2048, file('no-entries.har', { log: {} })]),
+      /no-entries\.har: not a HAR file \(no log\.entries list\)/,
+    );
+    refused(
+      await cli(['verify', '--key', K2048, file('get-only.har', har([devtoolsEntry('GET', {})]))]),
+      /holds no POST request with a body/,
+    );
+    refused(
+      await cli([
+        'verify',
+        '--key',
+        K2048,
+        file('qp.har', post({ text: d.body, encoding: 'quoted-printable' })),
+      ]),
+      /HAR entry 1: postData\.encoding "quoted-printable" is not one jobhook reads/,
+    );
+    refused(
+      await cli([
+        'verify',
+        '--key',
+        K2048,
+        file('not-base64.har', post({ text: d.body, encoding: 'base64' })),
+      ]),
+      /HAR entry 1: postData\.text is not base64/,
+    );
+    refused(
+      await cli([
+        'verify',
+        '--key',
+        K2048,
+        file('headers.har', post({ text: d.body }, { 'X-Service-Signature': 'x' })),
+      ]),
+      /HAR entry 1: request\.headers is not a list/,
+    );
+    refused(
+      await cli(['verify', '--key', K2048, file('no-request.har', har([{}]))]),
+      /HAR entry 1 has no request object/,
+    );
   });
 
   it('is bounded as the other forms: read whole up to 6 × maxBodyBytes + 1 MiB; a body that decodes past maxBodyBytes is refused', async () => {
     const d = delivery('har-large');
-    const big = har([devtoolsEntry('POST', d.headers, d.body), { request: { method: 'GET', url: 'http://x/', headers: [], comment: 'x'.repeat(1024 * 1024 + 70_000) } }]);
-    refused(await cli(['verify', '--key', K2048, '--max-body-bytes', '10000', file('big.har', big)]), /big\.har: longer than 1108576 bytes/);
+    const big = har([
+      devtoolsEntry('POST', d.headers, d.body),
+      {
+        request: { method: 'GET', url: 'http://x/', headers: [], comment: 'x'.repeat(1024 * 1024 + 70_000) },
+      },
+    ]);
+    refused(
+      await cli(['verify', '--key', K2048, '--max-body-bytes', '10000', file('big.har', big)]),
+      /big\.har: longer than 1108576 bytes/,
+    );
     const bomb = gzipSync(Buffer.alloc(200_000, 0x20));
-    const entry = { request: { method: 'POST', url: 'http://x/', headers: [...Object.entries(d.headers), ['Content-Encoding', 'gzip']].map(([name, value]) => ({ name, value })), postData: { text: bomb.toString('base64'), encoding: 'base64' } } };
-    refused(await cli(['verify', '--key', K2048, '--max-body-bytes', '100000', file('bomb.har', har([entry]))]), /the body is larger than maxBodyBytes \(100000 bytes\) once decoded \(Content-Encoding: gzip\)/);
+    const entry = {
+      request: {
+        method: 'POST',
+        url: 'http://x/',
+        headers: [...Object.entries(d.headers), ['Content-Encoding', 'gzip']].map(([name, value]) => ({
+          name,
+          value,
+        })),
+        postData: { text: bomb.toString('base64'), encoding: 'base64' },
+      },
+    };
+    refused(
+      await cli(['verify', '--key', K2048, '--max-body-bytes', '100000', file('bomb.har', har([entry]))]),
+      /the body is larger than maxBodyBytes \(100000 bytes\) once decoded \(Content-Encoding: gzip\)/,
+    );
   });
 });

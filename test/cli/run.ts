@@ -29,7 +29,12 @@ export async function cli(argv: string[], options: CliOptions = {}): Promise<Cli
       options.onStdout?.(t);
     },
     stderr: (t) => void (stderr += t),
-    readStdin: () => (typeof stdin === 'string' ? Promise.resolve(new TextEncoder().encode(stdin)) : stdin instanceof Uint8Array || stdin === undefined ? Promise.resolve(stdin ?? new Uint8Array()) : stdin),
+    readStdin: () =>
+      typeof stdin === 'string'
+        ? Promise.resolve(new TextEncoder().encode(stdin))
+        : stdin instanceof Uint8Array || stdin === undefined
+          ? Promise.resolve(stdin ?? new Uint8Array())
+          : stdin,
     isTTY: options.tty ?? false,
   };
   const code = await runCli(argv, io);
@@ -37,11 +42,18 @@ export async function cli(argv: string[], options: CliOptions = {}): Promise<Cli
 }
 
 /** A new temporary folder and a function that writes a file in it, returning its path (objects as indented JSON). */
-export function scratchFiles(prefix: string): (name: string, content: string | Uint8Array | object) => string {
+export function scratchFiles(
+  prefix: string,
+): (name: string, content: string | Uint8Array | object) => string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return (name, content) => {
     const path = join(dir, name);
-    writeFileSync(path, typeof content === 'string' || content instanceof Uint8Array ? content : JSON.stringify(content, null, 2));
+    writeFileSync(
+      path,
+      typeof content === 'string' || content instanceof Uint8Array
+        ? content
+        : JSON.stringify(content, null, 2),
+    );
     return path;
   };
 }

@@ -31,25 +31,49 @@ describe('jobhook verify: input forms', () => {
 
   it('a capture object with bodyBase64 (exact bytes)', async () => {
     const d = good();
-    const r = await cli(['verify', '--key', K2048, file('b64.json', JSON.stringify({ headers: d.headers, bodyBase64: Buffer.from(d.body).toString('base64') }))]);
+    const r = await cli([
+      'verify',
+      '--key',
+      K2048,
+      file(
+        'b64.json',
+        JSON.stringify({ headers: d.headers, bodyBase64: Buffer.from(d.body).toString('base64') }),
+      ),
+    ]);
     expect(r.code).toBe(0);
   });
 
   it('a raw HTTP/1.1 request dump, with Content-Length or chunked', async () => {
     const d = good();
-    const head = `POST /webhooks HTTP/1.1\r\nHost: 127.0.0.1\r\n${Object.entries(d.headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n`;
+    const head = `POST /webhooks HTTP/1.1\r\nHost: 127.0.0.1\r\n${Object.entries(d.headers)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\r\n')}\r\n`;
     const bytes = Buffer.from(d.body);
-    const plain = file('req.http', Buffer.concat([Buffer.from(`${head}Content-Length: ${bytes.length}\r\n\r\n`), bytes]));
+    const plain = file(
+      'req.http',
+      Buffer.concat([Buffer.from(`${head}Content-Length: ${bytes.length}\r\n\r\n`), bytes]),
+    );
     expect((await cli(['verify', '--key', K2048, plain])).stdout).toMatch(/^VALID cli-job/);
-    const chunks = Buffer.concat([Buffer.from(`${(100).toString(16)}\r\n`), bytes.subarray(0, 100), Buffer.from(`\r\n${(bytes.length - 100).toString(16)}\r\n`), bytes.subarray(100), Buffer.from('\r\n0\r\n\r\n')]);
-    const chunked = file('chunked.http', Buffer.concat([Buffer.from(`${head}Transfer-Encoding: chunked\r\n\r\n`), chunks]));
+    const chunks = Buffer.concat([
+      Buffer.from(`${(100).toString(16)}\r\n`),
+      bytes.subarray(0, 100),
+      Buffer.from(`\r\n${(bytes.length - 100).toString(16)}\r\n`),
+      bytes.subarray(100),
+      Buffer.from('\r\n0\r\n\r\n'),
+    ]);
+    const chunked = file(
+      'chunked.http',
+      Buffer.concat([Buffer.from(`${head}Transfer-Encoding: chunked\r\n\r\n`), chunks]),
+    );
     expect((await cli(['verify', '--key', K2048, chunked])).stdout).toMatch(/^VALID cli-job/);
   });
 
   it('a bare JSON body needs --signature', async () => {
     const d = good();
     const body = file('body.json', d.body);
-    expect((await cli(['verify', '--key', K2048, '--signature', d.headers['X-Service-Signature']!, body])).code).toBe(0);
+    expect(
+      (await cli(['verify', '--key', K2048, '--signature', d.headers['X-Service-Signature']!, body])).code,
+    ).toBe(0);
     const missing = await cli(['verify', '--key', K2048, body]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--signature/);
@@ -63,10 +87,16 @@ describe('jobhook verify: input forms', () => {
 
   it('deliveries signed by Python, as JSONL, with three keys (rotation)', async () => {
     const all = deliveries();
-    const jsonl = file('python.jsonl', all.map((d) => JSON.stringify({ headers: d.headers, body: d.body })).join('\n') + '\n');
+    const jsonl = file(
+      'python.jsonl',
+      all.map((d) => JSON.stringify({ headers: d.headers, body: d.body })).join('\n') + '\n',
+    );
     const r = await cli(['verify', '--key', K2048, '--key', K3072, '--key', K4096, '--json', jsonl]);
     expect(r.code).toBe(0);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { index: number; keyIndex: number; valid: boolean });
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { index: number; keyIndex: number; valid: boolean });
     expect(lines).toHaveLength(all.length);
     lines.forEach((l, k) => expect(l.keyIndex).toBe([2048, 3072, 4096].indexOf(all[k]!.keyBits)));
   });
@@ -78,14 +108,44 @@ describe('jobhook verify: results and exit codes', () => {
     const lines = [JSON.stringify(d), JSON.stringify({ ...d, body: d.body.replace('Grüße', 'Gruss') })];
     const r = await cli(['verify', '--key', K2048, '--json', file('two.jsonl', lines.join('\n'))]);
     expect(r.code).toBe(1);
-    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
-    expect(out[0]).toEqual({ source: join(dir, 'two.jsonl'), index: 0, valid: true, code: null, dialect: 'orjson', keyIndex: 0, jobId: 'cli-job' });
-    expect(out[1]).toEqual({ source: join(dir, 'two.jsonl'), index: 1, valid: false, code: 'SIGNATURE_INVALID', dialect: null, keyIndex: null, jobId: null });
+    const out = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(out[0]).toEqual({
+      source: join(dir, 'two.jsonl'),
+      index: 0,
+      valid: true,
+      code: null,
+      dialect: 'orjson',
+      keyIndex: 0,
+      jobId: 'cli-job',
+    });
+    expect(out[1]).toEqual({
+      source: join(dir, 'two.jsonl'),
+      index: 1,
+      valid: false,
+      code: 'SIGNATURE_INVALID',
+      dialect: null,
+      keyIndex: null,
+      jobId: null,
+    });
   });
 
   it('text output names the code and message of an invalid delivery', async () => {
     const d = good();
-    const r = await cli(['verify', '--key', K2048, file('trunc.json', JSON.stringify({ ...d, headers: { 'X-Service-Signature': d.headers['X-Service-Signature']!.slice(4) } }))]);
+    const r = await cli([
+      'verify',
+      '--key',
+      K2048,
+      file(
+        'trunc.json',
+        JSON.stringify({
+          ...d,
+          headers: { 'X-Service-Signature': d.headers['X-Service-Signature']!.slice(4) },
+        }),
+      ),
+    ]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^INVALID SIGNATURE_MALFORMED The signature has 508 hex digits/);
   });
@@ -115,7 +175,11 @@ describe('jobhook verify: results and exit codes', () => {
   });
 
   it('10,000 deliveries in one batch, progress on stderr only on a TTY', async () => {
-    const signed = Array.from({ length: 100 }, (_, k) => JSON.stringify(signDelivery(payloadText(`batch-${k}`, `,"pad":"${'x'.repeat(1200)}"`), privatePem(2048))));
+    const signed = Array.from({ length: 100 }, (_, k) =>
+      JSON.stringify(
+        signDelivery(payloadText(`batch-${k}`, `,"pad":"${'x'.repeat(1200)}"`), privatePem(2048)),
+      ),
+    );
     const lines = Array.from({ length: 10_000 }, (_, k) => signed[k % 100]!);
     const f = file('batch.jsonl', lines.join('\n'));
     const quiet = await cli(['verify', '--key', K2048, f]);
@@ -145,11 +209,19 @@ describe('jobhook verify: input echoed to the terminal has its control character
 
   it('header values quoted in a message: ESC, BEL, C1 CSI, RLO', async () => {
     const hostile = 'SHA1\u001b]0;pwned\u0007\u009b31m\u202e\u007f';
-    const f = file('ctl.json', JSON.stringify({ headers: { 'X-Service-Signature': 'ab', 'X-Service-Hash-Algorithm': hostile }, body: '{}' }));
+    const f = file(
+      'ctl.json',
+      JSON.stringify({
+        headers: { 'X-Service-Signature': 'ab', 'X-Service-Hash-Algorithm': hostile },
+        body: '{}',
+      }),
+    );
     const r = await cli(['verify', '--key', K2048, f]);
     expect(r.code).toBe(1);
     expect(r.stdout).not.toMatch(UNSAFE);
-    expect(r.stdout).toBe('INVALID ALGORITHM_UNSUPPORTED The hash algorithm header says "SHA1\\u001b]0;pwned\\u0007\\u009b31m\\u202e\\x7f"; only SHA256 is supported.\n');
+    expect(r.stdout).toBe(
+      'INVALID ALGORITHM_UNSUPPORTED The hash algorithm header says "SHA1\\u001b]0;pwned\\u0007\\u009b31m\\u202e\\x7f"; only SHA256 is supported.\n',
+    );
   });
 
   it('file names and input quoted in errors on stderr', async () => {

@@ -34,7 +34,9 @@ async function check(server: Running, withEffects = true): Promise<CheckReport> 
     backoffMs: 50,
     maxBackoffMs: 400,
   });
-  const failed = report.results.filter((r) => r.verdict !== 'passed').map((r) => `${r.id}: ${r.verdict} ${r.meaning}`);
+  const failed = report.results
+    .filter((r) => r.verdict !== 'passed')
+    .map((r) => `${r.id}: ${r.verdict} ${r.meaning}`);
   expect(failed, server.output().slice(-2000)).toEqual([]);
   expect(report.ok).toBe(true);
   return report;
@@ -50,16 +52,27 @@ const cases: Array<[string, string]> = [
 ];
 
 describe('jobhook check against the example apps', () => {
-  it.each(cases)('examples/%s/%s passes every delivery, each job run once', async (example, file) => {
-    const report = await check(await serve(example, file));
-    expect(report.countedFrom).toBe('effects');
-    expect(report.timing.map((t) => t.status)).toEqual([200, 200, 200, 200, 200]);
-    for (const r of report.results) expect(r.runs, r.id).toBe(r.group === 'refuse' ? 0 : 1);
-  }, 15 * 60_000);
+  it.each(cases)(
+    'examples/%s/%s passes every delivery, each job run once',
+    async (example, file) => {
+      const report = await check(await serve(example, file));
+      expect(report.countedFrom).toBe('effects');
+      expect(report.timing.map((t) => t.status)).toEqual([200, 200, 200, 200, 200]);
+      for (const r of report.results) expect(r.runs, r.id).toBe(r.group === 'refuse' ? 0 : 1);
+    },
+    15 * 60_000,
+  );
 
-  it('examples/observability/server.ts passes every delivery (runs from the answers: it records successes only)', async () => {
-    const { freePort } = await import('../helpers/servers.js');
-    const report = await check(await serve('observability', 'server.ts', { METRICS_PORT: String(await freePort()) }), false);
-    expect(report.countedFrom).toBe('answers');
-  }, 15 * 60_000);
+  it(
+    'examples/observability/server.ts passes every delivery (runs from the answers: it records successes only)',
+    async () => {
+      const { freePort } = await import('../helpers/servers.js');
+      const report = await check(
+        await serve('observability', 'server.ts', { METRICS_PORT: String(await freePort()) }),
+        false,
+      );
+      expect(report.countedFrom).toBe('answers');
+    },
+    15 * 60_000,
+  );
 });

@@ -32,8 +32,13 @@ describe.each(flavours)('examples/express on $name', ({ app, links }) => {
     const server = await run('receiver.ts');
     await expectRecipe(`${server.url}/webhooks/gateway`, `${app}-receiver`, expect);
     await expectLargeDelivery(`${server.url}/webhooks/gateway`, `${app}-receiver-large`, expect);
-    const orders = await post(`${server.url}/api/orders`, '{"order":17}', { 'content-type': 'application/json' });
-    expect({ status: orders.status, body: JSON.parse(orders.body) }).toEqual({ status: 200, body: { received: { order: 17 } } });
+    const orders = await post(`${server.url}/api/orders`, '{"order":17}', {
+      'content-type': 'application/json',
+    });
+    expect({ status: orders.status, body: JSON.parse(orders.body) }).toEqual({
+      status: 200,
+      body: { received: { order: 17 } },
+    });
     // One per processed delivery: the recipe's, the 2 MB and the 20 MB ones.
     expect(server.output().match(/^saved /gm)).toHaveLength(3);
   });
@@ -48,7 +53,9 @@ describe.each(flavours)('examples/express on $name', ({ app, links }) => {
     const server = await run('after-json.ts');
     await expectRecipe(`${server.url}/webhooks/gateway`, `${app}-after-json`, expect);
     await expectLargeDelivery(`${server.url}/webhooks/gateway`, `${app}-after-json-large`, expect);
-    const orders = await post(`${server.url}/api/orders`, '{"order":17}', { 'content-type': 'application/json' });
+    const orders = await post(`${server.url}/api/orders`, '{"order":17}', {
+      'content-type': 'application/json',
+    });
     expect(JSON.parse(orders.body)).toEqual({ received: { order: 17 } });
   });
 });

@@ -35,16 +35,35 @@ describe('installTarball: the example apps install the package whatever the npm 
   beforeAll(async () => {
     scratch = mkdtempSync(join(inject('packDir'), 'harness-'));
     // A package with jobhook's optional peers (its dist is not needed to show how npm resolves them).
-    const own = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: object; peerDependenciesMeta: object };
+    const own = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      peerDependencies: object;
+      peerDependenciesMeta: object;
+    };
     const pkg = join(scratch, 'pkg');
     mkdirSync(pkg);
-    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'jobhook', version: '0.0.0-peers', peerDependencies: own.peerDependencies, peerDependenciesMeta: own.peerDependenciesMeta }));
-    const packed = execFileSync('npm', ['pack', '--json', '--pack-destination', scratch], { cwd: pkg, encoding: 'utf8', env: npmEnv({}) });
+    writeFileSync(
+      join(pkg, 'package.json'),
+      JSON.stringify({
+        name: 'jobhook',
+        version: '0.0.0-peers',
+        peerDependencies: own.peerDependencies,
+        peerDependenciesMeta: own.peerDependenciesMeta,
+      }),
+    );
+    const packed = execFileSync('npm', ['pack', '--json', '--pack-destination', scratch], {
+      cwd: pkg,
+      encoding: 'utf8',
+      env: npmEnv({}),
+    });
     tarball = join(scratch, (JSON.parse(packed) as Array<{ filename: string }>)[0]!.filename);
 
     // bullmq and ioredis as the registry describes them (trimmed): bullmq 6.7.0's optional peers include ioredis and pg.
     const versions: Record<string, object> = {
-      bullmq: { version: '6.7.0', peerDependencies: { ioredis: '>=5.0.0', pg: '>=8.0.0' }, peerDependenciesMeta: { ioredis: { optional: true }, pg: { optional: true } } },
+      bullmq: {
+        version: '6.7.0',
+        peerDependencies: { ioredis: '>=5.0.0', pg: '>=8.0.0' },
+        peerDependenciesMeta: { ioredis: { optional: true }, pg: { optional: true } },
+      },
       ioredis: { version: '5.11.1' },
     };
     registry = createServer((req, res) => {
@@ -54,14 +73,27 @@ describe('installTarball: the example apps install the package whatever the npm 
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Not found"}');
         return;
       }
-      const manifest = { name, ...v, dist: { tarball: `${registryUrl}/${name}/-/${name}-${v.version}.tgz`, shasum: '0'.repeat(40) } };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ name, 'dist-tags': { latest: v.version }, versions: { [v.version]: manifest } }));
+      const manifest = {
+        name,
+        ...v,
+        dist: { tarball: `${registryUrl}/${name}/-/${name}-${v.version}.tgz`, shasum: '0'.repeat(40) },
+      };
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(
+          JSON.stringify({ name, 'dist-tags': { latest: v.version }, versions: { [v.version]: manifest } }),
+        );
     });
     await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve));
     registryUrl = `http://127.0.0.1:${(registry.address() as AddressInfo).port}`;
     poisoned = join(scratch, 'machine-npm-cache');
     // Not execFileSync: the registry answers from this process's event loop.
-    for (const name of Object.keys(versions)) await promisify(execFile)('npm', ['view', name, 'version', `--registry=${registryUrl}/`, `--cache=${poisoned}`], { env: npmEnv({}) });
+    for (const name of Object.keys(versions))
+      await promisify(execFile)(
+        'npm',
+        ['view', name, 'version', `--registry=${registryUrl}/`, `--cache=${poisoned}`],
+        { env: npmEnv({}) },
+      );
     registry.closeAllConnections();
     await new Promise((resolve) => registry.close(resolve));
   });
@@ -70,11 +102,27 @@ describe('installTarball: the example apps install the package whatever the npm 
     const dir = join(scratch, 'plain');
     mkdirSync(dir);
     writeFileSync(join(dir, 'package.json'), '{"name":"plain","private":true}');
-    const r = spawnSync('npm', ['install', '--offline', `--cache=${poisoned}`, `--registry=${registryUrl}/`, '--no-audit', '--no-fund', '--no-package-lock', tarball], { cwd: dir, encoding: 'utf8', env: npmEnv({}) });
-    expect({ status: r.status, eresolve: /ERESOLVE[\s\S]*Found: (ioredis|pg)@undefined/.test(r.stderr) }, r.stderr).toEqual({ status: 1, eresolve: true });
+    const r = spawnSync(
+      'npm',
+      [
+        'install',
+        '--offline',
+        `--cache=${poisoned}`,
+        `--registry=${registryUrl}/`,
+        '--no-audit',
+        '--no-fund',
+        '--no-package-lock',
+        tarball,
+      ],
+      { cwd: dir, encoding: 'utf8', env: npmEnv({}) },
+    );
+    expect(
+      { status: r.status, eresolve: /ERESOLVE[\s\S]*Found: (ioredis|pg)@undefined/.test(r.stderr) },
+      r.stderr,
+    ).toEqual({ status: 1, eresolve: true });
   });
 
-  it('installTarball with that cache as the machine\'s (npm_config_cache, npm_config_registry): installed, no optional peer', () => {
+  it("installTarball with that cache as the machine's (npm_config_cache, npm_config_registry): installed, no optional peer", () => {
     const dir = join(scratch, 'app');
     mkdirSync(dir);
     writeFileSync(join(dir, 'package.json'), '{"name":"app","private":true}');
@@ -84,12 +132,21 @@ describe('installTarball: the example apps install the package whatever the npm 
     try {
       installTarball(dir, tarball);
     } finally {
-      for (const [k, v] of Object.entries({ npm_config_cache: saved.cache, npm_config_registry: saved.registry })) {
+      for (const [k, v] of Object.entries({
+        npm_config_cache: saved.cache,
+        npm_config_registry: saved.registry,
+      })) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }
     }
-    const installed = JSON.parse(readFileSync(join(dir, 'node_modules', 'jobhook', 'package.json'), 'utf8')) as { version: string };
-    expect({ version: installed.version, pg: existsSync(join(dir, 'node_modules', 'pg')), ioredis: existsSync(join(dir, 'node_modules', 'ioredis')) }).toEqual({ version: '0.0.0-peers', pg: false, ioredis: false });
+    const installed = JSON.parse(
+      readFileSync(join(dir, 'node_modules', 'jobhook', 'package.json'), 'utf8'),
+    ) as { version: string };
+    expect({
+      version: installed.version,
+      pg: existsSync(join(dir, 'node_modules', 'pg')),
+      ioredis: existsSync(join(dir, 'node_modules', 'ioredis')),
+    }).toEqual({ version: '0.0.0-peers', pg: false, ioredis: false });
   });
 });

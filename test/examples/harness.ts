@@ -27,15 +27,22 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * `links` maps a package name to one of this repository's node_modules (Express 4 is
  * installed here as `express4`).
  */
-export async function exampleApp(example: string, options: { name?: string; links?: Record<string, string> } = {}): Promise<{ dir: string; remove: () => void }> {
+export async function exampleApp(
+  example: string,
+  options: { name?: string; links?: Record<string, string> } = {},
+): Promise<{ dir: string; remove: () => void }> {
   // scripts/test-node-majors.sh packs once for all the Node majors it runs these suites on.
   const tarball = process.env.JOBHOOK_TEST_TARBALL || (await packedTarball()).tarball;
   const dir = join(ROOT, '.tmp', `examples-${basename(inject('packDir'))}`, options.name ?? example);
   mkdirSync(dir, { recursive: true });
   cpSync(join(ROOT, 'examples', example), dir, { recursive: true });
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `example-${options.name ?? example}`, private: true, type: 'module' }));
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: `example-${options.name ?? example}`, private: true, type: 'module' }),
+  );
   installTarball(dir, tarball);
-  for (const [name, target] of Object.entries(options.links ?? {})) symlinkSync(join(ROOT, 'node_modules', target), join(dir, 'node_modules', name), 'dir');
+  for (const [name, target] of Object.entries(options.links ?? {}))
+    symlinkSync(join(ROOT, 'node_modules', target), join(dir, 'node_modules', name), 'dir');
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
@@ -51,7 +58,20 @@ export async function exampleApp(example: string, options: { name?: string; link
  */
 export function installTarball(dir: string, tarball: string): void {
   const cache = join(inject('packDir'), 'npm-cache');
-  execFileSync('npm', ['install', '--offline', `--cache=${cache}`, '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', tarball], { cwd: dir, stdio: 'pipe' });
+  execFileSync(
+    'npm',
+    [
+      'install',
+      '--offline',
+      `--cache=${cache}`,
+      '--no-audit',
+      '--no-fund',
+      '--no-package-lock',
+      '--loglevel=error',
+      tarball,
+    ],
+    { cwd: dir, stdio: 'pipe' },
+  );
 }
 
 /** An example server running as a process. */
@@ -61,7 +81,12 @@ export interface Running {
   stop: () => Promise<void>;
 }
 
-async function listening(port: number, child: ChildProcess, output: () => string, timeoutMs: number): Promise<void> {
+async function listening(
+  port: number,
+  child: ChildProcess,
+  output: () => string,
+  timeoutMs: number,
+): Promise<void> {
   const start = Date.now();
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the example exited with ${child.exitCode}:\n${output()}`);
@@ -73,16 +98,26 @@ async function listening(port: number, child: ChildProcess, output: () => string
       socket.on('error', () => resolve(false));
     });
     if (up) return;
-    if (Date.now() - start > timeoutMs) throw new Error(`the example did not listen on ${port} within ${timeoutMs} ms:\n${output()}`);
+    if (Date.now() - start > timeoutMs)
+      throw new Error(`the example did not listen on ${port} within ${timeoutMs} ms:\n${output()}`);
     await sleep(100);
   }
 }
 
 /** Starts `command` (where `{PORT}` is replaced) in `dir` with PORT and GATEWAY_PUBLIC_KEY set, and waits until it listens. */
-export async function start(dir: string, command: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<Running> {
+export async function start(
+  dir: string,
+  command: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 30_000,
+): Promise<Running> {
   const port = await freePort();
   const [file, ...args] = command.map((c) => c.replace('{PORT}', String(port)));
-  const child = spawn(file!, args, { cwd: dir, env: { ...process.env, PORT: String(port), GATEWAY_PUBLIC_KEY: PUBLIC_KEY, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(file!, args, {
+    cwd: dir,
+    env: { ...process.env, PORT: String(port), GATEWAY_PUBLIC_KEY: PUBLIC_KEY, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let text = '';
   child.stdout!.on('data', (c: Buffer) => (text += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (text += c.toString()));
@@ -132,8 +167,16 @@ export interface Answer {
   json: { status?: string; job_id?: string; error?: { code?: string } } | undefined;
 }
 
-export async function post(url: string, body: string | Uint8Array, headers: Record<string, string>): Promise<Answer> {
-  const res = await fetch(url, { method: 'POST', headers, body: typeof body === 'string' ? body : new Uint8Array(body) });
+export async function post(
+  url: string,
+  body: string | Uint8Array,
+  headers: Record<string, string>,
+): Promise<Answer> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers,
+    body: typeof body === 'string' ? body : new Uint8Array(body),
+  });
   const text = await res.text();
   let json: Answer['json'];
   try {
@@ -145,22 +188,43 @@ export async function post(url: string, body: string | Uint8Array, headers: Reco
 }
 
 /** What every recipe must do: genuine → 200 processed, again → 200 duplicate, tampered → 401. */
-export async function expectRecipe(url: string, label: string, expect: typeof import('vitest').expect): Promise<void> {
+export async function expectRecipe(
+  url: string,
+  label: string,
+  expect: typeof import('vitest').expect,
+): Promise<void> {
   const d = delivery(label);
   const first = await post(url, d.body, d.headers);
-  expect({ status: first.status, json: first.json }).toEqual({ status: 200, json: { status: 'processed', job_id: d.jobId } });
+  expect({ status: first.status, json: first.json }).toEqual({
+    status: 200,
+    json: { status: 'processed', job_id: d.jobId },
+  });
   const again = await post(url, d.body, d.headers);
-  expect({ status: again.status, json: again.json }).toEqual({ status: 200, json: { status: 'duplicate', job_id: d.jobId } });
+  expect({ status: again.status, json: again.json }).toEqual({
+    status: 200,
+    json: { status: 'duplicate', job_id: d.jobId },
+  });
   const tampered = await post(url, d.body.replace('Grüße', 'Gruesse'), d.headers);
-  expect({ status: tampered.status, code: tampered.json?.error?.code }).toEqual({ status: 401, code: 'SIGNATURE_INVALID' });
+  expect({ status: tampered.status, code: tampered.json?.error?.code }).toEqual({
+    status: 401,
+    code: 'SIGNATURE_INVALID',
+  });
 }
 
 /** Genuine deliveries of 2 MB and 20 MB (past body-parser's 100 kB and Fastify's 1 MiB defaults) → 200 processed. */
-export async function expectLargeDelivery(url: string, label: string, expect: typeof import('vitest').expect): Promise<void> {
+export async function expectLargeDelivery(
+  url: string,
+  label: string,
+  expect: typeof import('vitest').expect,
+): Promise<void> {
   for (const mib of [2, 20]) {
     const d = delivery(`${label}-${mib}`, mib * 1024 * 1024);
     expect(d.body.length).toBeGreaterThan(mib * 1024 * 1024);
     const answer = await post(url, d.body, d.headers);
-    expect({ size: mib, status: answer.status, json: answer.json }).toEqual({ size: mib, status: 200, json: { status: 'processed', job_id: d.jobId } });
+    expect({ size: mib, status: answer.status, json: answer.json }).toEqual({
+      size: mib,
+      status: 200,
+      json: { status: 'processed', job_id: d.jobId },
+    });
   }
 }

@@ -10,7 +10,8 @@ export interface Request {
   headers: Record<string, string>;
 }
 
-const encode = (body: string | Uint8Array, base64: boolean) => (base64 ? Buffer.from(body).toString('base64') : String(body));
+const encode = (body: string | Uint8Array, base64: boolean) =>
+  base64 ? Buffer.from(body).toString('base64') : String(body);
 const now = () => new Date();
 
 /** REST API (API Gateway v1), proxy integration. Header names keep the sender's case. */
@@ -41,7 +42,16 @@ export function restApiEvent({ body, headers }: Request, base64: boolean): objec
       domainPrefix: 'a1b2c3d4e5',
       extendedRequestId: 'LgB3AFiZDoEEMtQ=',
       httpMethod: 'POST',
-      identity: { accessKey: null, accountId: null, caller: null, cognitoIdentityId: null, sourceIp: '203.0.113.7', user: null, userAgent: 'gateway-webhooks/1.0', userArn: null },
+      identity: {
+        accessKey: null,
+        accountId: null,
+        caller: null,
+        cognitoIdentityId: null,
+        sourceIp: '203.0.113.7',
+        user: null,
+        userAgent: 'gateway-webhooks/1.0',
+        userArn: null,
+      },
       path: '/prod/webhooks/gateway',
       protocol: 'HTTP/1.1',
       requestId: randomUUID(),
@@ -58,7 +68,9 @@ export function restApiEvent({ body, headers }: Request, base64: boolean): objec
 
 /** HTTP API (API Gateway v2, payload 2.0), or a function URL (`url`): header names in lower case. */
 export function httpApiEvent({ body, headers }: Request, base64: boolean, url = false): object {
-  const domain = url ? 'abcdefghijklmnopqrstuvwxyz0123.lambda-url.eu-west-1.on.aws' : 'a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com';
+  const domain = url
+    ? 'abcdefghijklmnopqrstuvwxyz0123.lambda-url.eu-west-1.on.aws'
+    : 'a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com';
   const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
   return {
     version: '2.0',
@@ -80,7 +92,13 @@ export function httpApiEvent({ body, headers }: Request, base64: boolean, url = 
       apiId: url ? 'abcdefghijklmnopqrstuvwxyz0123' : 'a1b2c3d4e5',
       domainName: domain,
       domainPrefix: domain.split('.')[0],
-      http: { method: 'POST', path: '/webhooks/gateway', protocol: 'HTTP/1.1', sourceIp: '203.0.113.7', userAgent: 'gateway-webhooks/1.0' },
+      http: {
+        method: 'POST',
+        path: '/webhooks/gateway',
+        protocol: 'HTTP/1.1',
+        sourceIp: '203.0.113.7',
+        userAgent: 'gateway-webhooks/1.0',
+      },
       requestId: randomUUID(),
       routeKey: url ? '$default' : 'POST /webhooks/gateway',
       stage: '$default',

@@ -12,8 +12,12 @@ import { delivery, exampleApp, PUBLIC_KEY, TSX } from './harness.js';
 import { httpApiEvent, restApiEvent } from './lambda-events.js';
 
 const redisUrl = inject('redisUrl');
-if (redisUrl === '' && process.env.CI === 'true') throw new Error('examples/lambda needs Redis (redis-server), which CI installs');
-if (redisUrl === '') console.warn('\n[jobhook] examples/lambda skipped: no Redis (install redis-server or set JOBHOOK_TEST_REDIS_URL)\n');
+if (redisUrl === '' && process.env.CI === 'true')
+  throw new Error('examples/lambda needs Redis (redis-server), which CI installs');
+if (redisUrl === '')
+  console.warn(
+    '\n[jobhook] examples/lambda skipped: no Redis (install redis-server or set JOBHOOK_TEST_REDIS_URL)\n',
+  );
 
 /** Calls the example's exported handler once per event, in order, in a process of its own; its results. */
 const DRIVER = `import { readFileSync } from 'node:fs';
@@ -34,21 +38,38 @@ describe.skipIf(redisUrl === '')('examples/lambda', () => {
   }, 15 * 60_000);
   afterAll(() => remove?.());
 
-  function invoke(events: object[]): { results: Array<{ statusCode: number; headers: Record<string, string>; body: string }>; output: string } {
+  function invoke(events: object[]): {
+    results: Array<{ statusCode: number; headers: Record<string, string>; body: string }>;
+    output: string;
+  } {
     const file = join(dir, `events-${Date.now()}.json`);
     writeFileSync(file, JSON.stringify(events));
-    const output = execFileSync(process.execPath, [TSX, 'driver.ts', file], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GATEWAY_PUBLIC_KEY: PUBLIC_KEY, REDIS_URL: redisUrl } });
+    const output = execFileSync(process.execPath, [TSX, 'driver.ts', file], {
+      cwd: dir,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, GATEWAY_PUBLIC_KEY: PUBLIC_KEY, REDIS_URL: redisUrl },
+    });
     const line = output.split('\n').find((l) => l.startsWith('RESULTS '));
     if (line === undefined) throw new Error(`no results:\n${output}`);
     return { results: JSON.parse(line.slice('RESULTS '.length)) as never, output };
   }
-  const answer = (r: { statusCode: number; body: string }) => ({ statusCode: r.statusCode, body: JSON.parse(r.body) as { status?: string; job_id?: string; error?: { code: string } } });
+  const answer = (r: { statusCode: number; body: string }) => ({
+    statusCode: r.statusCode,
+    body: JSON.parse(r.body) as { status?: string; job_id?: string; error?: { code: string } },
+  });
 
   it('REST API, HTTP API and function URL events, plain, base64 and gzip: genuine → 200 processed, again → duplicate, tampered → 401', () => {
-    const gzip = (d: ReturnType<typeof delivery>) => ({ body: gzipSync(d.body), headers: { ...d.headers, 'Content-Encoding': 'gzip' } });
+    const gzip = (d: ReturnType<typeof delivery>) => ({
+      body: gzipSync(d.body),
+      headers: { ...d.headers, 'Content-Encoding': 'gzip' },
+    });
     const cases = [
       ['REST API (v1), text', (d: ReturnType<typeof delivery>) => restApiEvent(d, false)],
-      ['REST API (v1), base64 (binary media types)', (d: ReturnType<typeof delivery>) => restApiEvent(d, true)],
+      [
+        'REST API (v1), base64 (binary media types)',
+        (d: ReturnType<typeof delivery>) => restApiEvent(d, true),
+      ],
       ['REST API (v1), gzip, base64', (d: ReturnType<typeof delivery>) => restApiEvent(gzip(d), true)],
       ['HTTP API (v2), text', (d: ReturnType<typeof delivery>) => httpApiEvent(d, false)],
       ['HTTP API (v2), gzip, base64', (d: ReturnType<typeof delivery>) => httpApiEvent(gzip(d), true)],
@@ -63,7 +84,13 @@ describe.skipIf(redisUrl === '')('examples/lambda', () => {
       expected.push(
         [`${name}: genuine`, { statusCode: 200, body: { status: 'processed', job_id: d.jobId } }],
         [`${name}: again`, { statusCode: 200, body: { status: 'duplicate', job_id: d.jobId } }],
-        [`${name}: tampered`, { statusCode: 401, body: { error: expect.objectContaining({ code: 'SIGNATURE_INVALID' }) as never } }],
+        [
+          `${name}: tampered`,
+          {
+            statusCode: 401,
+            body: { error: expect.objectContaining({ code: 'SIGNATURE_INVALID' }) as never },
+          },
+        ],
       );
     }
     const { results, output } = invoke(events);

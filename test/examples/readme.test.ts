@@ -9,7 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/paths.js';
 
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-const blocks = [...readme.matchAll(/<!-- (examples\/[^ ]+) -->\n```[a-z]*\n([\s\S]*?)```/g)].map((m) => ({ path: m[1]!, code: m[2]! }));
+const blocks = [...readme.matchAll(/<!-- (examples\/[^ ]+) -->\n```[a-z]*\n([\s\S]*?)```/g)].map((m) => ({
+  path: m[1]!,
+  code: m[2]!,
+}));
 
 const recipes = [
   'examples/express/receiver.ts',

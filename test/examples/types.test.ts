@@ -13,24 +13,41 @@ let remove: (() => void) | undefined;
 afterAll(() => remove?.());
 
 describe('the recipes type-check against the packed declarations', () => {
-  it('express, fastify, koa, hono-node and lambda (tsc --strict, NodeNext)', async () => {
-    const app = await exampleApp('express', { name: 'types' });
-    remove = app.remove;
-    for (const example of ['fastify', 'koa', 'hono-node', 'lambda']) cpSync(join(ROOT, 'examples', example), join(app.dir, example), { recursive: true });
-    writeFileSync(
-      join(app.dir, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'] },
-        include: ['**/*.ts'],
-        exclude: ['node_modules'],
-      }),
-    );
-    let output = '';
-    try {
-      execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app.dir], { cwd: app.dir, encoding: 'utf8', stdio: 'pipe' });
-    } catch (err) {
-      output = String((err as { stdout?: string }).stdout);
-    }
-    expect(output).toBe('');
-  }, 15 * 60_000);
+  it(
+    'express, fastify, koa, hono-node and lambda (tsc --strict, NodeNext)',
+    async () => {
+      const app = await exampleApp('express', { name: 'types' });
+      remove = app.remove;
+      for (const example of ['fastify', 'koa', 'hono-node', 'lambda'])
+        cpSync(join(ROOT, 'examples', example), join(app.dir, example), { recursive: true });
+      writeFileSync(
+        join(app.dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            strict: true,
+            noEmit: true,
+            skipLibCheck: true,
+            types: ['node'],
+          },
+          include: ['**/*.ts'],
+          exclude: ['node_modules'],
+        }),
+      );
+      let output = '';
+      try {
+        execFileSync(
+          process.execPath,
+          [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app.dir],
+          { cwd: app.dir, encoding: 'utf8', stdio: 'pipe' },
+        );
+      } catch (err) {
+        output = String((err as { stdout?: string }).stdout);
+      }
+      expect(output).toBe('');
+    },
+    15 * 60_000,
+  );
 });

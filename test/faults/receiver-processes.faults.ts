@@ -40,7 +40,12 @@ import { ROOT } from '../helpers/paths.js';
 import { availability } from '../helpers/servers.js';
 import { buildCorpus, distinctJobs, type Corpus } from './harness/corpus.js';
 import { bundleReceiver } from './harness/processes.js';
-import { runProcessCase, type ProcessCaseDef, type ProcessCaseResult, type ProcessRunConfig } from './harness/process-run.js';
+import {
+  runProcessCase,
+  type ProcessCaseDef,
+  type ProcessCaseResult,
+  type ProcessRunConfig,
+} from './harness/process-run.js';
 import { machineAndGit } from './harness/report.js';
 import { GATEWAY_POLICY } from './harness/sender.js';
 
@@ -70,31 +75,88 @@ const modes = [
   { key: 'postgres-tx', label: 'PostgreSQL transactional', store: 'postgres', transactional: true },
 ] as const;
 const faults = [
-  { key: 'kill', label: 'a receiver killed (kill -9) every 10 s and restarted', fault: { kind: 'kill-every', everyMs: 10_000 } },
-  { key: 'sigstop', label: 'a receiver paused 10 s mid-handler (SIGSTOP/SIGCONT)', fault: { kind: 'sigstop', ms: 10_000 } },
-  { key: 'blackhole', label: "a receiver's store link black-holed 10 s", fault: { kind: 'blackhole', ms: 10_000 } },
+  {
+    key: 'kill',
+    label: 'a receiver killed (kill -9) every 10 s and restarted',
+    fault: { kind: 'kill-every', everyMs: 10_000 },
+  },
+  {
+    key: 'sigstop',
+    label: 'a receiver paused 10 s mid-handler (SIGSTOP/SIGCONT)',
+    fault: { kind: 'sigstop', ms: 10_000 },
+  },
+  {
+    key: 'blackhole',
+    label: "a receiver's store link black-holed 10 s",
+    fault: { kind: 'blackhole', ms: 10_000 },
+  },
   { key: 'store-pause', label: 'store paused 7 s (SIGSTOP)', fault: { kind: 'store-pause', ms: 7000 } },
-  { key: 'store-crash', label: 'store killed, restarted after 3 s', fault: { kind: 'store-crash', ms: 3000 } },
+  {
+    key: 'store-crash',
+    label: 'store killed, restarted after 3 s',
+    fault: { kind: 'store-crash', ms: 3000 },
+  },
 ] as const;
 /** Issue 27: the transaction's connection cut (PostgreSQL transactional only). */
 const txFaults = [
-  { key: 'cut-complete-reset', label: "the transaction's connection reset at its completion statement (5 times)", fault: { kind: 'tx-cut', at: 'complete', fault: 'reset', times: 5, ms: 10_000 } },
-  { key: 'cut-complete-blackhole', label: "the transaction's connection black-holed at its completion statement (3 times, 15 s)", fault: { kind: 'tx-cut', at: 'complete', fault: 'blackhole', times: 3, ms: 15_000 } },
-  { key: 'cut-handler-reset', label: "the transaction's connection reset mid-handler, after its row (5 times)", fault: { kind: 'tx-cut', at: 'handler', fault: 'reset', times: 5, ms: 10_000 } },
-  { key: 'cut-handler-blackhole', label: "the transaction's connection black-holed mid-handler, after its row (3 times, 15 s)", fault: { kind: 'tx-cut', at: 'handler', fault: 'blackhole', times: 3, ms: 15_000 } },
-  { key: 'cut-handler-blackhole-all', label: "every store connection of a receiver black-holed 30 s mid-handler, after its row", fault: { kind: 'tx-cut', at: 'handler', fault: 'blackhole-all', times: 1, ms: 30_000 } },
+  {
+    key: 'cut-complete-reset',
+    label: "the transaction's connection reset at its completion statement (5 times)",
+    fault: { kind: 'tx-cut', at: 'complete', fault: 'reset', times: 5, ms: 10_000 },
+  },
+  {
+    key: 'cut-complete-blackhole',
+    label: "the transaction's connection black-holed at its completion statement (3 times, 15 s)",
+    fault: { kind: 'tx-cut', at: 'complete', fault: 'blackhole', times: 3, ms: 15_000 },
+  },
+  {
+    key: 'cut-handler-reset',
+    label: "the transaction's connection reset mid-handler, after its row (5 times)",
+    fault: { kind: 'tx-cut', at: 'handler', fault: 'reset', times: 5, ms: 10_000 },
+  },
+  {
+    key: 'cut-handler-blackhole',
+    label: "the transaction's connection black-holed mid-handler, after its row (3 times, 15 s)",
+    fault: { kind: 'tx-cut', at: 'handler', fault: 'blackhole', times: 3, ms: 15_000 },
+  },
+  {
+    key: 'cut-handler-blackhole-all',
+    label: 'every store connection of a receiver black-holed 30 s mid-handler, after its row',
+    fault: { kind: 'tx-cut', at: 'handler', fault: 'blackhole-all', times: 1, ms: 30_000 },
+  },
 ] as const;
 /** Issue 27: receiver 1's clock behind by the skew tolerated; replays near the window's end on each clock. */
 const SKEW = { kind: 'skew', skewS: 8, windowS: 20 } as const;
 /** The skew case's load (fresh: signed when the case starts; sent within the window). */
 const SKEW_DELIVERIES = mode === 'short' ? 240 : 1200;
 const skewCorpus = (ids: () => string[]) => () =>
-  buildCorpus({ deliveries: SKEW_DELIVERIES, duplicateShare: DUPLICATE_SHARE, concurrentShare: 1, instances: config.receivers, seed: 27, jobIds: ids() });
+  buildCorpus({
+    deliveries: SKEW_DELIVERIES,
+    duplicateShare: DUPLICATE_SHARE,
+    concurrentShare: 1,
+    instances: config.receivers,
+    seed: 27,
+    jobIds: ids(),
+  });
 let jobIdsForSkew: string[] = [];
 
 const cases: ProcessCaseDef[] = [
-  ...modes.flatMap((m) => faults.map((f) => ({ id: `${m.key}-${f.key}`, title: `${m.label}: ${f.label}`, store: m.store, transactional: m.transactional, fault: f.fault }))),
-  ...txFaults.map((f) => ({ id: `postgres-tx-${f.key}`, title: `PostgreSQL transactional: ${f.label}`, store: 'postgres' as const, transactional: true, fault: f.fault })),
+  ...modes.flatMap((m) =>
+    faults.map((f) => ({
+      id: `${m.key}-${f.key}`,
+      title: `${m.label}: ${f.label}`,
+      store: m.store,
+      transactional: m.transactional,
+      fault: f.fault,
+    })),
+  ),
+  ...txFaults.map((f) => ({
+    id: `postgres-tx-${f.key}`,
+    title: `PostgreSQL transactional: ${f.label}`,
+    store: 'postgres' as const,
+    transactional: true,
+    fault: f.fault,
+  })),
   ...modes.map((m) => ({
     id: `${m.key}-skew`,
     title: `${m.label}: receivers' clocks ${SKEW.skewS} s apart (the skew tolerated), replays near the window's end`,
@@ -139,13 +201,37 @@ function details(results: ProcessCaseResult[]): string {
   const out: string[] = [];
   for (const r of results) {
     out.push(`#### ${r.title}`);
-    out.push(`- store: ${r.store}; fault: ${r.fault}; windows: ${r.windows.map((w) => `${w.what} ${w.fromS}–${w.toS} s`).join(', ') || 'none'}`);
-    out.push(`- effects ${r.effects}${r.transactional ? ` rows (handler runs that wrote one: ${r.handlerEffects})` : ''}; superseded reports ${r.supersededReports} naming ${r.supersededJobs} jobs; reconciler rounds ${r.reconcilerRounds}`);
-    out.push(`- answers: ${Object.entries(r.answers).map(([k, v]) => `${k} ×${v}`).join(', ')}`);
-    out.push(`- onError: ${Object.entries(r.reportsByStage).map(([k, v]) => `${k} ×${v}`).join(', ') || 'none'}`);
-    out.push(`- receiver log: ${Object.entries(r.receiverLog).slice(0, 8).map(([k, v]) => `${k} ×${v}`).join(', ') || 'none'}`);
+    out.push(
+      `- store: ${r.store}; fault: ${r.fault}; windows: ${r.windows.map((w) => `${w.what} ${w.fromS}–${w.toS} s`).join(', ') || 'none'}`,
+    );
+    out.push(
+      `- effects ${r.effects}${r.transactional ? ` rows (handler runs that wrote one: ${r.handlerEffects})` : ''}; superseded reports ${r.supersededReports} naming ${r.supersededJobs} jobs; reconciler rounds ${r.reconcilerRounds}`,
+    );
+    out.push(
+      `- answers: ${Object.entries(r.answers)
+        .map(([k, v]) => `${k} ×${v}`)
+        .join(', ')}`,
+    );
+    out.push(
+      `- onError: ${
+        Object.entries(r.reportsByStage)
+          .map(([k, v]) => `${k} ×${v}`)
+          .join(', ') || 'none'
+      }`,
+    );
+    out.push(
+      `- receiver log: ${
+        Object.entries(r.receiverLog)
+          .slice(0, 8)
+          .map(([k, v]) => `${k} ×${v}`)
+          .join(', ') || 'none'
+      }`,
+    );
     for (const j of r.lostJobs) out.push(`- lost ${j.jobId}: ${j.story}`);
-    for (const j of r.doubledJobs.filter((d) => !d.reported || !d.inWindow || r.transactional)) out.push(`- run twice ${j.jobId} (${j.reported ? 'reported' : 'SILENT'}, ${j.inWindow ? 'in a fault window' : 'OUTSIDE every fault window'}): ${j.story}`);
+    for (const j of r.doubledJobs.filter((d) => !d.reported || !d.inWindow || r.transactional))
+      out.push(
+        `- run twice ${j.jobId} (${j.reported ? 'reported' : 'SILENT'}, ${j.inWindow ? 'in a fault window' : 'OUTSIDE every fault window'}): ${j.story}`,
+      );
   }
   return out.join('\n');
 }
@@ -156,7 +242,14 @@ describe(`receiver faults (issue 18; ${mode}: ${JOBS} jobs per case at ${config.
   let client!: GatewayClient;
   let bundle: Awaited<ReturnType<typeof bundleReceiver>> | undefined;
   const results: Array<ProcessCaseResult & { caseSeconds: number }> = [];
-  const meta = { mode, startedAt: new Date().toISOString(), jobs: JOBS, deliveries: DELIVERIES, config, ...machineAndGit() };
+  const meta = {
+    mode,
+    startedAt: new Date().toISOString(),
+    jobs: JOBS,
+    deliveries: DELIVERIES,
+    config,
+    ...machineAndGit(),
+  };
 
   beforeAll(async () => {
     bundle = await bundleReceiver();
@@ -174,7 +267,14 @@ describe(`receiver faults (issue 18; ${mode}: ${JOBS} jobs per case at ${config.
         }
       }),
     );
-    corpus = buildCorpus({ deliveries: DELIVERIES, duplicateShare: DUPLICATE_SHARE, concurrentShare: 1, instances: config.receivers, seed: 18, jobIds: ids });
+    corpus = buildCorpus({
+      deliveries: DELIVERIES,
+      duplicateShare: DUPLICATE_SHARE,
+      concurrentShare: 1,
+      instances: config.receivers,
+      seed: 18,
+      jobIds: ids,
+    });
     jobIdsForSkew = ids;
   }, 300_000);
 
@@ -185,22 +285,36 @@ describe(`receiver faults (issue 18; ${mode}: ${JOBS} jobs per case at ${config.
     const dir = join(ROOT, '.tmp');
     mkdirSync(dir, { recursive: true });
     const md = `${table(results)}\n\n${details(results)}\n`;
-    writeFileSync(join(dir, 'faults18-results.json'), `${JSON.stringify({ meta: { ...meta, finishedAt: new Date().toISOString() }, results }, null, 2)}\n`);
+    writeFileSync(
+      join(dir, 'faults18-results.json'),
+      `${JSON.stringify({ meta: { ...meta, finishedAt: new Date().toISOString() }, results }, null, 2)}\n`,
+    );
     writeFileSync(join(dir, 'faults18-results.md'), md);
-    console.log(`\n## Receiver faults (${mode}), ${meta.machine.cpu} × ${meta.machine.cores}, Node ${meta.machine.node}, ${meta.git.commit}\n\n${md}\n(written to .tmp/faults18-results.json)\n`);
+    console.log(
+      `\n## Receiver faults (${mode}), ${meta.machine.cpu} × ${meta.machine.cores}, Node ${meta.machine.node}, ${meta.git.commit}\n\n${md}\n(written to .tmp/faults18-results.json)\n`,
+    );
   });
 
   for (const c of cases) {
     it(c.title, { skip: skip(c), concurrent: mode === 'short', timeout: 900_000 }, async ({ expect }) => {
       const started = Date.now();
-      const r = { ...(await runProcessCase(c, corpus, config, client, bundle!.file)), caseSeconds: Math.round((Date.now() - started) / 1000) };
+      const r = {
+        ...(await runProcessCase(c, corpus, config, client, bundle!.file)),
+        caseSeconds: Math.round((Date.now() - started) / 1000),
+      };
       results.push(r);
       results.sort((a, b) => cases.findIndex((x) => x.id === a.id) - cases.findIndex((x) => x.id === b.id));
       const why = `${r.title}: ${JSON.stringify({ lost: r.lostJobs.slice(0, 3), doubled: r.doubledJobs.filter((d) => !d.reported || !d.inWindow || c.transactional).slice(0, 3) })}`;
       if (c.transactional) {
-        expect({ lost: r.lost, runTwice: r.runTwice, silentOutsideDoubles: r.silentOutsideDoubles }, why).toEqual({ lost: 0, runTwice: 0, silentOutsideDoubles: 0 });
+        expect(
+          { lost: r.lost, runTwice: r.runTwice, silentOutsideDoubles: r.silentOutsideDoubles },
+          why,
+        ).toEqual({ lost: 0, runTwice: 0, silentOutsideDoubles: 0 });
       } else {
-        expect({ lost: r.lost, silentDoubles: r.silentDoubles, doublesOutsideWindow: r.doublesOutsideWindow }, why).toEqual({ lost: 0, silentDoubles: 0, doublesOutsideWindow: 0 });
+        expect(
+          { lost: r.lost, silentDoubles: r.silentDoubles, doublesOutsideWindow: r.doublesOutsideWindow },
+          why,
+        ).toEqual({ lost: 0, silentDoubles: 0, doublesOutsideWindow: 0 });
       }
     });
   }

@@ -23,7 +23,13 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { availability } from '../helpers/servers.js';
 import { crashFor, pauseFor } from './harness/backends.js';
 import { buildCorpus, type Corpus } from './harness/corpus.js';
-import { machineAndGit, markdownDetails, markdownTable, writeResults, type SuiteMeta } from './harness/report.js';
+import {
+  machineAndGit,
+  markdownDetails,
+  markdownTable,
+  writeResults,
+  type SuiteMeta,
+} from './harness/report.js';
 import { runCase, type CaseDef, type CaseResult, type RunConfig } from './harness/run.js';
 import { GATEWAY_POLICY } from './harness/sender.js';
 
@@ -50,9 +56,27 @@ const cases: CaseDef[] = [
   { id: 'none-memory', title: 'no fault, memory store', store: 'memory', asserted: true },
   { id: 'none-redis', title: 'no fault, Redis', store: 'redis', asserted: true },
   { id: 'none-postgres', title: 'no fault, PostgreSQL', store: 'postgres', asserted: true },
-  { id: 'redis-pause-3s', title: 'Redis paused 3 s (SIGSTOP)', store: 'redis', fault: pauseFor(3000), asserted: true },
-  { id: 'redis-aof-kill-3s', title: 'Redis with AOF killed (SIGKILL), restarted after 3 s', store: 'redis', fault: crashFor(3000, 'SIGKILL'), asserted: true },
-  { id: 'postgres-pause-3s', title: 'PostgreSQL paused 3 s (SIGSTOP)', store: 'postgres', fault: pauseFor(3000), asserted: true },
+  {
+    id: 'redis-pause-3s',
+    title: 'Redis paused 3 s (SIGSTOP)',
+    store: 'redis',
+    fault: pauseFor(3000),
+    asserted: true,
+  },
+  {
+    id: 'redis-aof-kill-3s',
+    title: 'Redis with AOF killed (SIGKILL), restarted after 3 s',
+    store: 'redis',
+    fault: crashFor(3000, 'SIGKILL'),
+    asserted: true,
+  },
+  {
+    id: 'postgres-pause-3s',
+    title: 'PostgreSQL paused 3 s (SIGSTOP)',
+    store: 'postgres',
+    fault: pauseFor(3000),
+    asserted: true,
+  },
   {
     id: 'postgres-pause-7s',
     title: 'PostgreSQL paused 7 s (SIGSTOP, beyond its 5 s operation timeout)',
@@ -123,7 +147,9 @@ describe(`fault suite (${mode}: ${DELIVERIES} deliveries per case, concurrency $
     if (results.length === 0) return;
     meta.finishedAt = new Date().toISOString();
     const file = writeResults(meta, results);
-    console.log(`\n## Fault suite (${mode}), ${meta.machine.cpu} × ${meta.machine.cores}, Node ${meta.machine.node}\n\n${markdownTable(results)}\n\n${markdownDetails(results)}\n\n(written to ${file})\n`);
+    console.log(
+      `\n## Fault suite (${mode}), ${meta.machine.cpu} × ${meta.machine.cores}, Node ${meta.machine.node}\n\n${markdownTable(results)}\n\n${markdownDetails(results)}\n\n(written to ${file})\n`,
+    );
   });
 
   for (const c of cases) {
@@ -132,7 +158,10 @@ describe(`fault suite (${mode}: ${DELIVERIES} deliveries per case, concurrency $
       results.push(r);
       results.sort((a, b) => cases.findIndex((x) => x.id === a.id) - cases.findIndex((x) => x.id === b.id));
       if (!c.asserted) return;
-      expect({ neverProcessed: r.neverProcessed, runTwice: r.runTwice, twoxxUnprocessed: r.twoxxUnprocessed }, summary(r)).toEqual({
+      expect(
+        { neverProcessed: r.neverProcessed, runTwice: r.runTwice, twoxxUnprocessed: r.twoxxUnprocessed },
+        summary(r),
+      ).toEqual({
         neverProcessed: 0,
         runTwice: 0,
         twoxxUnprocessed: 0,

@@ -29,14 +29,33 @@ describe('the harness sender follows sendDelivery’s policy', () => {
   });
 
   const small: GatewayPolicy = { retries: 3, backoffMs: 5, maxBackoffMs: 12, timeoutMs: 200 };
-  const scripts: Array<Array<number | 'hang'>> = [[200], [404], [302], [503, 503, 503, 503], [500, 'hang', 502, 201], [503, 400], ['hang', 'hang', 'hang', 'hang']];
+  const scripts: Array<Array<number | 'hang'>> = [
+    [200],
+    [404],
+    [302],
+    [503, 503, 503, 503],
+    [500, 'hang', 502, 201],
+    [503, 400],
+    ['hang', 'hang', 'hang', 'hang'],
+  ];
 
   for (const answers of scripts) {
     it(`answers ${answers.join(', ')}`, async () => {
       script = [...answers];
-      const sent = await sendDelivery({ url, headers: { 'content-type': 'application/json' }, body: '{}', ...small });
+      const sent = await sendDelivery({
+        url,
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+        ...small,
+      });
       const ours = sent.attempts.map((a) => ({ attempt: a.attempt, ...decide(small, a.attempt, a.status) }));
-      expect(ours).toEqual(sent.attempts.map((a) => ({ attempt: a.attempt, outcome: a.outcome, ...(a.delayMs !== undefined ? { delayMs: a.delayMs } : {}) })));
+      expect(ours).toEqual(
+        sent.attempts.map((a) => ({
+          attempt: a.attempt,
+          outcome: a.outcome,
+          ...(a.delayMs !== undefined ? { delayMs: a.delayMs } : {}),
+        })),
+      );
     });
   }
 

@@ -10,7 +10,14 @@ import express from 'express';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createReceiver } from '../../src/express.js';
 import { MemoryIdempotencyStore, type EventContext, type JobCompletedEvent } from '../../src/index.js';
-import { createGatewayClient, createReconciler, GatewayNotFoundError, GatewayRejectedError, GatewayUnauthorizedError, GatewayUnavailableError } from '../../src/gateway.js';
+import {
+  createGatewayClient,
+  createReconciler,
+  GatewayNotFoundError,
+  GatewayRejectedError,
+  GatewayUnauthorizedError,
+  GatewayUnavailableError,
+} from '../../src/gateway.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
 import { startGatewaySimulator, type GatewaySimulator } from '../../src/testing.js';
 import { privatePem } from '../helpers/keys.js';
@@ -33,7 +40,10 @@ function tally() {
   };
 }
 
-async function receiverOn(sim: GatewaySimulator, options: Omit<Parameters<typeof createReceiver>[0], 'publicKey'>): Promise<Listening & { hook: string }> {
+async function receiverOn(
+  sim: GatewaySimulator,
+  options: Omit<Parameters<typeof createReceiver>[0], 'publicKey'>,
+): Promise<Listening & { hook: string }> {
   const app = express();
   app.post('/hook', createReceiver({ publicKey: sim.publicKey, ...quiet, ...options }));
   const l = await listen(app);
@@ -50,23 +60,48 @@ describe('gateway client', () => {
   it('creates a job, records it as pending with its parameters, and reads it: processing, then success', async () => {
     const store = new MemoryIdempotencyStore();
     const client = createGatewayClient({ baseUrl: sim.url, token: sim.token, store });
-    const job = await client.createJob({ model: 'ocr/ocr_async/amazon', input: { file_url: 'https://example.com/a.pdf' }, user_webhook_parameters: { order: 'A-17' } });
-    expect(job).toMatchObject({ status: 'processing', feature: 'ocr', subfeature: 'ocr_async', provider: 'amazon' });
-    expect(await store.listPending({ before: Date.now() })).toEqual([{ jobId: job.public_id, since: Date.parse(job.created_at!), userParameters: { order: 'A-17' } }]);
+    const job = await client.createJob({
+      model: 'ocr/ocr_async/amazon',
+      input: { file_url: 'https://example.com/a.pdf' },
+      user_webhook_parameters: { order: 'A-17' },
+    });
+    expect(job).toMatchObject({
+      status: 'processing',
+      feature: 'ocr',
+      subfeature: 'ocr_async',
+      provider: 'amazon',
+    });
+    expect(await store.listPending({ before: Date.now() })).toEqual([
+      { jobId: job.public_id, since: Date.parse(job.created_at!), userParameters: { order: 'A-17' } },
+    ]);
     expect((await client.getJob(job.public_id)).status).toBe('processing');
     await sleep(400);
-    expect(await client.getJob(job.public_id)).toMatchObject({ public_id: job.public_id, status: 'success', output: { confidence: 1 } });
+    expect(await client.getJob(job.public_id)).toMatchObject({
+      public_id: job.public_id,
+      status: 'success',
+      output: { confidence: 1 },
+    });
   });
 
   it('errors are coded, with the HTTP status', async () => {
     const client = createGatewayClient({ baseUrl: sim.url, token: sim.token });
-    await expect(createGatewayClient({ baseUrl: sim.url, token: 'wrong' }).getJob('x')).rejects.toMatchObject({ code: 'GATEWAY_UNAUTHORIZED', status: 401 });
-    await expect(createGatewayClient({ baseUrl: sim.url, token: 'wrong' }).getJob('x')).rejects.toBeInstanceOf(GatewayUnauthorizedError);
+    await expect(createGatewayClient({ baseUrl: sim.url, token: 'wrong' }).getJob('x')).rejects.toMatchObject(
+      { code: 'GATEWAY_UNAUTHORIZED', status: 401 },
+    );
+    await expect(
+      createGatewayClient({ baseUrl: sim.url, token: 'wrong' }).getJob('x'),
+    ).rejects.toBeInstanceOf(GatewayUnauthorizedError);
     const rejected = client.createJob({ model: 'ocr', input: {} });
     await expect(rejected).rejects.toBeInstanceOf(GatewayRejectedError);
     await expect(rejected).rejects.toMatchObject({ code: 'GATEWAY_REJECTED', status: 422, field: 'model' });
-    await expect(client.getJob('00000000-0000-4000-8000-000000000000')).rejects.toBeInstanceOf(GatewayNotFoundError);
-    const down = createGatewayClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, token: 't', timeoutMs: 1000 });
+    await expect(client.getJob('00000000-0000-4000-8000-000000000000')).rejects.toBeInstanceOf(
+      GatewayNotFoundError,
+    );
+    const down = createGatewayClient({
+      baseUrl: `http://127.0.0.1:${await freePort()}`,
+      token: 't',
+      timeoutMs: 1000,
+    });
     await expect(down.getJob('x')).rejects.toBeInstanceOf(GatewayUnavailableError);
     expect(() => createGatewayClient({ baseUrl: 'not a url', token: 't' })).toThrow(TypeError);
   });
@@ -74,7 +109,12 @@ describe('gateway client', () => {
 
 describe('reconciler', () => {
   it('100 jobs created while the receiver is down for longer than the retry window: runOnce() processes each exactly once', async () => {
-    const sim = await startGatewaySimulator({ privateKey: privatePem(2048), delayMs: 10, backoffMs: 10, maxBackoffMs: 40 });
+    const sim = await startGatewaySimulator({
+      privateKey: privatePem(2048),
+      delayMs: 10,
+      backoffMs: 10,
+      maxBackoffMs: 40,
+    });
     const store = new MemoryIdempotencyStore();
     const client = createGatewayClient({ baseUrl: sim.url, token: sim.token, store });
     const t = tally();
@@ -82,7 +122,12 @@ describe('reconciler', () => {
     const port = await freePort();
     const ids: string[] = [];
     for (let k = 0; k < 100; k++) {
-      const job = await client.createJob({ model: 'ocr/ocr_async/amazon', input: { n: k }, webhook_receiver: `http://127.0.0.1:${port}/hook`, user_webhook_parameters: { k } });
+      const job = await client.createJob({
+        model: 'ocr/ocr_async/amazon',
+        input: { n: k },
+        webhook_receiver: `http://127.0.0.1:${port}/hook`,
+        user_webhook_parameters: { k },
+      });
       ids.push(job.public_id);
     }
     const results = await Promise.all(ids.map((id) => sim.waitForDelivery(id)));
@@ -94,7 +139,14 @@ describe('reconciler', () => {
     app.post('/hook', createReceiver({ publicKey: sim.publicKey, store, onEvent: t.onEvent, ...quiet }));
     const server = app.listen(port, '127.0.0.1');
     await once(server, 'listening');
-    const reconciler = createReconciler({ client, store, onEvent: t.onEvent, graceMs: 0, batchSize: 200, ...quiet });
+    const reconciler = createReconciler({
+      client,
+      store,
+      onEvent: t.onEvent,
+      graceMs: 0,
+      batchSize: 200,
+      ...quiet,
+    });
     const report = await reconciler.runOnce();
     expect(report).toMatchObject({ checked: 100, processed: 100, pending: 0, failed: 0, forgotten: [] });
     expect([...t.runs.keys()].sort()).toEqual([...ids].sort());
@@ -113,15 +165,30 @@ describe('reconciler', () => {
     const store = new MemoryIdempotencyStore();
     const client = createGatewayClient({ baseUrl: sim.url, token: sim.token, store });
     const seen: Array<[JobCompletedEvent, EventContext]> = [];
-    const ok = await client.createJob({ model: 'ocr/ocr_async/amazon', input: {}, user_webhook_parameters: { order: 'A-1' } });
+    const ok = await client.createJob({
+      model: 'ocr/ocr_async/amazon',
+      input: {},
+      user_webhook_parameters: { order: 'A-1' },
+    });
     const failed = await client.createJob({ model: 'ocr/ocr_async/amazon', input: { simulate: 'fail' } });
     await sleep(80);
-    const reconciler = createReconciler({ client, store, onEvent: (e, c) => void seen.push([e, c]), graceMs: 0, ...quiet });
+    const reconciler = createReconciler({
+      client,
+      store,
+      onEvent: (e, c) => void seen.push([e, c]),
+      graceMs: 0,
+      ...quiet,
+    });
     expect(await reconciler.runOnce()).toMatchObject({ processed: 2 });
     const byId = new Map(seen.map(([e, c]) => [e.job_id, { e, c }]));
     const s = byId.get(ok.public_id)!;
     expect(s.c.source).toBe('poll');
-    expect(s.e).toMatchObject({ event: 'async_job_completed', status: 'success', feature: 'ocr', user_parameters: { order: 'A-1' } });
+    expect(s.e).toMatchObject({
+      event: 'async_job_completed',
+      status: 'success',
+      feature: 'ocr',
+      user_parameters: { order: 'A-1' },
+    });
     const f = byId.get(failed.public_id)!;
     expect(f.e.status === 'fail' && f.e.error.message).toMatch(/\w/);
     await reconciler.stop();
@@ -136,11 +203,22 @@ describe('reconciler', () => {
     const dead = '00000000-0000-4000-8000-00000000dead';
     await store.trackPending(dead, { since: 1 });
     const errors: string[] = [];
-    const reconciler = createReconciler({ client, store, onEvent: () => undefined, graceMs: 0, log: { warn: (m) => void errors.push(m) } });
+    const reconciler = createReconciler({
+      client,
+      store,
+      onEvent: () => undefined,
+      graceMs: 0,
+      log: { warn: (m) => void errors.push(m) },
+    });
     // A job just created may not be visible everywhere yet: two 404s keep it.
     expect(await reconciler.runOnce()).toMatchObject({ checked: 2, processed: 0, pending: 2, forgotten: [] });
     expect(await reconciler.runOnce()).toMatchObject({ checked: 2, processed: 0, pending: 2, forgotten: [] });
-    expect(await reconciler.runOnce()).toMatchObject({ checked: 2, processed: 0, pending: 1, forgotten: [dead] });
+    expect(await reconciler.runOnce()).toMatchObject({
+      checked: 2,
+      processed: 0,
+      pending: 1,
+      forgotten: [dead],
+    });
     expect(errors.join('\n')).toContain(`does not know pending job ${dead} (404 in 3 rounds)`);
     expect((await store.listPending({ before: Date.now() })).map((p) => p.jobId)).toEqual([slow.public_id]);
     await reconciler.stop();
@@ -189,7 +267,14 @@ describe('reconciler', () => {
     // Both simulators are real gateways; each job is read from the one that made it.
     const client = { getJob: (id: string) => (slowIds.has(id) ? slowClient : quickClient).getJob(id) };
     const t = tally();
-    const reconciler = createReconciler({ client, store, graceMs: 0, batchSize: 2, ...quiet, onEvent: t.onEvent });
+    const reconciler = createReconciler({
+      client,
+      store,
+      graceMs: 0,
+      batchSize: 2,
+      ...quiet,
+      onEvent: t.onEvent,
+    });
     const reports = [];
     for (let round = 0; round < 3; round++) reports.push(await reconciler.runOnce());
     expect(reports.map((r) => [r.checked, r.pending, r.processed])).toEqual([
@@ -199,7 +284,9 @@ describe('reconciler', () => {
     ]);
     expect(t.runs.get(finished.public_id)).toEqual(['poll']);
     // The five still processing are all still pending, none forgotten.
-    expect((await store.listPending({ before: Date.now() })).map((p) => p.jobId).sort()).toEqual([...slowIds].sort());
+    expect((await store.listPending({ before: Date.now() })).map((p) => p.jobId).sort()).toEqual(
+      [...slowIds].sort(),
+    );
     await reconciler.stop();
     await slowSim.close();
     await quickSim.close();
@@ -215,8 +302,28 @@ describe('reconciler', () => {
       t.onEvent(e, c);
     };
     const receiver = await receiverOn(sim, { store, onEvent: slowHandler });
-    const reconciler = createReconciler({ client, store, onEvent: slowHandler, graceMs: 0, concurrency: 8, batchSize: 100, ...quiet });
-    const ids = await Promise.all(Array.from({ length: 50 }, async () => (await client.createJob({ model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: receiver.hook })).public_id));
+    const reconciler = createReconciler({
+      client,
+      store,
+      onEvent: slowHandler,
+      graceMs: 0,
+      concurrency: 8,
+      batchSize: 100,
+      ...quiet,
+    });
+    const ids = await Promise.all(
+      Array.from(
+        { length: 50 },
+        async () =>
+          (
+            await client.createJob({
+              model: 'ocr/ocr_async/amazon',
+              input: {},
+              webhook_receiver: receiver.hook,
+            })
+          ).public_id,
+      ),
+    );
     // Poll hard while the webhooks arrive.
     let polling = true;
     const poller = (async () => {
@@ -246,11 +353,26 @@ describe.skipIf(inject('redisUrl') === '')('a receiver process killed in the mid
   });
 
   /** A receiver in its own process (Redis store), printing "start <id>" and "done <id>"; it hangs on `hang`. */
-  function receiverProcess(port: number, publicKeyPem: string, hang: string): { child: ChildProcess; lines: string[]; ready: Promise<void> } {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'helpers', 'receiver-process.ts')], {
-      env: { ...process.env, PORT: String(port), REDIS_URL: inject('redisUrl'), PUBLIC_KEY: publicKeyPem, HANG_JOB: hang, KEY_PREFIX: `killed-${process.pid}:` },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+  function receiverProcess(
+    port: number,
+    publicKeyPem: string,
+    hang: string,
+  ): { child: ChildProcess; lines: string[]; ready: Promise<void> } {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'test', 'helpers', 'receiver-process.ts')],
+      {
+        env: {
+          ...process.env,
+          PORT: String(port),
+          REDIS_URL: inject('redisUrl'),
+          PUBLIC_KEY: publicKeyPem,
+          HANG_JOB: hang,
+          KEY_PREFIX: `killed-${process.pid}:`,
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     children.push(child);
     const lines: string[] = [];
     let readyResolve!: () => void;
@@ -270,14 +392,28 @@ describe.skipIf(inject('redisUrl') === '')('a receiver process killed in the mid
   }
 
   it('the gateway retries into the restarted receiver once the lease runs out: processed exactly once', async () => {
-    const sim = await startGatewaySimulator({ privateKey: privatePem(2048), delayMs: 50, backoffMs: 500, maxBackoffMs: 2000 });
-    const store = new RedisIdempotencyStore({ url: inject('redisUrl'), keyPrefix: `killed-${process.pid}:`, pendingKey: `killed-pending-${process.pid}`, ...quiet });
+    const sim = await startGatewaySimulator({
+      privateKey: privatePem(2048),
+      delayMs: 50,
+      backoffMs: 500,
+      maxBackoffMs: 2000,
+    });
+    const store = new RedisIdempotencyStore({
+      url: inject('redisUrl'),
+      keyPrefix: `killed-${process.pid}:`,
+      pendingKey: `killed-pending-${process.pid}`,
+      ...quiet,
+    });
     const client = createGatewayClient({ baseUrl: sim.url, token: sim.token, store });
     const port = await freePort();
     // The first process hangs in the handler of the first job it gets.
     const first = receiverProcess(port, sim.publicKey, '*');
     await first.ready;
-    const job = await client.createJob({ model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `http://127.0.0.1:${port}/hook` });
+    const job = await client.createJob({
+      model: 'ocr/ocr_async/amazon',
+      input: {},
+      webhook_receiver: `http://127.0.0.1:${port}/hook`,
+    });
     while (!first.lines.includes(`start ${job.public_id}`)) await sleep(10);
     first.child.kill('SIGKILL');
     await once(first.child, 'exit');
@@ -287,7 +423,9 @@ describe.skipIf(inject('redisUrl') === '')('a receiver process killed in the mid
     // Then, whatever the gateway managed, the reconciler finishes the job if it is still pending.
     const reconciler = createReconciler({ client, store, onEvent: () => undefined, graceMs: 0, ...quiet });
     const report = await reconciler.runOnce();
-    const done = [...first.lines, ...second.lines].filter((l) => l === `done ${job.public_id}`).length + report.processed;
+    const done =
+      [...first.lines, ...second.lines].filter((l) => l === `done ${job.public_id}`).length +
+      report.processed;
     expect(first.lines).not.toContain(`done ${job.public_id}`);
     expect(done).toBe(1);
     // Usually the gateway's own retry got it (the lease is 1 s, its retries come 0.5, 1.5 and 3.5 s later).

@@ -16,7 +16,12 @@ import { publicPem } from './keys.js';
 
 const handler = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, log: {} });
 const server = http.createServer((req, res) => {
-  const request = new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers: req.headers as Record<string, string>, body: Readable.toWeb(req) as ReadableStream, duplex: 'half' } as RequestInit);
+  const request = new Request(`http://127.0.0.1${req.url}`, {
+    method: req.method,
+    headers: req.headers as Record<string, string>,
+    body: Readable.toWeb(req) as ReadableStream,
+    duplex: 'half',
+  } as RequestInit);
   void handler(request).then(async (response) => {
     res.writeHead(response.status, Object.fromEntries(response.headers));
     res.end(Buffer.from(await response.arrayBuffer()));
@@ -39,7 +44,12 @@ function send(headers: Record<string, string>, body: Buffer): Promise<number> {
     });
     socket.on('error', () => resolve(0));
     socket.on('close', () => resolve(0));
-    const head = Object.entries({ host: '127.0.0.1', 'content-type': 'application/json', 'content-length': String(body.length), ...headers })
+    const head = Object.entries({
+      host: '127.0.0.1',
+      'content-type': 'application/json',
+      'content-length': String(body.length),
+      ...headers,
+    })
       .map(([k, v]) => `${k}: ${v}\r\n`)
       .join('');
     socket.write(`POST /hook HTTP/1.1\r\n${head}\r\n`);
@@ -66,11 +76,17 @@ function endless(): Promise<{ status: number; connection: string | undefined; cl
       clearInterval(writer);
       clearTimeout(limit);
       socket.destroy();
-      resolve({ status: Number(got.split(' ')[1] ?? 0), connection: /\r\nconnection: *([^\r]*)/i.exec(got)?.[1]?.toLowerCase(), closedByServer });
+      resolve({
+        status: Number(got.split(' ')[1] ?? 0),
+        connection: /\r\nconnection: *([^\r]*)/i.exec(got)?.[1]?.toLowerCase(),
+        closedByServer,
+      });
     };
     socket.on('close', () => result(true));
     const limit = setTimeout(() => result(false), 8000);
-    socket.write(`POST /hook HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nx-service-signature: ${'ab'.repeat(256)}\r\n\r\n`);
+    socket.write(
+      `POST /hook HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nx-service-signature: ${'ab'.repeat(256)}\r\n\r\n`,
+    );
     const chunk = `4000\r\n${' '.repeat(0x4000)}\r\n`;
     const writer = setInterval(() => socket.write(chunk), 5);
   });

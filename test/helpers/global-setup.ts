@@ -25,7 +25,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
     started.push(server);
     return server.url;
   };
-  const [redisUrl, databaseUrl] = await Promise.all([pick('JOBHOOK_TEST_REDIS_URL', 'redis'), pick('JOBHOOK_TEST_DATABASE_URL', 'postgres')]);
+  const [redisUrl, databaseUrl] = await Promise.all([
+    pick('JOBHOOK_TEST_REDIS_URL', 'redis'),
+    pick('JOBHOOK_TEST_DATABASE_URL', 'postgres'),
+  ]);
   project.provide('redisUrl', redisUrl);
   project.provide('databaseUrl', databaseUrl);
   return async () => {

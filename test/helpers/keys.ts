@@ -15,7 +15,11 @@ export function keyForms(bits: Bits) {
     'PEM PKCS#1': readFixture('keys', `test-${bits}-public-pkcs1.pem`),
     'PEM certificate': readFixture('keys', `test-${bits}-cert.pem`),
     'DER SPKI': readFixtureBytes('keys', `test-${bits}-public.der`),
-    JWK: JSON.parse(readFixture('keys', `test-${bits}-public.jwk.json`)) as { kty: 'RSA'; n: string; e: string },
+    JWK: JSON.parse(readFixture('keys', `test-${bits}-public.jwk.json`)) as {
+      kty: 'RSA';
+      n: string;
+      e: string;
+    },
   };
 }
 

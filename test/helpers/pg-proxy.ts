@@ -294,7 +294,8 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
     statements,
     arm(rule) {
       return new Promise<PgFaultHit>((resolve) => {
-        if (rule.when === 'after' && typeof rule.fault === 'object') throw new TypeError('a delay holds a statement before it is sent');
+        if (rule.when === 'after' && typeof rule.fault === 'object')
+          throw new TypeError('a delay holds a statement before it is sent');
         rules.push({ rule, left: rule.times ?? 1, resolve });
       });
     },

@@ -66,7 +66,9 @@ export function postgresBin(): string | undefined {
   if (initdb && onPath('pg_ctl')) return join(initdb, '..');
   const base = '/usr/lib/postgresql';
   if (!existsSync(base)) return undefined;
-  const versions = readdirSync(base).filter((v) => existsSync(join(base, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(base)
+    .filter((v) => existsSync(join(base, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
   return versions[0] === undefined ? undefined : join(base, versions[0], 'bin');
 }
 
@@ -88,13 +90,25 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * `stop` or `kill`), paused and resumed: `args` are its command line, ready when `ready`
  * appears on its output within `timeoutMs`. `dir` is removed by `destroy`.
  */
-export async function serverProcess(o: { name: string; bin: string; args: string[]; ready: string; url: string; port: number; dir?: string; timeoutMs?: number }): Promise<FaultableServer> {
+export async function serverProcess(o: {
+  name: string;
+  bin: string;
+  args: string[];
+  ready: string;
+  url: string;
+  port: number;
+  dir?: string;
+  timeoutMs?: number;
+}): Promise<FaultableServer> {
   let child: ChildProcess | undefined;
   const start = async () => {
     child = spawn(o.bin, o.args, { stdio: ['ignore', 'pipe', 'pipe'] });
     await new Promise<void>((resolve, reject) => {
       let out = '';
-      const timer = setTimeout(() => reject(new Error(`${o.name} did not start:\n${out}`)), o.timeoutMs ?? 10_000);
+      const timer = setTimeout(
+        () => reject(new Error(`${o.name} did not start:\n${out}`)),
+        o.timeoutMs ?? 10_000,
+      );
       const read = (c: Buffer) => {
         out += c.toString();
         if (out.includes(o.ready)) {
@@ -119,7 +133,8 @@ export async function serverProcess(o: { name: string; bin: string; args: string
     await exited;
   };
   const signal = async (name: 'SIGSTOP' | 'SIGCONT') => {
-    if (child?.pid === undefined || child.exitCode !== null) throw new Error(`${o.name} on port ${o.port} is not running`);
+    if (child?.pid === undefined || child.exitCode !== null)
+      throw new Error(`${o.name} on port ${o.port} is not running`);
     process.kill(child.pid, name);
   };
   await start();
@@ -143,9 +158,31 @@ export async function startRedis(options: RedisThrowawayOptions = {}): Promise<F
   if (bin === undefined) throw new Error('redis-server is not installed');
   const port = await freePort();
   const dir = options.appendOnly === true ? mkdtempSync(join(tmpdir(), 'jobhook-redis-')) : undefined;
-  const persistence = dir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir];
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'yes', ...(options.password === undefined ? [] : ['--requirepass', options.password])];
-  return serverProcess({ name: 'redis-server', bin, args, ready: 'Ready to accept connections', url: `redis://127.0.0.1:${port}`, port, dir });
+  const persistence =
+    dir === undefined
+      ? ['--appendonly', 'no']
+      : ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    ...persistence,
+    '--protected-mode',
+    'yes',
+    ...(options.password === undefined ? [] : ['--requirepass', options.password]),
+  ];
+  return serverProcess({
+    name: 'redis-server',
+    bin,
+    args,
+    ready: 'Ready to accept connections',
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    dir,
+  });
 }
 
 /** Process ids of `pid`'s children, from /proc. */
@@ -254,11 +291,25 @@ export async function startPostgres(settings: PostgresThrowawayOptions = {}): Pr
  * What a store suite should do on this machine: run against `url`, or skip with a
  * notice naming the missing binary. Under CI=true a missing server is an error.
  */
-export function availability(kind: 'redis' | 'postgres', what = 'store tests'): { skip: false } | { skip: true; reason: string } {
-  const missing = kind === 'redis' ? (redisBinary() === undefined ? 'redis-server' : undefined) : postgresBin() === undefined ? 'initdb/pg_ctl (PostgreSQL)' : undefined;
+export function availability(
+  kind: 'redis' | 'postgres',
+  what = 'store tests',
+): { skip: false } | { skip: true; reason: string } {
+  const missing =
+    kind === 'redis'
+      ? redisBinary() === undefined
+        ? 'redis-server'
+        : undefined
+      : postgresBin() === undefined
+        ? 'initdb/pg_ctl (PostgreSQL)'
+        : undefined;
   if (missing === undefined) return { skip: false };
-  const hint = what === 'store tests' ? `set ${kind === 'redis' ? 'JOBHOOK_TEST_REDIS_URL' : 'JOBHOOK_TEST_DATABASE_URL'} or install it` : 'install it';
+  const hint =
+    what === 'store tests'
+      ? `set ${kind === 'redis' ? 'JOBHOOK_TEST_REDIS_URL' : 'JOBHOOK_TEST_DATABASE_URL'} or install it`
+      : 'install it';
   const reason = `${kind} ${what} skipped: ${missing} is not installed (${hint})`;
-  if (process.env.CI === 'true') throw new Error(`CI must run the ${kind} ${what}, but ${missing} is not installed`);
+  if (process.env.CI === 'true')
+    throw new Error(`CI must run the ${kind} ${what}, but ${missing} is not installed`);
   return { skip: true, reason };
 }

@@ -28,8 +28,11 @@ describe('MemoryIdempotencyStore specifics', () => {
     // 'old' was forgotten, so it can be claimed again; that evicts 'newer'.
     expect((await store.claim('old', { leaseMs: 60_000 })).status).toBe('acquired');
     // Now full of claims in progress: a new job is refused with the store error code, never a live claim evicted.
-    await expect(store.claim('one-more', { leaseMs: 60_000 })).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
-    for (const job of ['running', 'next', 'old']) expect((await store.claim(job, { leaseMs: 1 })).status).toBe('in_progress');
+    await expect(store.claim('one-more', { leaseMs: 60_000 })).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
+    for (const job of ['running', 'next', 'old'])
+      expect((await store.claim(job, { leaseMs: 1 })).status).toBe('in_progress');
   });
 
   it('makes room from expired claims', async () => {

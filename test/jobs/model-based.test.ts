@@ -59,13 +59,61 @@ type Command =
 const lost = fc.constantFrom(false, false, false, false, true);
 
 const command: fc.Arbitrary<Command> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('claim' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), fresh: fc.boolean(), lease: fc.constantFrom(...LEASES), grace: fc.constantFrom(...GRACES), lost: lost }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('renew' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), lease: fc.constantFrom(...LEASES), lost }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('complete' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), retain: fc.constantFrom(...RETAINS), lost }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('release' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), lost }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('retry' as const), job: fc.nat(1), holder: fc.nat(HOLDERS - 1), lost }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('claim' as const),
+      job: fc.nat(1),
+      holder: fc.nat(HOLDERS - 1),
+      fresh: fc.boolean(),
+      lease: fc.constantFrom(...LEASES),
+      grace: fc.constantFrom(...GRACES),
+      lost: lost,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('renew' as const),
+      job: fc.nat(1),
+      holder: fc.nat(HOLDERS - 1),
+      lease: fc.constantFrom(...LEASES),
+      lost,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('complete' as const),
+      job: fc.nat(1),
+      holder: fc.nat(HOLDERS - 1),
+      retain: fc.constantFrom(...RETAINS),
+      lost,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('release' as const),
+      job: fc.nat(1),
+      holder: fc.nat(HOLDERS - 1),
+      lost,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('retry' as const),
+      job: fc.nat(1),
+      holder: fc.nat(HOLDERS - 1),
+      lost,
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.constantFrom(...STEPS) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.constantFrom(LONG_STEP) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.constantFrom(LONG_STEP) }),
+  },
 );
 
 /** What one holder knows of one job: the token it claims with, and the fencing number its claim carries (model and real). */
@@ -118,7 +166,8 @@ class World {
       return;
     }
     for (const [m, r] of this.fenceMap) {
-      if (m < model) expect(real, `fence ${real} (model ${model}) after ${r} (model ${m})`).toBeGreaterThan(r);
+      if (m < model)
+        expect(real, `fence ${real} (model ${model}) after ${r} (model ${m})`).toBeGreaterThan(r);
       if (m > model) expect(real, `fence ${real} (model ${model}) before ${r} (model ${m})`).toBeLessThan(r);
     }
     this.fenceMap.set(model, real);
@@ -150,9 +199,19 @@ async function step(world: World, store: IdempotencyStore, command: Command): Pr
     }
     request = { op: 'claim', token: hand.token, leaseMs: c.lease, graceMs: c.grace };
   } else if (c.op === 'renew') {
-    request = { op: 'renew', token: hand.token, leaseMs: c.lease, ...(hand.modelFence === undefined ? {} : { fence: hand.modelFence }) };
+    request = {
+      op: 'renew',
+      token: hand.token,
+      leaseMs: c.lease,
+      ...(hand.modelFence === undefined ? {} : { fence: hand.modelFence }),
+    };
   } else if (c.op === 'complete') {
-    request = { op: 'complete', token: hand.token, retainMs: c.retain, ...(hand.modelFence === undefined ? {} : { fence: hand.modelFence }) };
+    request = {
+      op: 'complete',
+      token: hand.token,
+      retainMs: c.retain,
+      ...(hand.modelFence === undefined ? {} : { fence: hand.modelFence }),
+    };
   } else {
     request = { op: 'release', token: hand.token, keepMs: LAPSED_CLAIM_KEEP_MS };
   }
@@ -172,7 +231,11 @@ async function step(world: World, store: IdempotencyStore, command: Command): Pr
       hand.modelFence = model.fence;
       hand.realFence = real.fence;
     } else if (model.status === 'in_progress') {
-      expect(real, what).toEqual({ status: 'in_progress', retryAfterMs: model.retryAfterMs, ...(model.stale ? { stale: true } : {}) });
+      expect(real, what).toEqual({
+        status: 'in_progress',
+        retryAfterMs: model.retryAfterMs,
+        ...(model.stale ? { stale: true } : {}),
+      });
     } else {
       expect(real, what).toEqual({ status: 'completed' });
     }
@@ -191,7 +254,10 @@ async function step(world: World, store: IdempotencyStore, command: Command): Pr
 }
 
 /** Runs `runs` generated command sequences against `make()`'s store and the model. */
-async function holdToModel(make: (clock: () => number) => IdempotencyStore | Promise<IdempotencyStore>, runs: number): Promise<void> {
+async function holdToModel(
+  make: (clock: () => number) => IdempotencyStore | Promise<IdempotencyStore>,
+  runs: number,
+): Promise<void> {
   let seq = 0;
   const base = Date.UTC(2030, 0, 1);
   await fc.assert(
@@ -217,7 +283,17 @@ describe('stores held to the claim protocol model (fast-check commands)', () => 
     it('Redis', async () => {
       let n = 0;
       // Each run has its own keys, pending set and fencing counter.
-      await holdToModel((clock) => new RedisIdempotencyStore({ client, keyPrefix: `mb:${process.pid}:${n}:job:`, pendingKey: `mb:${process.pid}:${n++}:pending`, now: clock, log: {} }), 150);
+      await holdToModel(
+        (clock) =>
+          new RedisIdempotencyStore({
+            client,
+            keyPrefix: `mb:${process.pid}:${n}:job:`,
+            pendingKey: `mb:${process.pid}:${n++}:pending`,
+            now: clock,
+            log: {},
+          }),
+        150,
+      );
     }, 120_000);
   });
 
@@ -241,7 +317,12 @@ describe('stores held to the claim protocol model (fast-check commands)', () => 
 /** The test's clock (as above): exact times, replies compared exactly. */
 const VIRTUAL: Timing = { leases: LEASES, graces: GRACES, retains: RETAINS, steps: [...STEPS, LONG_STEP] };
 /** The servers' clock: leases a few hundred ms, waits that cross them. */
-const REAL: Timing = { leases: [200, 400, 800], graces: [0, 0, 150], retains: [250, 900], steps: [40, 120, 250, 500] };
+const REAL: Timing = {
+  leases: [200, 400, 800],
+  graces: [0, 0, 150],
+  retains: [250, 900],
+  steps: [40, 120, 250, 500],
+};
 
 /** Runs `runs` generated command sequences, overlapping, against `make()`'s store and the model. */
 async function holdConcurrent(
@@ -252,12 +333,28 @@ async function holdConcurrent(
   const timing = options.real ? REAL : VIRTUAL;
   const coverage = new Map<string, number>();
   await fc.assert(
-    fc.asyncProperty(fc.array(commands(timing, options.tx !== undefined), { minLength: options.tx === undefined ? 10 : 25, maxLength: options.real ? 40 : 60 }), async (cmds) => {
-      const prefix = `mc-${process.pid}-${Date.now()}-${seq++}`;
-      const clock = options.real ? undefined : { now: Date.UTC(2030, 0, 1) };
-      const store = make(clock);
-      await runCommands({ store, clock, coverage, jobIds: JOBS.map((j) => `${prefix}-${j}`), ...(options.tx === undefined ? {} : { tx: options.tx }) }, cmds, prefix);
-    }),
+    fc.asyncProperty(
+      fc.array(commands(timing, options.tx !== undefined), {
+        minLength: options.tx === undefined ? 10 : 25,
+        maxLength: options.real ? 40 : 60,
+      }),
+      async (cmds) => {
+        const prefix = `mc-${process.pid}-${Date.now()}-${seq++}`;
+        const clock = options.real ? undefined : { now: Date.UTC(2030, 0, 1) };
+        const store = make(clock);
+        await runCommands(
+          {
+            store,
+            clock,
+            coverage,
+            jobIds: JOBS.map((j) => `${prefix}-${j}`),
+            ...(options.tx === undefined ? {} : { tx: options.tx }),
+          },
+          cmds,
+          prefix,
+        );
+      },
+    ),
     { numRuns: options.runs * SCALE, endOnFailure: true },
   );
   return coverage;
@@ -265,19 +362,49 @@ async function holdConcurrent(
 
 /** Says what the runs reached, and fails when one of `musts` was never reached (a check that checked nothing). */
 function reached(name: string, coverage: Map<string, number>, musts: string[]): void {
-  if (process.env.JOBHOOK_MODEL_RUNS !== undefined) console.log(`${name}: ${[...coverage].sort().map(([k, v]) => `${k} ×${v}`).join(', ')}`);
+  if (process.env.JOBHOOK_MODEL_RUNS !== undefined)
+    console.log(
+      `${name}: ${[...coverage]
+        .sort()
+        .map(([k, v]) => `${k} ×${v}`)
+        .join(', ')}`,
+    );
   for (const m of musts) expect(coverage.get(m) ?? 0, `${name}: ${m}`).toBeGreaterThan(0);
 }
 
-const OVERLAP = ['sent while others were in flight', 'claim → acquired', 'claim → in_progress', 'renew → renewed', 'complete → completed'];
-const TX = ['tx complete → completed', 'tx complete → superseded', 'tx commit → ok', 'tx end → ok', 'tx cut', 'answered after a transaction it waited for ended'];
+const OVERLAP = [
+  'sent while others were in flight',
+  'claim → acquired',
+  'claim → in_progress',
+  'renew → renewed',
+  'complete → completed',
+];
+const TX = [
+  'tx complete → completed',
+  'tx complete → superseded',
+  'tx commit → ok',
+  'tx end → ok',
+  'tx cut',
+  'answered after a transaction it waited for ended',
+];
 
 describe('stores held to the model with overlapping commands (linearizable), transactions, and real time', () => {
-  it('memory, the test\'s clock', { timeout: 30_000 * SCALE }, async () => {
-    reached('memory', await holdConcurrent((clock) => new MemoryIdempotencyStore(clock === undefined ? {} : { now: () => clock.now }), { runs: 200, real: false }), OVERLAP);
+  it("memory, the test's clock", { timeout: 30_000 * SCALE }, async () => {
+    reached(
+      'memory',
+      await holdConcurrent(
+        (clock) => new MemoryIdempotencyStore(clock === undefined ? {} : { now: () => clock.now }),
+        { runs: 200, real: false },
+      ),
+      OVERLAP,
+    );
   });
   it.concurrent('memory, real time', { timeout: 120_000 * SCALE }, async () => {
-    reached('memory, real time', await holdConcurrent(() => new MemoryIdempotencyStore(), { runs: 5, real: true }), OVERLAP);
+    reached(
+      'memory, real time',
+      await holdConcurrent(() => new MemoryIdempotencyStore(), { runs: 5, real: true }),
+      OVERLAP,
+    );
   });
 
   describe.skipIf(inject('redisUrl') === '')('Redis (real server)', () => {
@@ -287,11 +414,17 @@ describe('stores held to the model with overlapping commands (linearizable), tra
     });
     let n = 0;
     const make = (clock: { now: number } | undefined) =>
-      new RedisIdempotencyStore({ client, keyPrefix: `mc:${process.pid}:${n}:job:`, pendingKey: `mc:${process.pid}:${n++}:pending`, ...(clock === undefined ? {} : { now: () => clock.now }), log: {} });
-    it('Redis, the test\'s clock', { timeout: 120_000 * SCALE }, async () => {
+      new RedisIdempotencyStore({
+        client,
+        keyPrefix: `mc:${process.pid}:${n}:job:`,
+        pendingKey: `mc:${process.pid}:${n++}:pending`,
+        ...(clock === undefined ? {} : { now: () => clock.now }),
+        log: {},
+      });
+    it("Redis, the test's clock", { timeout: 120_000 * SCALE }, async () => {
       reached('Redis', await holdConcurrent(make, { runs: 80, real: false }), OVERLAP);
     });
-    it.concurrent('Redis, the server\'s clock (real time)', { timeout: 120_000 * SCALE }, async () => {
+    it.concurrent("Redis, the server's clock (real time)", { timeout: 120_000 * SCALE }, async () => {
       reached('Redis, real time', await holdConcurrent(make, { runs: 10, real: true }), OVERLAP);
     });
   });
@@ -309,17 +442,34 @@ describe('stores held to the model with overlapping commands (linearizable), tra
       await admin.query(`DROP SEQUENCE IF EXISTS ${table}_fence_seq`);
       await Promise.all([pool.end(), admin.end()]);
     });
-    const make = (clock: { now: number } | undefined) => new PostgresIdempotencyStore({ pool, table, transactional: true, ...(clock === undefined ? {} : { now: () => clock.now }) });
-    it('PostgreSQL transactional, the test\'s clock', { timeout: 180_000 * SCALE }, async () => {
+    const make = (clock: { now: number } | undefined) =>
+      new PostgresIdempotencyStore({
+        pool,
+        table,
+        transactional: true,
+        ...(clock === undefined ? {} : { now: () => clock.now }),
+      });
+    it("PostgreSQL transactional, the test's clock", { timeout: 180_000 * SCALE }, async () => {
       await make(undefined).migrate();
-      await admin.query(`CREATE TABLE IF NOT EXISTS ${effects} (id bigserial PRIMARY KEY, job_id text NOT NULL, token text NOT NULL)`);
-      reached('PostgreSQL transactional', await holdConcurrent(make, { runs: 100, real: false, tx }), [...OVERLAP, ...TX]);
+      await admin.query(
+        `CREATE TABLE IF NOT EXISTS ${effects} (id bigserial PRIMARY KEY, job_id text NOT NULL, token text NOT NULL)`,
+      );
+      reached('PostgreSQL transactional', await holdConcurrent(make, { runs: 100, real: false, tx }), [
+        ...OVERLAP,
+        ...TX,
+      ]);
     });
-    it('PostgreSQL transactional, the server\'s clock (real time)', { timeout: 180_000 * SCALE }, async () => {
+    it("PostgreSQL transactional, the server's clock (real time)", { timeout: 180_000 * SCALE }, async () => {
       await make(undefined).migrate();
-      await admin.query(`CREATE TABLE IF NOT EXISTS ${effects} (id bigserial PRIMARY KEY, job_id text NOT NULL, token text NOT NULL)`);
+      await admin.query(
+        `CREATE TABLE IF NOT EXISTS ${effects} (id bigserial PRIMARY KEY, job_id text NOT NULL, token text NOT NULL)`,
+      );
       // Lock waits and superseded completions need the right timing on the servers' clock: required on the test's clock above, counted here.
-      reached('PostgreSQL transactional, real time', await holdConcurrent(make, { runs: 40, real: true, tx }), [...OVERLAP, 'tx complete → completed', 'tx commit → ok', 'tx cut']);
+      reached(
+        'PostgreSQL transactional, real time',
+        await holdConcurrent(make, { runs: 40, real: true, tx }),
+        [...OVERLAP, 'tx complete → completed', 'tx commit → ok', 'tx cut'],
+      );
     });
   });
 });

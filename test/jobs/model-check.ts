@@ -19,12 +19,23 @@
  * then known to within that tolerance, and a decision that falls inside it may go either
  * way; both are kept).
  */
-import { current, transition, type ClaimReply, type JobRecord, type JobRequest } from '../../src/lib/jobs/model.js';
+import {
+  current,
+  transition,
+  type ClaimReply,
+  type JobRecord,
+  type JobRequest,
+} from '../../src/lib/jobs/model.js';
 
 /** What an operation asks of the model. */
 export type ModelOp =
   /** A store operation; `fence` (renew, complete): the holder's fencing number as the store gave it. */
-  | { kind: 'store'; job: string; request: JobRequest extends infer R ? (R extends JobRequest ? Omit<R, 'fence'> : never) : never; fence?: number }
+  | {
+      kind: 'store';
+      job: string;
+      request: JobRequest extends infer R ? (R extends JobRequest ? Omit<R, 'fence'> : never) : never;
+      fence?: number;
+    }
   /** A completion written inside transaction `tx`, for the claim `token` holds with `fence` (the store's number). */
   | { kind: 'txComplete'; job: string; tx: number; token: string; fence: number; retainMs: number }
   /** Transaction `tx` ends: committed (its completion and `writes` rows of the handler's become visible) or not. */
@@ -68,15 +79,37 @@ const MAX_CONFIGS = 2000;
 /** The record of `c` without its times (configurations that differ only in those are merged on the servers' clock). */
 function shape(r: JobRecord | undefined): string {
   if (r === undefined) return '-';
-  return r.state === 'held' ? `held ${r.token} ${r.fence} ${r.tookOver} ${r.staleAt !== undefined}` : r.state === 'released' ? `released ${r.token} ${r.fence} ${r.tainted}` : `completed ${r.token} ${r.fence} ${r.superseded === true}`;
+  return r.state === 'held'
+    ? `held ${r.token} ${r.fence} ${r.tookOver} ${r.staleAt !== undefined}`
+    : r.state === 'released'
+      ? `released ${r.token} ${r.fence} ${r.tainted}`
+      : `completed ${r.token} ${r.fence} ${r.superseded === true}`;
 }
 
 function replyShape(r: ModelReply): string {
-  return typeof r === 'string' ? r : r.status === 'acquired' ? `acquired ${r.fence} ${r.tookOver}` : r.status === 'in_progress' ? `in_progress ${r.stale}` : r.status;
+  return typeof r === 'string'
+    ? r
+    : r.status === 'acquired'
+      ? `acquired ${r.fence} ${r.tookOver}`
+      : r.status === 'in_progress'
+        ? `in_progress ${r.stale}`
+        : r.status;
 }
 
 export class ModelChecker {
-  private configs: Config[] = [{ records: {}, counter: 0, fences: {}, fenceJobs: {}, locks: {}, written: {}, effects: {}, done: {}, pending: [] }];
+  private configs: Config[] = [
+    {
+      records: {},
+      counter: 0,
+      fences: {},
+      fenceJobs: {},
+      locks: {},
+      written: {},
+      effects: {},
+      done: {},
+      pending: [],
+    },
+  ];
   private readonly ops = new Map<number, ModelOp>();
   private nextId = 0;
   /** What was seen so far, for the failure message. */
@@ -122,9 +155,13 @@ export class ModelChecker {
           frontier.push(n);
         }
       }
-      if (visited.size > MAX_CONFIGS * 10) throw new Error(`model check: too many interleavings\n${this.trace()}`);
+      if (visited.size > MAX_CONFIGS * 10)
+        throw new Error(`model check: too many interleavings\n${this.trace()}`);
     }
-    if (out.size === 0) throw new Error(`model check: no order of the operations explains the reply of #${id}\n${this.trace()}`);
+    if (out.size === 0)
+      throw new Error(
+        `model check: no order of the operations explains the reply of #${id}\n${this.trace()}`,
+      );
     this.configs = this.prune([...out.values()]);
   }
 
@@ -142,7 +179,10 @@ export class ModelChecker {
       candidates.add(norm(c.effects));
       // Transactions ended by a cut connection commit nothing: the same counts.
     }
-    if (!candidates.has(want)) throw new Error(`model check: handler rows ${want} (jobs ${jobs.join(', ')}), the model has ${[...candidates].join(' or ')}\n${this.trace()}`);
+    if (!candidates.has(want))
+      throw new Error(
+        `model check: handler rows ${want} (jobs ${jobs.join(', ')}), the model has ${[...candidates].join(' or ')}\n${this.trace()}`,
+      );
   }
 
   get size(): number {
@@ -161,7 +201,12 @@ export class ModelChecker {
   /** `c` with operation `id` (taken effect with the reply it gave) read: checked against `seen`. */
   private accept(c: Config, id: number, seen: ModelReply | undefined): Config | undefined {
     const reply = c.done[id]!;
-    const next: Config = { ...c, done: { ...c.done }, fences: { ...c.fences }, fenceJobs: { ...c.fenceJobs } };
+    const next: Config = {
+      ...c,
+      done: { ...c.done },
+      fences: { ...c.fences },
+      fenceJobs: { ...c.fenceJobs },
+    };
     delete next.done[id];
     if (seen === undefined) return next;
     if (typeof reply === 'string' || typeof seen === 'string') return reply === seen ? next : undefined;
@@ -217,10 +262,16 @@ export class ModelChecker {
     const times = this.o.times(id, now);
     const before = JSON.stringify(c.records[op.job] ?? null);
     const outcomes = times.map((t) => this.step(c, id, op, t));
-    const valid = outcomes.filter((x): x is Config => x !== undefined && (!locked || (JSON.stringify(x.records[op.job] ?? null) === before && x.locks[op.job] === c.locks[op.job])));
+    const valid = outcomes.filter(
+      (x): x is Config =>
+        x !== undefined &&
+        (!locked ||
+          (JSON.stringify(x.records[op.job] ?? null) === before && x.locks[op.job] === c.locks[op.job])),
+    );
     if (!this.o.realTime || valid.length <= 1) return valid;
     // Servers' clock: one configuration when every candidate time decides alike (the middle one's record).
-    const key = (x: Config) => `${shape(x.records[op.job])}|${replyShape(x.done[id]!)}|${JSON.stringify(x.locks)}|${JSON.stringify(x.effects)}`;
+    const key = (x: Config) =>
+      `${shape(x.records[op.job])}|${replyShape(x.done[id]!)}|${JSON.stringify(x.locks)}|${JSON.stringify(x.effects)}`;
     if (new Set(valid.map(key)).size === 1) {
       const mid = this.step(c, id, op, (times[0]! + times[times.length - 1]!) / 2);
       return mid === undefined ? [valid[0]!] : [mid];
@@ -230,7 +281,15 @@ export class ModelChecker {
 
   /** Operation `op` taking effect in `c` at `now`. */
   private step(c: Config, id: number, op: ModelOp, now: number): Config | undefined {
-    const next: Config = { ...c, records: { ...c.records }, locks: { ...c.locks }, written: { ...c.written }, effects: { ...c.effects }, done: { ...c.done }, pending: c.pending.filter((p) => p !== id) };
+    const next: Config = {
+      ...c,
+      records: { ...c.records },
+      locks: { ...c.locks },
+      written: { ...c.written },
+      effects: { ...c.effects },
+      done: { ...c.done },
+      pending: c.pending.filter((p) => p !== id),
+    };
     let counter = c.counter;
     const fences = () => ++counter;
     const put = (r: JobRecord | undefined) => {
@@ -247,8 +306,18 @@ export class ModelChecker {
     } else if (op.kind === 'txComplete') {
       const fence = this.modelFence(c, op.fence);
       const record = current(c.records[op.job], now);
-      if (record?.state === 'held' && record.token === op.token && fence !== undefined && record.fence === fence) {
-        const t = transition(record, { op: 'complete', token: op.token, retainMs: op.retainMs, fence }, now, fences);
+      if (
+        record?.state === 'held' &&
+        record.token === op.token &&
+        fence !== undefined &&
+        record.fence === fence
+      ) {
+        const t = transition(
+          record,
+          { op: 'complete', token: op.token, retainMs: op.retainMs, fence },
+          now,
+          fences,
+        );
         next.written[op.tx] = t.record!;
         next.locks[op.job] = op.tx;
         next.done[id] = t.reply as ModelReply;

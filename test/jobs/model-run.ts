@@ -29,7 +29,15 @@ export type Cmd =
    * `rows`), then the completion inside it, then COMMIT (ROLLBACK after `superseded`);
    * `rollback` and `cut` end it at whatever step it is (`cut`: its connection closed).
    */
-  | { op: 'tx'; job: number; holder: number; how: 'next' | 'rollback' | 'cut'; rows: number; retain: number; lease: number }
+  | {
+      op: 'tx';
+      job: number;
+      holder: number;
+      how: 'next' | 'rollback' | 'cut';
+      rows: number;
+      retain: number;
+      lease: number;
+    }
   /** Wait for the replies in flight (those a lock holds back stay in flight). */
   | { op: 'settle' }
   /** The clock moves on (virtual), or the test waits (servers' clock). */
@@ -49,19 +57,55 @@ export function commands(t: Timing, transactional: boolean): fc.Arbitrary<Cmd> {
   const holder = fc.nat(HOLDERS - 1);
   const base = { job, holder };
   const arbs: Array<{ weight: number; arbitrary: fc.Arbitrary<Cmd> }> = [
-    { weight: 4, arbitrary: fc.record({ op: fc.constant('claim' as const), ...base, fresh: fc.boolean(), lease: fc.constantFrom(...t.leases), grace: fc.constantFrom(...t.graces), lost: fc.constantFrom(false, false, false, false, true) }) },
-    { weight: 2, arbitrary: fc.record({ op: fc.constant('renew' as const), ...base, lease: fc.constantFrom(...t.leases) }) },
-    { weight: transactional ? 1 : 2, arbitrary: fc.record({ op: fc.constant('complete' as const), ...base, retain: fc.constantFrom(...t.retains) }) },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        op: fc.constant('claim' as const),
+        ...base,
+        fresh: fc.boolean(),
+        lease: fc.constantFrom(...t.leases),
+        grace: fc.constantFrom(...t.graces),
+        lost: fc.constantFrom(false, false, false, false, true),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        op: fc.constant('renew' as const),
+        ...base,
+        lease: fc.constantFrom(...t.leases),
+      }),
+    },
+    {
+      weight: transactional ? 1 : 2,
+      arbitrary: fc.record({
+        op: fc.constant('complete' as const),
+        ...base,
+        retain: fc.constantFrom(...t.retains),
+      }),
+    },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('release' as const), ...base }) },
     { weight: 4, arbitrary: fc.constant({ op: 'settle' as const }) },
-    { weight: 2, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.constantFrom(...t.steps) }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.constantFrom(...t.steps) }),
+    },
   ];
   if (transactional) {
     arbs.push(
       { weight: 3, arbitrary: fc.record({ op: fc.constant('begin' as const), ...base }) },
       {
         weight: 8,
-        arbitrary: fc.record({ op: fc.constant('tx' as const), ...base, how: fc.constantFrom(...(['next', 'next', 'next', 'next', 'next', 'next', 'rollback', 'cut'] as const)), rows: fc.nat(2), retain: fc.constantFrom(...t.retains), lease: fc.constantFrom(...t.leases) }),
+        arbitrary: fc.record({
+          op: fc.constant('tx' as const),
+          ...base,
+          how: fc.constantFrom(
+            ...(['next', 'next', 'next', 'next', 'next', 'next', 'rollback', 'cut'] as const),
+          ),
+          rows: fc.nat(2),
+          retain: fc.constantFrom(...t.retains),
+          lease: fc.constantFrom(...t.leases),
+        }),
       },
     );
   }
@@ -110,7 +154,8 @@ export interface RunEnv {
 /** Ops in flight at most (the check explores their orders). */
 const MAX_IN_FLIGHT = 4;
 
-type Event = { kind: 'return'; id: number; reply: ModelReply | undefined; at: number } | { kind: 'never'; id: number };
+type Event =
+  { kind: 'return'; id: number; reply: ModelReply | undefined; at: number } | { kind: 'never'; id: number };
 
 /** Runs `cmds` on `env.store` and the model; throws (with the history) when a reply is one no order of the model gives. */
 export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Promise<ModelChecker> {
@@ -138,13 +183,19 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
   const client = (job: number, holder: number): Client => {
     const key = `${job}/${holder}`;
     let c = clients.get(key);
-    if (c === undefined) clients.set(key, (c = { token: `${prefix}-h${holder}-t${tokens++}`, storeBusy: false, txBusy: false }));
+    if (c === undefined)
+      clients.set(key, (c = { token: `${prefix}-h${holder}-t${tokens++}`, storeBusy: false, txBusy: false }));
     return c;
   };
   const now = () => (real ? Date.now() : env.clock!.now);
 
   /** Sends `op` to the model and `act` to the store; the reply (`read` of it, undefined: not read) comes back as an event. */
-  const send = (op: ModelOp, act: () => Promise<unknown>, read: (r: unknown) => ModelReply | undefined, done?: (r: unknown) => void): Promise<void> => {
+  const send = (
+    op: ModelOp,
+    act: () => Promise<unknown>,
+    read: (r: unknown) => ModelReply | undefined,
+    done?: (r: unknown) => void,
+  ): Promise<void> => {
     const id = checker.invoke(op);
     const overlapping = inFlight.size;
     seen.set(id, [now()]);
@@ -154,13 +205,19 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
         done?.(r);
         returnedAt.set(id, Date.now());
         events.push({ kind: 'return', id, reply: read(r), at: now() });
-        const what = op.kind === 'store' ? op.request.op : op.kind === 'txEnd' ? `tx ${op.commit ? 'commit' : 'end'}` : 'tx complete';
-        const reply = typeof r === 'string' ? r : (r as { status?: string } | undefined)?.status ?? 'ok';
+        const what =
+          op.kind === 'store'
+            ? op.request.op
+            : op.kind === 'txEnd'
+              ? `tx ${op.commit ? 'commit' : 'end'}`
+              : 'tx complete';
+        const reply = typeof r === 'string' ? r : ((r as { status?: string } | undefined)?.status ?? 'ok');
         countInto(env.coverage, `${what} → ${reply}`);
         if (overlapping > 0) countInto(env.coverage, 'sent while others were in flight');
         // Sent before a transaction on the same job ended, answered after that end came back: it waited for the row.
         if (op.kind === 'txEnd') ended.push({ job: op.job, sent: id, at: events.length });
-        else if (ended.some((e) => e.job === op.job && e.sent > id)) countInto(env.coverage, 'answered after a transaction it waited for ended');
+        else if (ended.some((e) => e.job === op.job && e.sent > id))
+          countInto(env.coverage, 'answered after a transaction it waited for ended');
       },
       // No reply (a timeout, a cut connection): it may have taken effect, or may still.
       () => void events.push({ kind: 'never', id }),
@@ -182,9 +239,14 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
     await drive();
   } catch (err) {
     // Leave nothing open behind a failure (a transaction would hold its rows, and the table).
-    for (const c of clients.values()) if (c.tx !== undefined && !c.tx.ended) await c.tx.tx.rollback().catch(() => undefined);
-    await Promise.race([Promise.allSettled([...inFlight.values()]), new Promise((r) => setTimeout(r, 10_000))]);
-    for (const c of clients.values()) if (c.tx !== undefined && !c.tx.ended) await c.tx.tx.rollback().catch(() => undefined);
+    for (const c of clients.values())
+      if (c.tx !== undefined && !c.tx.ended) await c.tx.tx.rollback().catch(() => undefined);
+    await Promise.race([
+      Promise.allSettled([...inFlight.values()]),
+      new Promise((r) => setTimeout(r, 10_000)),
+    ]);
+    for (const c of clients.values())
+      if (c.tx !== undefined && !c.tx.ended) await c.tx.tx.rollback().catch(() => undefined);
     throw err;
   }
   return checker;
@@ -199,8 +261,7 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
         if (real) {
           checker.note(`wait ${cmd.ms} ms`);
           await new Promise((r) => setTimeout(r, cmd.ms));
-        }
-        else {
+        } else {
           env.clock!.now += cmd.ms;
           checker.note(`clock +${cmd.ms} ms`);
           for (const id of inFlight.keys()) seen.get(id)?.push(env.clock!.now);
@@ -225,9 +286,15 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
       await settle(50);
     }
     drainEvents();
-    if (inFlight.size > 0) throw new Error(`model check: ${inFlight.size} operations never answered\n${checker.history.slice(-40).join('\n')}`);
+    if (inFlight.size > 0)
+      throw new Error(
+        `model check: ${inFlight.size} operations never answered\n${checker.history.slice(-40).join('\n')}`,
+      );
     if (env.tx !== undefined) {
-      const rows = await env.tx.admin.query<{ job_id: string; n: string }>(`SELECT job_id, count(*) AS n FROM ${env.tx.effects} WHERE job_id = ANY($1) GROUP BY job_id`, [env.jobIds]);
+      const rows = await env.tx.admin.query<{ job_id: string; n: string }>(
+        `SELECT job_id, count(*) AS n FROM ${env.tx.effects} WHERE job_id = ANY($1) GROUP BY job_id`,
+        [env.jobIds],
+      );
       checker.checkEffects(Object.fromEntries(rows.rows.map((r) => [r.job_id, Number(r.n)])), env.jobIds);
     }
   }
@@ -236,7 +303,12 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
     const c = client(cmd.job, cmd.holder);
     const job = env.jobIds[cmd.job]!;
     const fenceArg = c.fence === undefined ? {} : { fence: c.fence };
-    const storeOp = (request: ModelOp & { kind: 'store' }, act: () => Promise<unknown>, read: (r: unknown) => ModelReply | undefined, done?: (r: unknown) => void) => {
+    const storeOp = (
+      request: ModelOp & { kind: 'store' },
+      act: () => Promise<unknown>,
+      read: (r: unknown) => ModelReply | undefined,
+      done?: (r: unknown) => void,
+    ) => {
       if (c.storeBusy) return;
       c.storeBusy = true;
       void send(request, act, read, done).finally(() => (c.storeBusy = false));
@@ -262,18 +334,41 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
         return;
       }
       case 'renew':
-        storeOp({ kind: 'store', job, request: { op: 'renew', token: c.token, leaseMs: cmd.lease }, ...fenceArg }, () => env.store.renew!(job, c.token, { leaseMs: cmd.lease, ...fenceArg }), (r) => r as string);
+        storeOp(
+          { kind: 'store', job, request: { op: 'renew', token: c.token, leaseMs: cmd.lease }, ...fenceArg },
+          () => env.store.renew!(job, c.token, { leaseMs: cmd.lease, ...fenceArg }),
+          (r) => r as string,
+        );
         return;
       case 'complete':
         if (c.tx !== undefined && !c.tx.ended) return; // a transactional holder completes inside its transaction
-        storeOp({ kind: 'store', job, request: { op: 'complete', token: c.token, retainMs: cmd.retain }, ...fenceArg }, () => env.store.complete(job, c.token, { retainMs: cmd.retain, ...fenceArg }), (r) => r as string);
+        storeOp(
+          {
+            kind: 'store',
+            job,
+            request: { op: 'complete', token: c.token, retainMs: cmd.retain },
+            ...fenceArg,
+          },
+          () => env.store.complete(job, c.token, { retainMs: cmd.retain, ...fenceArg }),
+          (r) => r as string,
+        );
         return;
       case 'release':
-        storeOp({ kind: 'store', job, request: { op: 'release', token: c.token, keepMs: LAPSED_CLAIM_KEEP_MS } }, async () => ((await env.store.release(job, c.token)) ? 'released' : 'not_held'), (r) => r as string);
+        storeOp(
+          { kind: 'store', job, request: { op: 'release', token: c.token, keepMs: LAPSED_CLAIM_KEEP_MS } },
+          async () => ((await env.store.release(job, c.token)) ? 'released' : 'not_held'),
+          (r) => r as string,
+        );
         return;
       default: {
         // A transaction's step goes to a holder that can take it (the `pick`-th of them), so that they meet.
-        const able = [...clients.entries()].filter(([, x]) => !x.txBusy && (cmd.op === 'begin' ? x.fence !== undefined && (x.tx === undefined || x.tx.ended) : x.tx !== undefined && !x.tx.ended));
+        const able = [...clients.entries()].filter(
+          ([, x]) =>
+            !x.txBusy &&
+            (cmd.op === 'begin'
+              ? x.fence !== undefined && (x.tx === undefined || x.tx.ended)
+              : x.tx !== undefined && !x.tx.ended),
+        );
         const chosen = able[(cmd.job * HOLDERS + cmd.holder) % Math.max(1, able.length)];
         if (chosen !== undefined) txStep(chosen[1], env.jobIds[Number(chosen[0].split('/')[0])]!, cmd);
       }
@@ -308,7 +403,8 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
             c.tx = { tx, job, token, fence, id: txs++, writes: 0, ended: false };
             countInto(env.coverage, 'tx begun');
           },
-          (err: unknown) => countInto(env.coverage, `tx begin failed: ${(err as Error).message.slice(0, 60)}`),
+          (err: unknown) =>
+            countInto(env.coverage, `tx begin failed: ${(err as Error).message.slice(0, 60)}`),
         ),
         c,
       );
@@ -319,10 +415,12 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
     if (open.completed === undefined && open.writes < cmd.rows) {
       c.txBusy = true;
       track(
-        open.tx.client.query(`INSERT INTO ${env.tx.effects} (job_id, token) VALUES ($1, $2)`, [job, open.token]).then(
-          () => void open.writes++,
-          () => undefined,
-        ),
+        open.tx.client
+          .query(`INSERT INTO ${env.tx.effects} (job_id, token) VALUES ($1, $2)`, [job, open.token])
+          .then(
+            () => void open.writes++,
+            () => undefined,
+          ),
         c,
       );
       return;
@@ -331,14 +429,21 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
       c.txBusy = true;
       // Two times in three the holder's lease renewal fires once the completion holds the
       // row (the runner's heartbeat racing its own commit: it waits for that row).
-      const renewAfter = cmd.rows >= 1 ? [...clients.entries()].find(([, x]) => x === c)![0].split('/').map(Number) : undefined;
+      const renewAfter =
+        cmd.rows >= 1
+          ? [...clients.entries()]
+              .find(([, x]) => x === c)![0]
+              .split('/')
+              .map(Number)
+          : undefined;
       void send(
         { kind: 'txComplete', job, tx: open.id, token: open.token, fence: open.fence, retainMs: cmd.retain },
         () => open.tx.complete({ retainMs: cmd.retain }),
         (r) => r as string,
         (r) => {
           open.completed = r as string;
-          if (renewAfter !== undefined && r === 'completed') followUps.push({ op: 'renew', job: renewAfter[0]!, holder: renewAfter[1]!, lease: cmd.lease });
+          if (renewAfter !== undefined && r === 'completed')
+            followUps.push({ op: 'renew', job: renewAfter[0]!, holder: renewAfter[1]!, lease: cmd.lease });
         },
       ).finally(() => (c.txBusy = false));
       return;
@@ -359,7 +464,9 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
       // Cut: the connection closes between statements; the server rolls the transaction back
       // once it sees it (the op returns when its session is gone).
       const pid = (open.tx.client as unknown as { processID: number }).processID;
-      (open.tx.client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+      (
+        open.tx.client as unknown as { connection: { stream: { destroy(): void } } }
+      ).connection.stream.destroy();
       await open.tx.rollback().catch(() => undefined);
       for (let i = 0; i < 500; i++) {
         const r = await env.tx!.admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]);
@@ -368,12 +475,20 @@ export async function runCommands(env: RunEnv, cmds: Cmd[], prefix: string): Pro
       }
       throw new Error(`session ${pid} still there 2.5 s after its connection was cut`);
     };
-    void send(op, act, () => (how === 'commit' ? 'committed' : 'rolled back')).finally(() => (c.txBusy = false));
+    void send(op, act, () => (how === 'commit' ? 'committed' : 'rolled back')).finally(
+      () => (c.txBusy = false),
+    );
   }
 }
 
 function claimReply(r: ClaimReply): ModelReply {
-  if (r.status === 'in_progress') return { status: 'in_progress', retryAfterMs: r.retryAfterMs ?? NaN, stale: (r as { stale?: boolean }).stale === true };
-  if (r.status === 'acquired') return { status: 'acquired', token: r.token, fence: r.fence, tookOver: r.tookOver === true };
+  if (r.status === 'in_progress')
+    return {
+      status: 'in_progress',
+      retryAfterMs: r.retryAfterMs ?? NaN,
+      stale: (r as { stale?: boolean }).stale === true,
+    };
+  if (r.status === 'acquired')
+    return { status: 'acquired', token: r.token, fence: r.fence, tookOver: r.tookOver === true };
   return { status: 'completed' };
 }

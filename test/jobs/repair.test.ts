@@ -5,7 +5,12 @@
  * another instance waits, and a graceful shutdown that does not hang on them.
  */
 import { describe, expect, it } from 'vitest';
-import { createReceiver, MemoryIdempotencyStore, type IdempotencyStore, type ReceiverAnswer } from '../../src/index.js';
+import {
+  createReceiver,
+  MemoryIdempotencyStore,
+  type IdempotencyStore,
+  type ReceiverAnswer,
+} from '../../src/index.js';
 import { StoreUnavailableError } from '../../src/lib/base/errors.js';
 import { RepairQueue } from '../../src/lib/jobs/repair.js';
 import { systemClock } from '../../src/lib/jobs/clock.js';
@@ -21,7 +26,7 @@ const code = (a: ReceiverAnswer) => {
   return `${a.status} ${body.status ?? body.error?.code}`;
 };
 const until = async (ok: () => boolean, ms = 3000) => {
-  for (const end = Date.now() + ms; !ok() && Date.now() < end; ) await sleep(20);
+  for (const end = Date.now() + ms; !ok() && Date.now() < end;) await sleep(20);
 };
 
 /** One instance's link to a shared store: each operation can fail, optionally still landing later. */
@@ -50,7 +55,11 @@ function link(shared: MemoryIdempotencyStore) {
 }
 
 /** Two receiver instances, each with its own faulty link to one shared store, counting handler runs. */
-function twoInstances(options: { leaseMs: number; takeoverGraceMs?: number; onEvent?: () => void | Promise<void> }) {
+function twoInstances(options: {
+  leaseMs: number;
+  takeoverGraceMs?: number;
+  onEvent?: () => void | Promise<void>;
+}) {
   const shared = new MemoryIdempotencyStore();
   const a = link(shared);
   const b = link(shared);
@@ -59,7 +68,15 @@ function twoInstances(options: { leaseMs: number; takeoverGraceMs?: number; onEv
     counter.runs++;
     return options.onEvent?.();
   };
-  const make = (store: IdempotencyStore) => createReceiver({ publicKey, store, leaseMs: options.leaseMs, takeoverGraceMs: options.takeoverGraceMs, log: {}, onEvent });
+  const make = (store: IdempotencyStore) =>
+    createReceiver({
+      publicKey,
+      store,
+      leaseMs: options.leaseMs,
+      takeoverGraceMs: options.takeoverGraceMs,
+      log: {},
+      onEvent,
+    });
   return { a, b, first: make(a.store), second: make(b.store), counter };
 }
 
@@ -68,7 +85,13 @@ describe('repair queue', () => {
     const shared = new MemoryIdempotencyStore();
     const { store, faults } = link(shared);
     let runs = 0;
-    const receive = createReceiver({ publicKey, store, leaseMs: 60_000, log: {}, onEvent: () => void runs++ });
+    const receive = createReceiver({
+      publicKey,
+      store,
+      leaseMs: 60_000,
+      log: {},
+      onEvent: () => void runs++,
+    });
     const d = signed(jobId('late-claim'));
     faults.claimLandsAfterMs = 400;
     expect(code(await receive({ body: d.body, headers: d.headers }))).toBe('503 STORE_UNAVAILABLE');
@@ -78,7 +101,13 @@ describe('repair queue', () => {
     await until(() => receive.pending === 0);
     expect(receive.pending).toBe(0);
     // A redelivery to another instance of the same store finds the job free.
-    const other = createReceiver({ publicKey, store: link(shared).store, leaseMs: 60_000, log: {}, onEvent: () => void runs++ });
+    const other = createReceiver({
+      publicKey,
+      store: link(shared).store,
+      leaseMs: 60_000,
+      log: {},
+      onEvent: () => void runs++,
+    });
     expect(code(await other({ body: d.body, headers: d.headers }))).toBe('200 processed');
     expect(runs).toBe(1);
   });
@@ -117,7 +146,14 @@ describe('repair queue', () => {
   it('a holder that is gone (a crashed instance) is taken over once the takeover grace has passed, in the same delivery', async () => {
     const shared = new MemoryIdempotencyStore();
     let runs = 0;
-    const receive = createReceiver({ publicKey, store: link(shared).store, leaseMs: 300, takeoverGraceMs: 400, log: {}, onEvent: () => void runs++ });
+    const receive = createReceiver({
+      publicKey,
+      store: link(shared).store,
+      leaseMs: 300,
+      takeoverGraceMs: 400,
+      log: {},
+      onEvent: () => void runs++,
+    });
     const id = jobId('crashed-holder');
     const d = signed(id);
     expect((await shared.claim(id, { leaseMs: 200 })).status).toBe('acquired');
@@ -128,13 +164,17 @@ describe('repair queue', () => {
     expect(runs).toBe(1);
   });
 
-  it('a handler still running when the store answers again renews at once (not a third of a lease later), within the other instance\'s grace', async () => {
+  it("a handler still running when the store answers again renews at once (not a third of a lease later), within the other instance's grace", async () => {
     let finish!: () => void;
     const slow = new Promise<void>((r) => (finish = r));
     // Renewals every 2 s; the store stops answering this instance's renewals from the start.
     // Only the first instance's handler is slow (the second must never run it).
     let calls = 0;
-    const { a, first, second, counter } = twoInstances({ leaseMs: 6000, takeoverGraceMs: 1000, onEvent: () => (calls++ === 0 ? slow : undefined) });
+    const { a, first, second, counter } = twoInstances({
+      leaseMs: 6000,
+      takeoverGraceMs: 1000,
+      onEvent: () => (calls++ === 0 ? slow : undefined),
+    });
     const d = signed(jobId('slow-cut-off'));
     a.faults.renewDown = true;
     const answer = first({ body: d.body, headers: d.headers });
@@ -150,7 +190,12 @@ describe('repair queue', () => {
   }, 20_000);
 
   it('a completion waiting in the repair queue is not dropped for the release of another claim of the same job', () => {
-    const queue = new RepairQueue({ store: new MemoryIdempotencyStore(), log: resolveLogger({}), clock: systemClock, superseded: () => undefined });
+    const queue = new RepairQueue({
+      store: new MemoryIdempotencyStore(),
+      log: resolveLogger({}),
+      clock: systemClock,
+      superseded: () => undefined,
+    });
     queue.complete('both', 'token-done-1', 1, 60_000);
     queue.release('undo', 'both', 'token-lost-2', 5000);
     expect(queue.completing('both')).toBe(true);

@@ -61,9 +61,10 @@ describe.skipIf(inject('databaseUrl') === '')('REVIEW issue 18: PostgreSQL trans
     await pool.query(`DROP TABLE IF EXISTS ${table}_pending`).catch(() => undefined);
     await pool.end();
   });
-  const count = async (id: string) => Number((await pool.query(`SELECT count(*) AS n FROM ${effects} WHERE job_id = $1`, [id])).rows[0].n);
+  const count = async (id: string) =>
+    Number((await pool.query(`SELECT count(*) AS n FROM ${effects} WHERE job_id = $1`, [id])).rows[0].n);
 
-  it('F1: the server ending a handler\'s transaction connection (idle_in_transaction_session_timeout, a restart, pg_terminate_backend) must not crash the process: begin() leaves the checked-out client without an error listener', async () => {
+  it("F1: the server ending a handler's transaction connection (idle_in_transaction_session_timeout, a restart, pg_terminate_backend) must not crash the process: begin() leaves the checked-out client without an error listener", async () => {
     await pool.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
     const store = new PostgresIdempotencyStore({ pool, table, transactional: true });
     await store.migrate();
@@ -87,21 +88,34 @@ describe.skipIf(inject('databaseUrl') === '')('REVIEW issue 18: PostgreSQL trans
 
   it('F2: begin() that times out while waiting for a pool connection leaks that connection for good (an orphaned BEGIN), so the store stops answering', async () => {
     // A pool you pass (no connectionTimeoutMillis: pg waits for a free client as long as it takes), one connection.
-    const small = new pg.Pool({ connectionString: url, max: 1, application_name: `review_f2_${process.pid}` });
+    const small = new pg.Pool({
+      connectionString: url,
+      max: 1,
+      application_name: `review_f2_${process.pid}`,
+    });
     small.on('error', () => undefined);
     small.on('connect', (c) => void c.on('error', () => undefined)); // so the clean-up below cannot crash the test (F1)
-    const store = new PostgresIdempotencyStore({ pool: small, table, transactional: true, operationTimeoutMs: 300 });
+    const store = new PostgresIdempotencyStore({
+      pool: small,
+      table,
+      transactional: true,
+      operationTimeoutMs: 300,
+    });
     await store.migrate();
     try {
       const busy = await small.connect(); // the handler of another delivery holds the only connection
-      await expect(store.begin(newId('f2'), 'review-token-f2', { fence: 1 })).rejects.toThrow(StoreUnavailableError);
+      await expect(store.begin(newId('f2'), 'review-token-f2', { fence: 1 })).rejects.toThrow(
+        StoreUnavailableError,
+      );
       busy.release(); // ...and finishes
       for (let waited = 0; waited < 3000 && small.idleCount < 1; waited += 50) await sleep(50);
       // The connection should be back in the pool; the orphaned begin() took it and never gives it back.
       expect({ idle: small.idleCount, total: small.totalCount }).toEqual({ idle: 1, total: 1 });
       await expect(store.ping()).resolves.toBeUndefined();
     } finally {
-      await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [`review_f2_${process.pid}`]);
+      await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [
+        `review_f2_${process.pid}`,
+      ]);
     }
   });
 });
@@ -143,7 +157,13 @@ function lostTakeoverReply(name: string, make: () => Promise<IdempotencyStore>, 
     const store = await make();
     const { link, loseNext } = losingClaimReplies(store);
     const heard = reports();
-    const runner = createJobRunner({ store: link, leaseMs, takeoverGraceMs: 0, log: {}, onError: heard.onError });
+    const runner = createJobRunner({
+      store: link,
+      leaseMs,
+      takeoverGraceMs: 0,
+      log: {},
+      onError: heard.onError,
+    });
     const id = newId('f3a');
     const crashed = await store.claim(id, { leaseMs: 50 }); // applied its effect, then kill -9
     expect(crashed.status).toBe('acquired');
@@ -160,7 +180,13 @@ function lostTakeoverReply(name: string, make: () => Promise<IdempotencyStore>, 
     const store = await make();
     const { link, loseNext } = losingClaimReplies(store);
     const heard = reports();
-    const runner = createJobRunner({ store: link, leaseMs, takeoverGraceMs: 0, log: {}, onError: heard.onError });
+    const runner = createJobRunner({
+      store: link,
+      leaseMs,
+      takeoverGraceMs: 0,
+      log: {},
+      onError: heard.onError,
+    });
     const id = newId('f3b');
     const crashed = await store.claim(id, { leaseMs: 50 });
     expect(crashed.status).toBe('acquired');
@@ -185,7 +211,17 @@ describe('REVIEW issue 18: lost takeover replies', () => {
       await client.quit();
     });
     let n = 0;
-    lostTakeoverReply('Redis', async () => new RedisIdempotencyStore({ client, keyPrefix: `review:${process.pid}:${n}:job:`, pendingKey: `review:${process.pid}:${n++}:pending`, log: {} }), 1_000);
+    lostTakeoverReply(
+      'Redis',
+      async () =>
+        new RedisIdempotencyStore({
+          client,
+          keyPrefix: `review:${process.pid}:${n}:job:`,
+          pendingKey: `review:${process.pid}:${n++}:pending`,
+          log: {},
+        }),
+      1_000,
+    );
   });
 
   describe.skipIf(inject('databaseUrl') === '')('PostgreSQL', () => {
@@ -197,11 +233,15 @@ describe('REVIEW issue 18: lost takeover replies', () => {
       await pool.query(`DROP TABLE IF EXISTS ${table}_pending`).catch(() => undefined);
       await pool.end();
     });
-    lostTakeoverReply('PostgreSQL', async () => {
-      const s = new PostgresIdempotencyStore({ pool, table });
-      await s.migrate();
-      return s;
-    }, 1_000);
+    lostTakeoverReply(
+      'PostgreSQL',
+      async () => {
+        const s = new PostgresIdempotencyStore({ pool, table });
+        await s.migrate();
+        return s;
+      },
+      1_000,
+    );
   });
 });
 
@@ -214,7 +254,11 @@ describe('REVIEW issue 18: lost takeover replies', () => {
  * claim takes it over at once (its lease ended past the grace window) and reports it.
  * `age`: what the store does to its records in those 6 min.
  */
-function forgottenBeforeReconciler(name: string, make: (now: () => number) => Promise<PendingStoreLike>, age: (store: PendingStoreLike, id: string) => Promise<void>) {
+function forgottenBeforeReconciler(
+  name: string,
+  make: (now: () => number) => Promise<PendingStoreLike>,
+  age: (store: PendingStoreLike, id: string) => Promise<void>,
+) {
   it(`F4 (${name}): answered 200 with its completion only in the in-memory repair queue, then the process dies: 6 min later the lapsed claim is still kept, and the reconciler (5 min grace) that runs the job again reports it as may-have-run-twice`, async () => {
     let now = Date.now();
     const store = await make(() => now);
@@ -248,7 +292,13 @@ function forgottenBeforeReconciler(name: string, make: (now: () => number) => Pr
 
     const heard = reports();
     const reconciler = createReconciler({
-      client: { getJob: async (jobId: string) => ({ public_id: jobId, status: 'success' as const, output: { text: 'done' } }) },
+      client: {
+        getJob: async (jobId: string) => ({
+          public_id: jobId,
+          status: 'success' as const,
+          output: { text: 'done' },
+        }),
+      },
       store,
       log: {},
       onError: heard.onError,
@@ -295,120 +345,154 @@ describe('REVIEW issue 18: what the store forgets before the reconciler comes', 
     const prefix = `review-f4:${process.pid}:job:`;
     forgottenBeforeReconciler(
       'Redis',
-      async (now) => new RedisIdempotencyStore({ client, keyPrefix: prefix, pendingKey: `review-f4:${process.pid}:pending`, now, log: {} }),
+      async (now) =>
+        new RedisIdempotencyStore({
+          client,
+          keyPrefix: prefix,
+          pendingKey: `review-f4:${process.pid}:pending`,
+          now,
+          log: {},
+        }),
       // The key would have expired by now (its life is counted in real time): it must live longer than the 6 min.
       async (_store, id) => expect(await client.pttl(prefix + id)).toBeGreaterThan(6 * 60_000),
     );
   });
 });
 
-describe.skipIf(inject('databaseUrl') === '')('REVIEW issue 18: transactional mode under load and other isolation levels', () => {
-  const url = inject('databaseUrl');
-  const admin = new pg.Pool({ connectionString: url, max: 2 });
-  admin.on('error', () => undefined);
-  const table = `jobhook_review_tx_${process.pid}`;
-  const effects = `jobhook_review_txfx_${process.pid}`;
-  const pools: pg.Pool[] = [];
-  const poolOf = (config: pg.PoolConfig) => {
-    const p = new pg.Pool({ connectionString: url, ...config });
-    p.on('error', () => undefined);
-    p.on('connect', (c) => void c.on('error', () => undefined)); // F1 aside
-    pools.push(p);
-    return p;
-  };
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
-    for (const t of [effects, table, `${table}_pending`]) await admin.query(`DROP TABLE IF EXISTS ${t}`).catch(() => undefined);
-    await admin.end();
-  });
-  const count = async (id: string) => Number((await admin.query(`SELECT count(*) AS n FROM ${effects} WHERE job_id = $1`, [id])).rows[0].n);
-
-  it('F5: as many deliveries at once as the pool has connections, handlers slower than the lease: the renewals wait behind the transactions, every holder self-fences and rolls back, though the store is healthy (and the retries do the same)', async () => {
-    await admin.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
-    const pool = poolOf({ max: 2 });
-    const store = new PostgresIdempotencyStore({ pool, table, transactional: true, operationTimeoutMs: 1_500 });
-    await store.migrate();
-    const runner = createJobRunner({ store, leaseMs: 600, log: {} });
-    const ids = [newId('f5a'), newId('f5b')];
-    const handler = (id: string) => async (claim: ClaimContext) => {
-      await (claim.transaction as pg.PoolClient).query(`INSERT INTO ${effects} VALUES ($1, $2)`, [id, claim.fencingToken]);
-      await sleep(1_000);
+describe.skipIf(inject('databaseUrl') === '')(
+  'REVIEW issue 18: transactional mode under load and other isolation levels',
+  () => {
+    const url = inject('databaseUrl');
+    const admin = new pg.Pool({ connectionString: url, max: 2 });
+    admin.on('error', () => undefined);
+    const table = `jobhook_review_tx_${process.pid}`;
+    const effects = `jobhook_review_txfx_${process.pid}`;
+    const pools: pg.Pool[] = [];
+    const poolOf = (config: pg.PoolConfig) => {
+      const p = new pg.Pool({ connectionString: url, ...config });
+      p.on('error', () => undefined);
+      p.on('connect', (c) => void c.on('error', () => undefined)); // F1 aside
+      pools.push(p);
+      return p;
     };
-    const results = await Promise.all(ids.map((id) => runner.run(id, handler(id))));
-    expect(results).toEqual<RunResult[]>([{ kind: 'processed' }, { kind: 'processed' }]);
-    expect(await Promise.all(ids.map(count))).toEqual([1, 1]);
-  });
-
-  it('F6: a database whose default isolation is REPEATABLE READ or SERIALIZABLE: a handler that writes, then takes longer than one renewal period, can never complete (the renewals update the job row after its snapshot: 40001 at the completion), so the job is never processed', async () => {
-    await admin.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
-    const pool = poolOf({ max: 6, options: '-c default_transaction_isolation=serializable' });
-    const store = new PostgresIdempotencyStore({ pool, table, transactional: true });
-    await store.migrate();
-    const heard = reports();
-    const runner = createJobRunner({ store, leaseMs: 600, log: {}, onError: heard.onError });
-    const id = newId('f6');
-    const handler = async (claim: ClaimContext) => {
-      await (claim.transaction as pg.PoolClient).query(`INSERT INTO ${effects} VALUES ($1, $2)`, [id, claim.fencingToken]);
-      await sleep(450); // two renewals (every 200 ms) land meanwhile
-    };
-    const results: RunResult[] = [];
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const r = await runner.run(id, handler);
-      results.push(r);
-      if (r.kind === 'processed') break;
-    }
-    expect({ results, errors: heard.seen.map((s) => `${s.stage}: ${String((s.error as Error).message).slice(0, 100)}`) }).toEqual({ results: [{ kind: 'processed' }], errors: [] });
-    expect(await count(id)).toBe(1);
-  });
-});
-
-describe.skipIf(inject('databaseUrl') === '')('REVIEW issue 18: transactional mode, effects outside the transaction', () => {
-  const pool = new pg.Pool({ connectionString: inject('databaseUrl'), max: 5 });
-  pool.on('error', () => undefined);
-  const table = `jobhook_review_f7_${process.pid}`;
-  afterAll(async () => {
-    await pool.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
-    await pool.query(`DROP TABLE IF EXISTS ${table}_pending`).catch(() => undefined);
-    await pool.end();
-  });
-
-  it('F7: a handler that resolved, rolled back because its lease could not be confirmed (a pause), then released: the retry runs it again and its effects outside the transaction happen twice without a report', async () => {
-    const store = new PostgresIdempotencyStore({ pool, table, transactional: true });
-    await store.migrate();
-    const clock = pausableClock();
-    const heard = reports();
-    const runner = createJobRunner({ store, leaseMs: 5_000, log: {}, onError: heard.onError }, clock);
-    const id = newId('f7');
-    const mails: number[] = [];
-    const first = await runner.run(id, async (claim) => {
-      mails.push(claim.fencingToken); // an e-mail, a call to a payment API: not in the transaction
-      clock.pause(6_000); // SIGSTOP / a long GC right after it
+    afterAll(async () => {
+      await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
+      for (const t of [effects, table, `${table}_pending`])
+        await admin.query(`DROP TABLE IF EXISTS ${t}`).catch(() => undefined);
+      await admin.end();
     });
-    expect(first).toMatchObject({ kind: 'claim_lost' });
-    expect(await runner.run(id, (claim) => void mails.push(claim.fencingToken))).toEqual({ kind: 'processed' });
-    expect(mails).toHaveLength(2); // at least once: fine, but...
-    expect(heard.stages()).toContain('superseded'); // ...never silently
-  });
+    const count = async (id: string) =>
+      Number((await admin.query(`SELECT count(*) AS n FROM ${effects} WHERE job_id = $1`, [id])).rows[0].n);
 
-  it('F11: a handler that swallowed an SQL error in its transaction (the transaction is aborted): reported and answered as a store outage (503 STORE_UNAVAILABLE, stage complete), not as the handler\'s failure', async () => {
-    const store = new PostgresIdempotencyStore({ pool, table, transactional: true });
-    await store.migrate();
-    const heard = reports();
-    const runner = createJobRunner({ store, log: {}, onError: heard.onError });
-    const id = newId('f11');
-    const result = await runner.run(id, async (claim) => {
-      // "Insert, and if it is there already, fine": right in autocommit, but in a transaction
-      // the error aborts it (25P02 for every later statement) unless a SAVEPOINT was taken.
-      await (claim.transaction as pg.PoolClient).query('SELECT 1/0').catch(() => undefined);
+    it('F5: as many deliveries at once as the pool has connections, handlers slower than the lease: the renewals wait behind the transactions, every holder self-fences and rolls back, though the store is healthy (and the retries do the same)', async () => {
+      await admin.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
+      const pool = poolOf({ max: 2 });
+      const store = new PostgresIdempotencyStore({
+        pool,
+        table,
+        transactional: true,
+        operationTimeoutMs: 1_500,
+      });
+      await store.migrate();
+      const runner = createJobRunner({ store, leaseMs: 600, log: {} });
+      const ids = [newId('f5a'), newId('f5b')];
+      const handler = (id: string) => async (claim: ClaimContext) => {
+        await (claim.transaction as pg.PoolClient).query(`INSERT INTO ${effects} VALUES ($1, $2)`, [
+          id,
+          claim.fencingToken,
+        ]);
+        await sleep(1_000);
+      };
+      const results = await Promise.all(ids.map((id) => runner.run(id, handler(id))));
+      expect(results).toEqual<RunResult[]>([{ kind: 'processed' }, { kind: 'processed' }]);
+      expect(await Promise.all(ids.map(count))).toEqual([1, 1]);
     });
-    expect({ result, stages: heard.stages() }).toEqual({ result: { kind: 'handler_failed' }, stages: ['handler'] });
-    // The store is fine all along.
-    await expect(store.ping()).resolves.toBeUndefined();
-  });
-});
+
+    it('F6: a database whose default isolation is REPEATABLE READ or SERIALIZABLE: a handler that writes, then takes longer than one renewal period, can never complete (the renewals update the job row after its snapshot: 40001 at the completion), so the job is never processed', async () => {
+      await admin.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
+      const pool = poolOf({ max: 6, options: '-c default_transaction_isolation=serializable' });
+      const store = new PostgresIdempotencyStore({ pool, table, transactional: true });
+      await store.migrate();
+      const heard = reports();
+      const runner = createJobRunner({ store, leaseMs: 600, log: {}, onError: heard.onError });
+      const id = newId('f6');
+      const handler = async (claim: ClaimContext) => {
+        await (claim.transaction as pg.PoolClient).query(`INSERT INTO ${effects} VALUES ($1, $2)`, [
+          id,
+          claim.fencingToken,
+        ]);
+        await sleep(450); // two renewals (every 200 ms) land meanwhile
+      };
+      const results: RunResult[] = [];
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const r = await runner.run(id, handler);
+        results.push(r);
+        if (r.kind === 'processed') break;
+      }
+      expect({
+        results,
+        errors: heard.seen.map((s) => `${s.stage}: ${String((s.error as Error).message).slice(0, 100)}`),
+      }).toEqual({ results: [{ kind: 'processed' }], errors: [] });
+      expect(await count(id)).toBe(1);
+    });
+  },
+);
+
+describe.skipIf(inject('databaseUrl') === '')(
+  'REVIEW issue 18: transactional mode, effects outside the transaction',
+  () => {
+    const pool = new pg.Pool({ connectionString: inject('databaseUrl'), max: 5 });
+    pool.on('error', () => undefined);
+    const table = `jobhook_review_f7_${process.pid}`;
+    afterAll(async () => {
+      await pool.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
+      await pool.query(`DROP TABLE IF EXISTS ${table}_pending`).catch(() => undefined);
+      await pool.end();
+    });
+
+    it('F7: a handler that resolved, rolled back because its lease could not be confirmed (a pause), then released: the retry runs it again and its effects outside the transaction happen twice without a report', async () => {
+      const store = new PostgresIdempotencyStore({ pool, table, transactional: true });
+      await store.migrate();
+      const clock = pausableClock();
+      const heard = reports();
+      const runner = createJobRunner({ store, leaseMs: 5_000, log: {}, onError: heard.onError }, clock);
+      const id = newId('f7');
+      const mails: number[] = [];
+      const first = await runner.run(id, async (claim) => {
+        mails.push(claim.fencingToken); // an e-mail, a call to a payment API: not in the transaction
+        clock.pause(6_000); // SIGSTOP / a long GC right after it
+      });
+      expect(first).toMatchObject({ kind: 'claim_lost' });
+      expect(await runner.run(id, (claim) => void mails.push(claim.fencingToken))).toEqual({
+        kind: 'processed',
+      });
+      expect(mails).toHaveLength(2); // at least once: fine, but...
+      expect(heard.stages()).toContain('superseded'); // ...never silently
+    });
+
+    it("F11: a handler that swallowed an SQL error in its transaction (the transaction is aborted): reported and answered as a store outage (503 STORE_UNAVAILABLE, stage complete), not as the handler's failure", async () => {
+      const store = new PostgresIdempotencyStore({ pool, table, transactional: true });
+      await store.migrate();
+      const heard = reports();
+      const runner = createJobRunner({ store, log: {}, onError: heard.onError });
+      const id = newId('f11');
+      const result = await runner.run(id, async (claim) => {
+        // "Insert, and if it is there already, fine": right in autocommit, but in a transaction
+        // the error aborts it (25P02 for every later statement) unless a SAVEPOINT was taken.
+        await (claim.transaction as pg.PoolClient).query('SELECT 1/0').catch(() => undefined);
+      });
+      expect({ result, stages: heard.stages() }).toEqual({
+        result: { kind: 'handler_failed' },
+        stages: ['handler'],
+      });
+      // The store is fine all along.
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+  },
+);
 
 describe('REVIEW issue 18: the repair queue', () => {
-  it('F8: two completions of one job waiting in one runner (a holder cut off, the job taken over in the same process): the later one replaces the earlier, the taker\'s completion is dropped, and the job is left claimed: a third run follows', async () => {
+  it("F8: two completions of one job waiting in one runner (a holder cut off, the job taken over in the same process): the later one replaces the earlier, the taker's completion is dropped, and the job is left claimed: a third run follows", async () => {
     const shared = new MemoryIdempotencyStore();
     let cutOff: string | undefined; // the first holder's link to the store carries no renewals
     let completeDown = false;
@@ -429,7 +513,13 @@ describe('REVIEW issue 18: the repair queue', () => {
       release: (j, t) => shared.release(j, t),
     };
     const heard = reports();
-    const runner = createJobRunner({ store: link, leaseMs: 300, takeoverGraceMs: 0, log: {}, onError: heard.onError });
+    const runner = createJobRunner({
+      store: link,
+      leaseMs: 300,
+      takeoverGraceMs: 0,
+      log: {},
+      onError: heard.onError,
+    });
     const id = newId('f8');
     let open!: () => void;
     const gate = new Promise<void>((r) => (open = r));
@@ -477,7 +567,16 @@ describe('REVIEW issue 18: replies to a retried completion', () => {
     afterAll(async () => {
       await client.quit();
     });
-    retriedSupersededCompletion('Redis', async () => new RedisIdempotencyStore({ client, keyPrefix: `review-f9:${process.pid}:job:`, pendingKey: `review-f9:${process.pid}:pending`, log: {} }));
+    retriedSupersededCompletion(
+      'Redis',
+      async () =>
+        new RedisIdempotencyStore({
+          client,
+          keyPrefix: `review-f9:${process.pid}:job:`,
+          pendingKey: `review-f9:${process.pid}:pending`,
+          log: {},
+        }),
+    );
   });
   describe.skipIf(inject('databaseUrl') === '')('PostgreSQL', () => {
     const pool = new pg.Pool({ connectionString: inject('databaseUrl'), max: 3 });
@@ -508,13 +607,22 @@ describe('REVIEW issue 18: late renewals', () => {
         // The request goes out, its answer does not come in time (guarded() gives up), the store gets it later.
         const landing = sleep(300).then(() => shared.renew(j, t, o));
         landing.catch(() => undefined);
-        return Promise.race([landing, sleep(50).then(() => Promise.reject(new StoreUnavailableError('renew: no reply in time')))]);
+        return Promise.race([
+          landing,
+          sleep(50).then(() => Promise.reject(new StoreUnavailableError('renew: no reply in time'))),
+        ]);
       },
       complete: (j, t, o) => shared.complete(j, t, o),
       release: (j, t) => shared.release(j, t),
     };
     const heard = reports();
-    const runner = createJobRunner({ store: link, leaseMs: 300, takeoverGraceMs: 0, log: {}, onError: heard.onError });
+    const runner = createJobRunner({
+      store: link,
+      leaseMs: 300,
+      takeoverGraceMs: 0,
+      log: {},
+      onError: heard.onError,
+    });
     const id = newId('f10');
     const failed = await runner.run(id, async () => {
       await sleep(200); // the first renewal went out at 100 ms

@@ -6,7 +6,13 @@
  */
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createReceiver, MemoryIdempotencyStore, type IdempotencyStore, type ReceiverAnswer, type TransactionalStore } from '../../src/index.js';
+import {
+  createReceiver,
+  MemoryIdempotencyStore,
+  type IdempotencyStore,
+  type ReceiverAnswer,
+  type TransactionalStore,
+} from '../../src/index.js';
 import { type ClaimContext } from '../../src/store.js';
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { StoreUnavailableError } from '../../src/lib/base/errors.js';
@@ -28,7 +34,13 @@ describe('job runner', () => {
   it('gives the handler its fencing number; a takeover gets a larger one and is reported as a job that may have run twice', async () => {
     const store = new MemoryIdempotencyStore();
     const heard = reports();
-    const runner = createJobRunner({ store, leaseMs: 100, takeoverGraceMs: 0, log: {}, onError: heard.onError });
+    const runner = createJobRunner({
+      store,
+      leaseMs: 100,
+      takeoverGraceMs: 0,
+      log: {},
+      onError: heard.onError,
+    });
     const id = jobId('fence');
     // A holder that crashed: its claim lapses.
     const crashed = await store.claim(id, { leaseMs: 50 });
@@ -59,7 +71,13 @@ describe('job runner', () => {
       release: (id, t) => shared.release(id, t),
     };
     const heard = reports();
-    const runner = createJobRunner({ store: link, leaseMs: 150, takeoverGraceMs: 0, log: {}, onError: heard.onError });
+    const runner = createJobRunner({
+      store: link,
+      leaseMs: 150,
+      takeoverGraceMs: 0,
+      log: {},
+      onError: heard.onError,
+    });
     const id = jobId('taken-while-running');
     let aborted: unknown;
     const result = await runner.run(id, async (claim) => {
@@ -75,7 +93,10 @@ describe('job runner', () => {
     expect(result).toEqual({ kind: 'processed', superseded: true });
     expect(aborted).toMatchObject({ code: 'CLAIM_LOST' });
     expect(heard.stages()).toContain('superseded');
-    expect(heard.seen.find((s) => s.stage === 'superseded')).toMatchObject({ jobId: id, error: { code: 'JOB_SUPERSEDED' } });
+    expect(heard.seen.find((s) => s.stage === 'superseded')).toMatchObject({
+      jobId: id,
+      error: { code: 'JOB_SUPERSEDED' },
+    });
   });
 
   it('self-fencing: right after a pause longer than the lease, holdsClaim() is false before any timer or renewal has run', async () => {
@@ -117,7 +138,9 @@ describe('job runner', () => {
     const heard = reports();
     const runner = createJobRunner({ store: new MemoryIdempotencyStore(), log: {}, onError: heard.onError });
     const id = jobId('throws');
-    expect(await runner.run(id, () => Promise.reject(new Error('db down at 10.0.0.3')))).toEqual({ kind: 'handler_failed' });
+    expect(await runner.run(id, () => Promise.reject(new Error('db down at 10.0.0.3')))).toEqual({
+      kind: 'handler_failed',
+    });
     let ran = 0;
     expect(await runner.run(id, () => void ran++)).toEqual({ kind: 'processed' });
     expect(ran).toBe(1);
@@ -126,11 +149,15 @@ describe('job runner', () => {
 
   it('a receiver and the reconciler can share one runner; options that belong to the runner are refused beside it', () => {
     const runner = createJobRunner({ log: {} });
-    expect(() => createReceiver({ publicKey, runner, leaseMs: 1000, onEvent: () => undefined })).toThrow(/leaseMs belongs to the job runner/);
+    expect(() => createReceiver({ publicKey, runner, leaseMs: 1000, onEvent: () => undefined })).toThrow(
+      /leaseMs belongs to the job runner/,
+    );
     expect(() => createReceiver({ publicKey, runner, onEvent: () => undefined })).not.toThrow();
     // The replay window is held to the shared runner's retention.
     const short = createJobRunner({ retainMs: 60_000, log: {} });
-    expect(() => createReceiver({ publicKey, runner: short, onEvent: () => undefined })).toThrow(/maxAgeSeconds/);
+    expect(() => createReceiver({ publicKey, runner: short, onEvent: () => undefined })).toThrow(
+      /maxAgeSeconds/,
+    );
   });
 });
 
@@ -138,7 +165,12 @@ describe('replay window', () => {
   const receiver = (onEvent = () => undefined) => createReceiver({ publicKey, log: {}, onEvent });
   const at = (finished: string, created = '2026-11-21T10:00:00Z') => {
     const base = payloadText(jobId('times'));
-    return signDelivery(base.replace(/"finished_at":"[^"]*"/, `"finished_at":"${finished}"`).replace(/"created_at":"[^"]*"/, `"created_at":"${created}"`), privatePem(2048));
+    return signDelivery(
+      base
+        .replace(/"finished_at":"[^"]*"/, `"finished_at":"${finished}"`)
+        .replace(/"created_at":"[^"]*"/, `"created_at":"${created}"`),
+      privatePem(2048),
+    );
   };
   const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -152,11 +184,22 @@ describe('replay window', () => {
   it('takes RFC 3339 date-times only (400 PAYLOAD_INVALID for what Date.parse would guess)', async () => {
     const receive = receiver();
     const now = Date.now();
-    for (const ok of [iso(now - 1000), iso(now - 1000).replace('T', ' '), iso(now - 1000).replace('Z', '+00:00'), new Date(now - 1000).toISOString().replace(/\.\d+Z$/, '.123456Z')]) {
+    for (const ok of [
+      iso(now - 1000),
+      iso(now - 1000).replace('T', ' '),
+      iso(now - 1000).replace('Z', '+00:00'),
+      new Date(now - 1000).toISOString().replace(/\.\d+Z$/, '.123456Z'),
+    ]) {
       expect(code(await receive(at(ok))), ok).toBe('200 processed');
     }
     const local = new Date(now - 1000).toISOString().slice(0, 19); // no offset: its meaning depends on the reader's zone
-    for (const bad of [local, new Date(now - 1000).toUTCString(), String(now), iso(now - 1000).replace(/T.*/, ''), '2026-02-30T10:00:00Z']) {
+    for (const bad of [
+      local,
+      new Date(now - 1000).toUTCString(),
+      String(now),
+      iso(now - 1000).replace(/T.*/, ''),
+      '2026-02-30T10:00:00Z',
+    ]) {
       expect(code(await receive(at(bad))), bad).toBe('400 PAYLOAD_INVALID');
     }
     expect(code(await receive(at(iso(now - 1000), 'yesterday')))).toBe('400 PAYLOAD_INVALID');
@@ -167,8 +210,17 @@ describe('replay window', () => {
     const store = new MemoryIdempotencyStore({ now: () => now });
     let runs = 0;
     // One clock for the verifier (now) and the job runner (the receiver remembers what it verified on the runner's).
-    const runner = createJobRunner({ store, retainMs: 3_600_000, log: {} }, { now: () => now, monotonic: systemClock.monotonic });
-    const receive = createReceiver({ publicKey, runner, maxAgeSeconds: 3_600, now: () => now, onEvent: () => void runs++ });
+    const runner = createJobRunner(
+      { store, retainMs: 3_600_000, log: {} },
+      { now: () => now, monotonic: systemClock.monotonic },
+    );
+    const receive = createReceiver({
+      publicKey,
+      runner,
+      maxAgeSeconds: 3_600,
+      now: () => now,
+      onEvent: () => void runs++,
+    });
     // finished_at 4 min ahead of this clock (within the 5 min skew).
     const d = at(iso(now + 240_000));
     expect(code(await receive(d))).toBe('200 processed');
@@ -184,8 +236,17 @@ describe('replay window', () => {
   it('a delivery received late is answered as known only while its window on finished_at is open: then 401 EVENT_TOO_OLD, not duplicate', async () => {
     let now = Date.now();
     const store = new MemoryIdempotencyStore({ now: () => now });
-    const runner = createJobRunner({ store, retainMs: 3_600_000, log: {} }, { now: () => now, monotonic: systemClock.monotonic });
-    const receive = createReceiver({ publicKey, runner, maxAgeSeconds: 3_600, now: () => now, onEvent: () => undefined });
+    const runner = createJobRunner(
+      { store, retainMs: 3_600_000, log: {} },
+      { now: () => now, monotonic: systemClock.monotonic },
+    );
+    const receive = createReceiver({
+      publicKey,
+      runner,
+      maxAgeSeconds: 3_600,
+      now: () => now,
+      onEvent: () => undefined,
+    });
     // Finished 10 min before it arrives: its window closes 50 min after receipt.
     const d = at(iso(now - 600_000));
     expect(code(await receive(d))).toBe('200 processed');
@@ -196,139 +257,170 @@ describe('replay window', () => {
   });
 });
 
-describe.skipIf(inject('databaseUrl') === '')('PostgreSQL transactional mode: effects written in the completion\'s transaction', () => {
-  const url = inject('databaseUrl');
-  const pool = new pg.Pool({ connectionString: url, max: 20 });
-  pool.on('error', () => undefined);
-  const table = `jobhook_tx_${process.pid}`;
-  const effects = `jobhook_effects_${process.pid}`;
-  const made: PostgresIdempotencyStore[] = [];
-  const store = async (options: { now?: () => number } = {}) => {
-    const s = new PostgresIdempotencyStore({ pool, table, transactional: true, ...options });
-    await s.migrate();
-    made.push(s);
-    return s;
-  };
-  afterAll(async () => {
-    await pool.query(`DROP TABLE IF EXISTS ${effects}`).catch(() => undefined);
-    await pool.end();
-  });
-  /** The store as seen by an instance whose renewals never get through. */
-  const cutOffRenewals = (s: PostgresIdempotencyStore): TransactionalStore<pg.PoolClient> => ({
-    claim: (j, o) => s.claim(j, o),
-    renew: async () => {
-      throw new StoreUnavailableError('renew: no reply');
-    },
-    complete: (j, t, o) => s.complete(j, t, o),
-    release: (j, t) => s.release(j, t),
-    transactional: true,
-    begin: (j, t, o) => s.begin(j, t, o),
-  });
-  const count = async (id: string) => Number((await pool.query(`SELECT count(*) AS n FROM ${effects} WHERE job_id = $1`, [id])).rows[0].n);
-
-  it('the handler\'s writes commit with the completion; a throwing handler leaves nothing and the retry writes once', async () => {
-    await pool.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
-    const s = await store();
-    let fail = true;
-    const receive = createReceiver({
-      publicKey,
-      store: s,
-      log: {},
-      onEvent: async (event, ctx) => {
-        expect(ctx.transaction).toBeDefined();
-        await ctx.transaction!.query(`INSERT INTO ${effects} VALUES ($1, $2)`, [event.job_id, ctx.fencingToken]);
-        if (fail) throw new Error('after the write');
-      },
+describe.skipIf(inject('databaseUrl') === '')(
+  "PostgreSQL transactional mode: effects written in the completion's transaction",
+  () => {
+    const url = inject('databaseUrl');
+    const pool = new pg.Pool({ connectionString: url, max: 20 });
+    pool.on('error', () => undefined);
+    const table = `jobhook_tx_${process.pid}`;
+    const effects = `jobhook_effects_${process.pid}`;
+    const made: PostgresIdempotencyStore[] = [];
+    const store = async (options: { now?: () => number } = {}) => {
+      const s = new PostgresIdempotencyStore({ pool, table, transactional: true, ...options });
+      await s.migrate();
+      made.push(s);
+      return s;
+    };
+    afterAll(async () => {
+      await pool.query(`DROP TABLE IF EXISTS ${effects}`).catch(() => undefined);
+      await pool.end();
     });
-    const id = jobId('tx');
-    const d = signed(id);
-    expect(code(await receive(d))).toBe('500 HANDLER_FAILED');
-    expect(await count(id)).toBe(0);
-    fail = false;
-    expect(code(await receive(d))).toBe('200 processed');
-    expect(code(await receive(d))).toBe('200 duplicate');
-    expect(await count(id)).toBe(1);
-    const row = (await pool.query(`SELECT state, token IS NOT NULL AS has_token FROM ${table} WHERE job_id = $1`, [id])).rows[0];
-    expect(row).toEqual({ state: 'completed', has_token: true });
-  });
+    /** The store as seen by an instance whose renewals never get through. */
+    const cutOffRenewals = (s: PostgresIdempotencyStore): TransactionalStore<pg.PoolClient> => ({
+      claim: (j, o) => s.claim(j, o),
+      renew: async () => {
+        throw new StoreUnavailableError('renew: no reply');
+      },
+      complete: (j, t, o) => s.complete(j, t, o),
+      release: (j, t) => s.release(j, t),
+      transactional: true,
+      begin: (j, t, o) => s.begin(j, t, o),
+    });
+    const count = async (id: string) =>
+      Number((await pool.query(`SELECT count(*) AS n FROM ${effects} WHERE job_id = $1`, [id])).rows[0].n);
 
-  it('a holder whose claim was taken over while it ran rolls back: its effect is not applied, the taker\'s is (exactly once), 503 CLAIM_LOST', async () => {
-    await pool.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
-    const s = await store();
-    const id = jobId('tx-taken');
-    let release!: () => void;
-    const hold = new Promise<void>((r) => (release = r));
-    const heard = reports();
-    // A short lease whose renewals this holder never gets through: another instance (same database) takes over.
-    const slow = createReceiver({
-      publicKey,
-      runner: createJobRunner({
-        store: cutOffRenewals(s),
-        leaseMs: 300,
+    it("the handler's writes commit with the completion; a throwing handler leaves nothing and the retry writes once", async () => {
+      await pool.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
+      const s = await store();
+      let fail = true;
+      const receive = createReceiver({
+        publicKey,
+        store: s,
+        log: {},
+        onEvent: async (event, ctx) => {
+          expect(ctx.transaction).toBeDefined();
+          await ctx.transaction!.query(`INSERT INTO ${effects} VALUES ($1, $2)`, [
+            event.job_id,
+            ctx.fencingToken,
+          ]);
+          if (fail) throw new Error('after the write');
+        },
+      });
+      const id = jobId('tx');
+      const d = signed(id);
+      expect(code(await receive(d))).toBe('500 HANDLER_FAILED');
+      expect(await count(id)).toBe(0);
+      fail = false;
+      expect(code(await receive(d))).toBe('200 processed');
+      expect(code(await receive(d))).toBe('200 duplicate');
+      expect(await count(id)).toBe(1);
+      const row = (
+        await pool.query(`SELECT state, token IS NOT NULL AS has_token FROM ${table} WHERE job_id = $1`, [id])
+      ).rows[0];
+      expect(row).toEqual({ state: 'completed', has_token: true });
+    });
+
+    it("a holder whose claim was taken over while it ran rolls back: its effect is not applied, the taker's is (exactly once), 503 CLAIM_LOST", async () => {
+      await pool.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
+      const s = await store();
+      const id = jobId('tx-taken');
+      let release!: () => void;
+      const hold = new Promise<void>((r) => (release = r));
+      const heard = reports();
+      // A short lease whose renewals this holder never gets through: another instance (same database) takes over.
+      const slow = createReceiver({
+        publicKey,
+        runner: createJobRunner({
+          store: cutOffRenewals(s),
+          leaseMs: 300,
+          takeoverGraceMs: 0,
+          log: {},
+          onError: heard.onError,
+        }),
+        onEvent: async (event, ctx) => {
+          await (ctx.transaction as pg.PoolClient).query(`INSERT INTO ${effects} VALUES ($1, $2)`, [
+            event.job_id,
+            ctx.fencingToken,
+          ]);
+          await hold;
+        },
+      });
+      const fast = createReceiver({
+        publicKey,
+        store: s,
         takeoverGraceMs: 0,
         log: {},
-        onError: heard.onError,
-      }),
-      onEvent: async (event, ctx) => {
-        await (ctx.transaction as pg.PoolClient).query(`INSERT INTO ${effects} VALUES ($1, $2)`, [event.job_id, ctx.fencingToken]);
-        await hold;
-      },
+        onEvent: async (event, ctx) => {
+          await ctx.transaction!.query(`INSERT INTO ${effects} VALUES ($1, $2)`, [
+            event.job_id,
+            ctx.fencingToken,
+          ]);
+        },
+      });
+      const d = signed(id);
+      const first = slow(d);
+      await sleep(600);
+      expect(code(await fast(d))).toBe('200 processed');
+      release();
+      expect(code(await first)).toBe('503 CLAIM_LOST');
+      expect(await count(id)).toBe(1);
+      const fences = (await pool.query(`SELECT fence FROM ${effects} WHERE job_id = $1`, [id])).rows.map(
+        (r) => Number(r.fence),
+      );
+      expect(fences).toHaveLength(1);
     });
-    const fast = createReceiver({
-      publicKey,
-      store: s,
-      takeoverGraceMs: 0,
-      log: {},
-      onEvent: async (event, ctx) => {
-        await ctx.transaction!.query(`INSERT INTO ${effects} VALUES ($1, $2)`, [event.job_id, ctx.fencingToken]);
-      },
-    });
-    const d = signed(id);
-    const first = slow(d);
-    await sleep(600);
-    expect(code(await fast(d))).toBe('200 processed');
-    release();
-    expect(code(await first)).toBe('503 CLAIM_LOST');
-    expect(await count(id)).toBe(1);
-    const fences = (await pool.query(`SELECT fence FROM ${effects} WHERE job_id = $1`, [id])).rows.map((r) => Number(r.fence));
-    expect(fences).toHaveLength(1);
-  });
 
-  it('a holder paused past its lease rolls back before committing, even when nobody took the job over', async () => {
-    await pool.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
-    const s = await store();
-    const clock = pausableClock();
-    const runner = createJobRunner({ store: s, leaseMs: 5_000, log: {} }, clock);
-    const receive = createReceiver({
-      publicKey,
-      runner,
-      onEvent: async (event, ctx) => {
-        await (ctx.transaction as pg.PoolClient).query(`INSERT INTO ${effects} VALUES ($1, $2)`, [event.job_id, ctx.fencingToken]);
-        clock.pause(6_000);
-      },
+    it('a holder paused past its lease rolls back before committing, even when nobody took the job over', async () => {
+      await pool.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
+      const s = await store();
+      const clock = pausableClock();
+      const runner = createJobRunner({ store: s, leaseMs: 5_000, log: {} }, clock);
+      const receive = createReceiver({
+        publicKey,
+        runner,
+        onEvent: async (event, ctx) => {
+          await (ctx.transaction as pg.PoolClient).query(`INSERT INTO ${effects} VALUES ($1, $2)`, [
+            event.job_id,
+            ctx.fencingToken,
+          ]);
+          clock.pause(6_000);
+        },
+      });
+      const id = jobId('tx-paused');
+      const d = signed(id);
+      expect(code(await receive(d))).toBe('503 CLAIM_LOST');
+      expect(await count(id)).toBe(0);
+      // The claim was released: the retry processes it at once, exactly once.
+      const again = createReceiver({
+        publicKey,
+        store: s,
+        log: {},
+        onEvent: async (event, ctx) =>
+          void (await ctx.transaction!.query(`INSERT INTO ${effects} VALUES ($1, $2)`, [
+            event.job_id,
+            ctx.fencingToken,
+          ])),
+      });
+      expect(code(await again(d))).toBe('200 processed');
+      expect(await count(id)).toBe(1);
     });
-    const id = jobId('tx-paused');
-    const d = signed(id);
-    expect(code(await receive(d))).toBe('503 CLAIM_LOST');
-    expect(await count(id)).toBe(0);
-    // The claim was released: the retry processes it at once, exactly once.
-    const again = createReceiver({
-      publicKey,
-      store: s,
-      log: {},
-      onEvent: async (event, ctx) => void (await ctx.transaction!.query(`INSERT INTO ${effects} VALUES ($1, $2)`, [event.job_id, ctx.fencingToken])),
-    });
-    expect(code(await again(d))).toBe('200 processed');
-    expect(await count(id)).toBe(1);
-  });
 
-  it('begin() needs transactional: true; a non-transactional PostgreSQL store gives no transaction', async () => {
-    const plain = new PostgresIdempotencyStore({ pool, table });
-    await expect(plain.begin('x', 'token-abc-1', { fence: 1 })).rejects.toThrow(TypeError);
-    let tx: unknown = 'unset';
-    const receive = createReceiver({ publicKey, store: plain, log: {}, onEvent: (_e, ctx) => void (tx = ctx.transaction) });
-    expect(code(await receive(signed(jobId('plain'))))).toBe('200 processed');
-    expect(tx).toBeUndefined();
-    expect(() => new PostgresIdempotencyStore({ pool, table, transactional: 'yes' as unknown as boolean })).toThrow(TypeError);
-  });
-});
+    it('begin() needs transactional: true; a non-transactional PostgreSQL store gives no transaction', async () => {
+      const plain = new PostgresIdempotencyStore({ pool, table });
+      await expect(plain.begin('x', 'token-abc-1', { fence: 1 })).rejects.toThrow(TypeError);
+      let tx: unknown = 'unset';
+      const receive = createReceiver({
+        publicKey,
+        store: plain,
+        log: {},
+        onEvent: (_e, ctx) => void (tx = ctx.transaction),
+      });
+      expect(code(await receive(signed(jobId('plain'))))).toBe('200 processed');
+      expect(tx).toBeUndefined();
+      expect(
+        () => new PostgresIdempotencyStore({ pool, table, transactional: 'yes' as unknown as boolean }),
+      ).toThrow(TypeError);
+    });
+  },
+);

@@ -27,21 +27,44 @@ describe('public exports', () => {
   });
 
   it('the edge build offers every name of the Node entry', async () => {
-    expect(Object.keys(await import('../../src/neutral.js')).sort()).toEqual(Object.keys(await import('../../src/index.js')).sort());
+    expect(Object.keys(await import('../../src/neutral.js')).sort()).toEqual(
+      Object.keys(await import('../../src/index.js')).sort(),
+    );
   });
 
   it('errors, stores and shared types come from jobhook and its subpaths only: the web entry has its runtime verbs and the RSA module hook for Workers', async () => {
-    expect(Object.keys(await import('../../src/web.js')).sort()).toEqual(['createReceiver', 'createVerifier', 'provideRsaWasmModule']);
+    expect(Object.keys(await import('../../src/web.js')).sort()).toEqual([
+      'createReceiver',
+      'createVerifier',
+      'provideRsaWasmModule',
+    ]);
   });
 
   it('the root entry exports what a receiver needs: at most 60 names, values and types', async () => {
     const { default: ts } = await import('typescript');
     const file = new URL('../../src/index.ts', import.meta.url).pathname;
-    const program = ts.createProgram([file], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, skipLibCheck: true });
+    const program = ts.createProgram([file], {
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      skipLibCheck: true,
+    });
     const checker = program.getTypeChecker();
-    const names = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file)!)!).map((s) => s.name);
+    const names = checker
+      .getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file)!)!)
+      .map((s) => s.name);
     expect(names.length).toBeLessThanOrEqual(60);
     // What a receiver cannot do without.
-    for (const name of ['createReceiver', 'createVerifier', 'createJobRunner', 'isWebhookError', 'WebhookError', 'JobCompletedEvent', 'WebhookEventContext', 'IdempotencyStore']) expect(names).toContain(name);
+    for (const name of [
+      'createReceiver',
+      'createVerifier',
+      'createJobRunner',
+      'isWebhookError',
+      'WebhookError',
+      'JobCompletedEvent',
+      'WebhookEventContext',
+      'IdempotencyStore',
+    ])
+      expect(names).toContain(name);
   });
 });

@@ -13,7 +13,10 @@ import { fixture, ROOT } from '../helpers/paths.js';
 import { packedTarball, type Packed } from './tarball.js';
 
 type Conditions = { [condition: string]: string | Conditions };
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | Conditions>; bin: Record<string, string> };
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  exports: Record<string, string | Conditions>;
+  bin: Record<string, string>;
+};
 
 /** Every file path the exports map names, with the condition path that names it. */
 function targets(value: string | Conditions, at: string[] = []): Array<{ at: string; file: string }> {
@@ -45,10 +48,25 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
   });
 
   it('every entry has its ESM and CJS JavaScript, and its .d.ts and .d.cts', () => {
-    const entries = Object.keys(pkg.exports).filter((s) => s !== './package.json' && s !== './rsa.wasm').map((s) => (s === '.' ? 'index' : s.slice(2)));
-    expect(entries).toEqual(['index', 'express', 'web', 'errors', 'gateway', 'store', 'redis', 'postgres', 'testing', 'bullmq', 'nats']);
+    const entries = Object.keys(pkg.exports)
+      .filter((s) => s !== './package.json' && s !== './rsa.wasm')
+      .map((s) => (s === '.' ? 'index' : s.slice(2)));
+    expect(entries).toEqual([
+      'index',
+      'express',
+      'web',
+      'errors',
+      'gateway',
+      'store',
+      'redis',
+      'postgres',
+      'testing',
+      'bullmq',
+      'nats',
+    ]);
     for (const name of entries) {
-      for (const ext of ['js', 'cjs', 'd.ts', 'd.cts']) expect(files.has(`dist/${name}.${ext}`), `dist/${name}.${ext}`).toBe(true);
+      for (const ext of ['js', 'cjs', 'd.ts', 'd.cts'])
+        expect(files.has(`dist/${name}.${ext}`), `dist/${name}.${ext}`).toBe(true);
     }
     // The edge build of jobhook, and the worker file the verification pool starts (by URL, not by import).
     expect(files.has('dist/neutral.js')).toBe(true);
@@ -57,7 +75,8 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
 
   it('jobhook/rsa.wasm (for Workers) is the RSA module the code embeds, with its declarations', async () => {
     expect(Object.keys(pkg.exports)).toContain('./rsa.wasm');
-    for (const f of ['dist/rsa.wasm', 'dist/rsa-wasm.d.ts', 'dist/rsa-wasm.d.cts']) expect(files.has(f), f).toBe(true);
+    for (const f of ['dist/rsa.wasm', 'dist/rsa-wasm.d.ts', 'dist/rsa-wasm.d.cts'])
+      expect(files.has(f), f).toBe(true);
     const { rsaWasmBytes } = await import('../../src/lib/runtime/crypto/rsa-wasm.js');
     const shipped = readFileSync(join(unpacked, 'package', 'dist', 'rsa.wasm'));
     expect(Buffer.compare(shipped, Buffer.from(rsaWasmBytes()))).toBe(0);
@@ -73,7 +92,11 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
       for (const m of text.matchAll(/(?:from\s*|import\s*\(?\s*|require\(\s*)["'](\.\.?\/[^"']+)["']/g)) {
         const target = join(path, '..', m[1]!).replace(/\\/g, '/');
         // A declaration file imports its sibling chunk by the JavaScript name ('./x.js' → x.d.ts).
-        const candidates = path.endsWith('.d.ts') ? [target.replace(/\.js$/, '.d.ts')] : path.endsWith('.d.cts') ? [target.replace(/\.cjs$|\.js$/, '.d.cts')] : [target];
+        const candidates = path.endsWith('.d.ts')
+          ? [target.replace(/\.js$/, '.d.ts')]
+          : path.endsWith('.d.cts')
+            ? [target.replace(/\.cjs$|\.js$/, '.d.cts')]
+            : [target];
         if (!candidates.some((c) => files.has(c))) broken.push(`${path} → ${m[1]}`);
       }
     }
@@ -83,7 +106,8 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
   it('the declarations are real: the entry types of jobhook name its public functions', () => {
     for (const file of ['dist/index.d.ts', 'dist/index.d.cts']) {
       const text = read(file);
-      for (const name of ['createVerifier', 'createReceiver', 'verifyWebhook', 'signDelivery']) expect(text, `${file}: ${name}`).toContain(`declare function ${name}`);
+      for (const name of ['createVerifier', 'createReceiver', 'verifyWebhook', 'signDelivery'])
+        expect(text, `${file}: ${name}`).toContain(`declare function ${name}`);
     }
   });
 
@@ -95,7 +119,7 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     }
   });
 
-  it('each embedded WebAssembly module ships once per format: the CLI and the worker share the library\'s chunks', () => {
+  it("each embedded WebAssembly module ships once per format: the CLI and the worker share the library's chunks", () => {
     // A copy per bundle was 20-odd kB of the tarball each. The modules are base64 template
     // literals in lines of 100 characters (src/lib/**/*-wasm*.ts); 20 such lines are one of them.
     const where = new Map<string, string[]>();
@@ -108,8 +132,14 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     }
     expect(where.size, 'the canonical engine and the RSA module').toBeGreaterThanOrEqual(2);
     for (const paths of where.values()) {
-      expect(paths.filter((p) => p.endsWith('.js')), paths.join(', ')).toHaveLength(1);
-      expect(paths.filter((p) => p.endsWith('.cjs')), paths.join(', ')).toHaveLength(1);
+      expect(
+        paths.filter((p) => p.endsWith('.js')),
+        paths.join(', '),
+      ).toHaveLength(1);
+      expect(
+        paths.filter((p) => p.endsWith('.cjs')),
+        paths.join(', '),
+      ).toHaveLength(1);
     }
   });
 
@@ -123,7 +153,9 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     const visit = (path: string): void => {
       if (seen.has(path)) return;
       seen.add(path);
-      for (const m of read(path).matchAll(/(?:\bfrom\s*|\bimport\s*|(?<!\(\) => _interopRequireWildcard\()\brequire\(\s*)["'](\.\.?\/[^"']+)["']/g)) {
+      for (const m of read(path).matchAll(
+        /(?:\bfrom\s*|\bimport\s*|(?<!\(\) => _interopRequireWildcard\()\brequire\(\s*)["'](\.\.?\/[^"']+)["']/g,
+      )) {
         visit(join(dirname(path), m[1]!).replace(/\\/g, '/'));
       }
     };
@@ -139,7 +171,10 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     for (const entry of ['dist/index.js', 'dist/index.cjs']) {
       const loaded = closure(entry);
       expect(loaded.length, loaded.join(', ')).toBeLessThanOrEqual(3);
-      expect(loaded.filter((path) => /[^\x00-\x7f]/.test(read(path))), entry).toEqual([]);
+      expect(
+        loaded.filter((path) => /[^\x00-\x7f]/.test(read(path))),
+        entry,
+      ).toEqual([]);
     }
   });
 
@@ -147,14 +182,33 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     // Where node:crypto does the RSA operation (Node, Bun) the WebAssembly one (15 kB of
     // base64 and its code) is never needed; the pool only by a costly body (bench/import.mjs).
     const { RSA_WASM_BASE64 } = await import('../../src/lib/runtime/crypto/rsa-wasm-module.js');
-    const markers = { 'the RSA WebAssembly': RSA_WASM_BASE64.trim().split('\n')[0]!, 'the worker pool': 'var WorkerPool = class' };
+    const markers = {
+      'the RSA WebAssembly': RSA_WASM_BASE64.trim().split('\n')[0]!,
+      'the worker pool': 'var WorkerPool = class',
+    };
     const shippedJs = [...files].filter((path) => /\.c?js$/.test(path));
     for (const [what, marker] of Object.entries(markers)) {
       expect(marker.length, what).toBeGreaterThan(20);
       // Shipped once per format, in a file of its own that no entry loads.
-      expect(shippedJs.filter((path) => read(path).includes(marker)).map((path) => path.slice(path.lastIndexOf('.'))).sort(), what).toEqual(['.cjs', '.js']);
-      for (const entry of ['dist/index.js', 'dist/index.cjs', 'dist/web.js', 'dist/web.cjs', 'dist/express.js', 'dist/express.cjs']) {
-        expect(closure(entry).filter((path) => read(path).includes(marker)), `${entry}: ${what}`).toEqual([]);
+      expect(
+        shippedJs
+          .filter((path) => read(path).includes(marker))
+          .map((path) => path.slice(path.lastIndexOf('.')))
+          .sort(),
+        what,
+      ).toEqual(['.cjs', '.js']);
+      for (const entry of [
+        'dist/index.js',
+        'dist/index.cjs',
+        'dist/web.js',
+        'dist/web.cjs',
+        'dist/express.js',
+        'dist/express.cjs',
+      ]) {
+        expect(
+          closure(entry).filter((path) => read(path).includes(marker)),
+          `${entry}: ${what}`,
+        ).toEqual([]);
       }
     }
   });
@@ -165,7 +219,9 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
       if (!/\.c?js$/.test(path)) continue;
       read(path)
         .split('\n')
-        .forEach((line, i) => line.length > 1000 && long.push(`${path}:${i + 1} (${line.length} characters)`));
+        .forEach(
+          (line, i) => line.length > 1000 && long.push(`${path}:${i + 1} (${line.length} characters)`),
+        );
     }
     expect(long).toEqual([]);
   });
@@ -176,11 +232,21 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     execFileSync('ln', ['-sfn', join(unpacked, 'package'), join(app, 'node_modules', 'jobhook')]);
     const privateKey = readFileSync(fixture('keys', 'test-2048-private.pem'), 'utf8');
     for (const [file, code] of [
-      ['esm.mjs', "import { createReceiver } from 'jobhook/express';\ncreateReceiver({ publicKey: process.env.KEY, onEvent() {} });\n"],
-      ['cjs.cjs', "const { createReceiver } = require('jobhook/express');\ncreateReceiver({ publicKey: process.env.KEY, onEvent() {} });\n"],
+      [
+        'esm.mjs',
+        "import { createReceiver } from 'jobhook/express';\ncreateReceiver({ publicKey: process.env.KEY, onEvent() {} });\n",
+      ],
+      [
+        'cjs.cjs',
+        "const { createReceiver } = require('jobhook/express');\ncreateReceiver({ publicKey: process.env.KEY, onEvent() {} });\n",
+      ],
     ] as const) {
       writeFileSync(join(app, file), code);
-      const run = spawnSync(process.execPath, [file], { cwd: app, encoding: 'utf8', env: { ...process.env, KEY: privateKey } });
+      const run = spawnSync(process.execPath, [file], {
+        cwd: app,
+        encoding: 'utf8',
+        env: { ...process.env, KEY: privateKey },
+      });
       expect(run.status, file).toBe(1);
       const at = run.stderr.indexOf('TypeError');
       expect(at, run.stderr.slice(0, 300)).toBeGreaterThanOrEqual(0);
@@ -193,9 +259,16 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
   it('ships no source maps, no sources, no tests; the tarball stays under 400 kB (readable, not minified)', () => {
     const maps = packed.files.filter((f) => f.path.endsWith('.map'));
     expect(maps.reduce((n, f) => n + f.size, 0)).toBeLessThanOrEqual(100 * 1024);
-    expect(packed.files.filter((f) => /^(src|test|fixtures|bench|examples|native)\//.test(f.path))).toEqual([]);
-    const largest = [...packed.files].sort((a, b) => b.size - a.size).slice(0, 8).map((f) => `${f.path} ${f.size}`);
-    console.log(`packed: ${packed.tarball.split('/').pop()} ${packed.size} bytes, ${packed.files.length} files; demo build ${packed.seconds.demoBuild.toFixed(1)} s, npm pack ${packed.seconds.pack.toFixed(1)} s; largest unpacked: ${largest.join(', ')}`);
+    expect(packed.files.filter((f) => /^(src|test|fixtures|bench|examples|native)\//.test(f.path))).toEqual(
+      [],
+    );
+    const largest = [...packed.files]
+      .sort((a, b) => b.size - a.size)
+      .slice(0, 8)
+      .map((f) => `${f.path} ${f.size}`);
+    console.log(
+      `packed: ${packed.tarball.split('/').pop()} ${packed.size} bytes, ${packed.files.length} files; demo build ${packed.seconds.demoBuild.toFixed(1)} s, npm pack ${packed.seconds.pack.toFixed(1)} s; largest unpacked: ${largest.join(', ')}`,
+    );
     expect(packed.size).toBeLessThanOrEqual(400 * 1024);
   });
 });

@@ -28,15 +28,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Environment for npm in a child process: without the variables `npm test` set for this run's own script. */
 function npmEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^npm_(lifecycle|package|command|node_execpath|execpath)/i.test(k)) env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (!/^npm_(lifecycle|package|command|node_execpath|execpath)/i.test(k)) env[k] = v;
   return { ...env, NO_COLOR: '1', ...extra };
 }
 
 /** Copies the files a fresh clone has (tracked, or new and not ignored), without the tests' own data. */
 function cloneInto(dir: string): void {
-  const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   for (const file of listed.split('\0')) {
-    if (file === '' || /^(test|test-d|fixtures|bench|examples)\//.test(file) || !existsSync(join(ROOT, file))) continue;
+    if (file === '' || /^(test|test-d|fixtures|bench|examples)\//.test(file) || !existsSync(join(ROOT, file)))
+      continue;
     mkdirSync(dirname(join(dir, file)), { recursive: true });
     cpSync(join(ROOT, file), join(dir, file));
   }
@@ -51,18 +57,38 @@ function build(scratch: string): Packed {
   if (existsSync(join(clone, 'dist'))) throw new Error('the copy has a dist/ already');
   // `npm run demo` builds the JavaScript only: dist/ without declarations.
   let t = performance.now();
-  execFileSync(process.execPath, [join(clone, 'node_modules', 'tsup', 'dist', 'cli-default.js'), '--silent'], { cwd: clone, stdio: 'pipe', env: npmEnv({ JOBHOOK_BUILD: 'js' }) });
+  execFileSync(
+    process.execPath,
+    [join(clone, 'node_modules', 'tsup', 'dist', 'cli-default.js'), '--silent'],
+    { cwd: clone, stdio: 'pipe', env: npmEnv({ JOBHOOK_BUILD: 'js' }) },
+  );
   const demoBuild = (performance.now() - t) / 1000;
-  if (existsSync(join(clone, 'dist', 'index.d.ts'))) throw new Error('the demo build wrote declarations: the test would not show that prepack builds them');
+  if (existsSync(join(clone, 'dist', 'index.d.ts')))
+    throw new Error('the demo build wrote declarations: the test would not show that prepack builds them');
   t = performance.now();
-  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', scratch], { cwd: clone, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: npmEnv(), maxBuffer: 64 * 1024 * 1024 });
+  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', scratch], {
+    cwd: clone,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: npmEnv(),
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const pack = (performance.now() - t) / 1000;
   // The prepack build may print to stdout before npm's JSON, in colour where CI is set
   // (tsup's '\x1b[34mCLI'): the JSON array starts on a line of its own.
   const start = out.search(/^\[\s*$/m);
   if (start < 0) throw new Error(`npm pack printed no JSON:\n${out}`);
-  const [info] = JSON.parse(out.slice(start)) as Array<{ filename: string; size: number; files: Array<{ path: string; size: number }> }>;
-  return { tarball: join(scratch, info!.filename), size: info!.size, files: info!.files, seconds: { demoBuild, pack } };
+  const [info] = JSON.parse(out.slice(start)) as Array<{
+    filename: string;
+    size: number;
+    files: Array<{ path: string; size: number }>;
+  }>;
+  return {
+    tarball: join(scratch, info!.filename),
+    size: info!.size,
+    files: info!.files,
+    seconds: { demoBuild, pack },
+  };
 }
 
 /** The packed package of this test run (built by the first caller, in about a minute). */

@@ -10,7 +10,14 @@ import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobRunner, MemoryIdempotencyStore, type JobCompletedEvent } from '../../src/index.js';
 import { createReceiver } from '../../src/express.js';
-import { bullmqJobId, createBullMQHandler, createBullMQWorker, DEFAULT_QUEUE_RETAIN_MS, workKey, type QueuedEventContext } from '../../src/bullmq.js';
+import {
+  bullmqJobId,
+  createBullMQHandler,
+  createBullMQWorker,
+  DEFAULT_QUEUE_RETAIN_MS,
+  workKey,
+  type QueuedEventContext,
+} from '../../src/bullmq.js';
 import { availability, startRedis, type FaultableServer } from '../helpers/servers.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
@@ -21,7 +28,8 @@ const publicKey = publicPem(2048);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Percent-decoding: what bullmqJobId must invert. */
-const decode = (id: string) => id.replace(/%([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+const decode = (id: string) =>
+  id.replace(/%([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
 
 describe('bullmqJobId', () => {
   it('keeps a UUID and any id BullMQ accepts as it is; encodes % and :, and the first character of an integer-looking id', () => {
@@ -43,7 +51,13 @@ describe('bullmqJobId', () => {
     const walk = (prefix: string) => {
       if (prefix.length > 0) {
         const id = bullmqJobId(prefix);
-        if (decode(id) !== prefix || id.includes(':') || `${parseInt(id, 10)}` === id || (seen.get(id) ?? prefix) !== prefix) wrong.push(`${prefix} → ${id}`);
+        if (
+          decode(id) !== prefix ||
+          id.includes(':') ||
+          `${parseInt(id, 10)}` === id ||
+          (seen.get(id) ?? prefix) !== prefix
+        )
+          wrong.push(`${prefix} → ${id}`);
         seen.set(id, prefix);
       }
       if (prefix.length < 4) for (const c of alphabet) walk(prefix + c);
@@ -57,13 +71,27 @@ describe('bullmqJobId', () => {
 describe('createBullMQHandler: options', () => {
   const queue = { name: 'q', add: async () => ({ id: 'x' }) };
   it('refuses a retention shorter than the gateway retries, a timeout of 30 s or more, jobId, and removeOnComplete that forgets jobs sooner', () => {
-    expect(() => createBullMQHandler(queue, { retainMs: 60_000 })).toThrow(/retainMs must be at least 210000 ms/);
-    expect(() => createBullMQHandler(queue, { timeoutMs: 30_000 })).toThrow(/timeoutMs must be less than 30,000 ms/);
-    expect(() => createBullMQHandler(queue, { jobOptions: { jobId: 'x' } as never })).toThrow(/jobId is set by jobhook/);
-    expect(() => createBullMQHandler(queue, { jobOptions: { removeOnComplete: true } })).toThrow(/removeOnComplete is true .*Use \{ age: 300 \}/);
-    expect(() => createBullMQHandler(queue, { jobOptions: { removeOnComplete: 1000 } })).toThrow(/removeOnComplete is 1000 \(a count/);
-    expect(() => createBullMQHandler(queue, { jobOptions: { removeOnComplete: { age: 60 } } })).toThrow(/removeOnComplete is \{ age: 60 \}/);
-    expect(() => createBullMQHandler(queue, { jobOptions: { removeOnComplete: { age: 600 } } })).not.toThrow();
+    expect(() => createBullMQHandler(queue, { retainMs: 60_000 })).toThrow(
+      /retainMs must be at least 210000 ms/,
+    );
+    expect(() => createBullMQHandler(queue, { timeoutMs: 30_000 })).toThrow(
+      /timeoutMs must be less than 30,000 ms/,
+    );
+    expect(() => createBullMQHandler(queue, { jobOptions: { jobId: 'x' } as never })).toThrow(
+      /jobId is set by jobhook/,
+    );
+    expect(() => createBullMQHandler(queue, { jobOptions: { removeOnComplete: true } })).toThrow(
+      /removeOnComplete is true .*Use \{ age: 300 \}/,
+    );
+    expect(() => createBullMQHandler(queue, { jobOptions: { removeOnComplete: 1000 } })).toThrow(
+      /removeOnComplete is 1000 \(a count/,
+    );
+    expect(() => createBullMQHandler(queue, { jobOptions: { removeOnComplete: { age: 60 } } })).toThrow(
+      /removeOnComplete is \{ age: 60 \}/,
+    );
+    expect(() =>
+      createBullMQHandler(queue, { jobOptions: { removeOnComplete: { age: 600 } } }),
+    ).not.toThrow();
     expect(() => createBullMQHandler({} as never)).toThrow(TypeError);
     expect(DEFAULT_QUEUE_RETAIN_MS).toBe(300_000);
   });
@@ -92,12 +120,16 @@ describe.skipIf(redis.skip)('jobhook/bullmq on a real Redis', () => {
     await server?.destroy();
   });
 
-  const app = (onEvent: ReturnType<typeof createBullMQHandler>, options: { store?: MemoryIdempotencyStore; onError?: (e: unknown, c: { stage: string }) => void } = {}) => {
+  const app = (
+    onEvent: ReturnType<typeof createBullMQHandler>,
+    options: { store?: MemoryIdempotencyStore; onError?: (e: unknown, c: { stage: string }) => void } = {},
+  ) => {
     const a = express();
     a.post('/hook', createReceiver({ publicKey, log: {}, onEvent, ...options }));
     return a;
   };
-  const post = (a: express.Express, d: { body: string; headers: Record<string, string> }) => supertest(a).post('/hook').set(d.headers).send(d.body);
+  const post = (a: express.Express, d: { body: string; headers: Record<string, string> }) =>
+    supertest(a).post('/hook').set(d.headers).send(d.body);
 
   it('adds the verified event under its job id, acknowledged before the 200; a second add of the job (another receiver) keeps one job', async () => {
     const queue = newQueue();
@@ -185,7 +217,8 @@ describe.skipIf(redis.skip)('jobhook/bullmq on a real Redis', () => {
     const a = app(handler);
     for (const id of ids) expect((await post(a, signed(id))).status).toBe(200);
     const deadline = Date.now() + 15_000;
-    while (((await queue.getJobCounts('completed')).completed ?? 0) < ids.length && Date.now() < deadline) await sleep(50);
+    while (((await queue.getJobCounts('completed')).completed ?? 0) < ids.length && Date.now() < deadline)
+      await sleep(50);
     expect(await queue.getJobCounts('completed', 'failed')).toEqual({ completed: ids.length, failed: 0 });
     expect([...runs.values()].every((n) => n === 1) && runs.size === ids.length).toBe(true);
     const flaky = (await queue.getJob(bullmqJobId(ids[0]!))) as Job;
@@ -197,7 +230,8 @@ describe.skipIf(redis.skip)('jobhook/bullmq on a real Redis', () => {
     // The finished job removed (as removeOnComplete does after retainMs) and added again: the worker answers it as a duplicate.
     await (await queue.getJob(bullmqJobId(ids[1]!)))!.remove();
     await handler(undefined as never, { jobId: ids[1]!, payload: JSON.parse(signed(ids[1]!).body) });
-    while (((await queue.getJobCounts('completed')).completed ?? 0) < ids.length && Date.now() < deadline) await sleep(50);
+    while (((await queue.getJobCounts('completed')).completed ?? 0) < ids.length && Date.now() < deadline)
+      await sleep(50);
     expect((await queue.getJob(bullmqJobId(ids[1]!)))?.returnvalue).toBe('duplicate');
     expect(runs.get(ids[1]!)).toBe(1);
   });
@@ -205,13 +239,22 @@ describe.skipIf(redis.skip)('jobhook/bullmq on a real Redis', () => {
   it('a queued message that is not a jobhook event fails for good and is reported', async () => {
     const queue = newQueue();
     const reported: Array<{ stage: string }> = [];
-    const worker = createBullMQWorker(queue.name, { runner: createJobRunner({ log: {}, onError: (_e, c) => void reported.push(c) }), onEvent: () => undefined }, { connection });
+    const worker = createBullMQWorker(
+      queue.name,
+      {
+        runner: createJobRunner({ log: {}, onError: (_e, c) => void reported.push(c) }),
+        onEvent: () => undefined,
+      },
+      { connection },
+    );
     closers.push(() => worker.close());
     await queue.add('async_job_completed', { event: 'something_else', job_id: 'x' }, { jobId: 'x' });
     const deadline = Date.now() + 10_000;
     while (((await queue.getJobCounts('failed')).failed ?? 0) < 1 && Date.now() < deadline) await sleep(50);
     const job = await queue.getJob('x');
-    expect(job?.failedReason).toMatch(/not a jobhook event: the queued message is not an async_job_completed event/);
+    expect(job?.failedReason).toMatch(
+      /not a jobhook event: the queued message is not an async_job_completed event/,
+    );
     expect(job?.attemptsMade).toBe(1);
     expect(reported).toEqual([{ stage: 'body', jobId: 'x' }]);
   });

@@ -18,8 +18,12 @@ export function natsBinary(): string | undefined {
 /** Run, or skip with a notice; under CI=true a missing nats-server fails instead. */
 export function natsAvailability(): { skip: false } | { skip: true; reason: string } {
   if (natsBinary() !== undefined) return { skip: false };
-  if (process.env.CI === 'true') throw new Error('CI must run the JetStream tests, but nats-server is not installed (Debian: apt-get install nats-server)');
-  const reason = 'JetStream tests skipped: nats-server is not installed (Debian: apt-get install nats-server)';
+  if (process.env.CI === 'true')
+    throw new Error(
+      'CI must run the JetStream tests, but nats-server is not installed (Debian: apt-get install nats-server)',
+    );
+  const reason =
+    'JetStream tests skipped: nats-server is not installed (Debian: apt-get install nats-server)';
   console.warn(`\n[jobhook] ${reason}\n`);
   return { skip: true, reason };
 }
@@ -30,5 +34,14 @@ export async function startNats(): Promise<FaultableServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'jobhook-nats-'));
   const args = ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir, '-n', `jobhook-test-${port}`];
-  return serverProcess({ name: 'nats-server', bin, args, ready: 'Server is ready', url: `nats://127.0.0.1:${port}`, port, dir, timeoutMs: 15_000 });
+  return serverProcess({
+    name: 'nats-server',
+    bin,
+    args,
+    ready: 'Server is ready',
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    dir,
+    timeoutMs: 15_000,
+  });
 }

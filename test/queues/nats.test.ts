@@ -5,12 +5,25 @@
  * the user's function through the job runner and acks only after it.
  */
 import express from 'express';
-import { AckPolicy, connect, headers as natsHeaders, RetentionPolicy, StorageType, type JetStreamManager, type NatsConnection } from 'nats';
+import {
+  AckPolicy,
+  connect,
+  headers as natsHeaders,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type NatsConnection,
+} from 'nats';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobRunner, MemoryIdempotencyStore } from '../../src/index.js';
 import { createReceiver } from '../../src/express.js';
-import { createJetStreamHandler, createJetStreamWorker, subjectMatches, type QueuedEventContext } from '../../src/nats.js';
+import {
+  createJetStreamHandler,
+  createJetStreamWorker,
+  subjectMatches,
+  type QueuedEventContext,
+} from '../../src/nats.js';
 import { jobId, signed } from '../helpers/deliveries.js';
 import { publicPem } from '../helpers/keys.js';
 import type { FaultableServer } from '../helpers/servers.js';
@@ -55,7 +68,13 @@ describe.skipIf(nats.skip)('jobhook/nats on a real nats-server -js', () => {
   const stream = async (windowNs = FIVE_MIN_NS, retention = RetentionPolicy.Limits) => {
     const name = `S${n++}_${process.pid}`;
     const subject = `gateway.${name}`;
-    await jsm.streams.add({ name, subjects: [`${subject}.>`, subject], storage: StorageType.File, duplicate_window: windowNs, retention });
+    await jsm.streams.add({
+      name,
+      subjects: [`${subject}.>`, subject],
+      storage: StorageType.File,
+      duplicate_window: windowNs,
+      retention,
+    });
     return { name, subject };
   };
   const messages = async (name: string) => {
@@ -72,13 +91,20 @@ describe.skipIf(nats.skip)('jobhook/nats on a real nats-server -js', () => {
     a.post('/hook', createReceiver({ publicKey, log: {}, onEvent, ...(onError ? { onError } : {}) }));
     return a;
   };
-  const post = (a: express.Express, d: { body: string; headers: Record<string, string> }) => supertest(a).post('/hook').set(d.headers).send(d.body);
+  const post = (a: express.Express, d: { body: string; headers: Record<string, string> }) =>
+    supertest(a).post('/hook').set(d.headers).send(d.body);
 
   it('refuses bad options at once (TypeError)', () => {
     const js = nc.jetstream();
-    expect(() => createJetStreamHandler(js, { subject: '', stream: 'S' })).toThrow(/subject must be a non-empty NATS name/);
-    expect(() => createJetStreamHandler(js, { subject: 'a', stream: 'S', retainMs: 120_000 })).toThrow(/retainMs must be at least 210000 ms/);
-    expect(() => createJetStreamHandler({} as never, { subject: 'a', stream: 'S' })).toThrow(/js must be a JetStream client/);
+    expect(() => createJetStreamHandler(js, { subject: '', stream: 'S' })).toThrow(
+      /subject must be a non-empty NATS name/,
+    );
+    expect(() => createJetStreamHandler(js, { subject: 'a', stream: 'S', retainMs: 120_000 })).toThrow(
+      /retainMs must be at least 210000 ms/,
+    );
+    expect(() => createJetStreamHandler({} as never, { subject: 'a', stream: 'S' })).toThrow(
+      /js must be a JetStream client/,
+    );
   });
 
   it("checks the stream at construction: JetStream's default 2 min duplicate_window, a missing stream or an uncaptured subject is refused by name, and nothing is published", async () => {
@@ -86,17 +112,32 @@ describe.skipIf(nats.skip)('jobhook/nats on a real nats-server -js', () => {
     const short = await stream(120e9);
     const h = createJetStreamHandler(js, { subject: short.subject, stream: short.name });
     await expect(h.ready).rejects.toThrow(TypeError);
-    await expect(h.ready).rejects.toThrow(new RegExp(`"${short.name}" drops a repeated Nats-Msg-Id for 120 s \\(duplicate_window\\), less than the 300 s`));
+    await expect(h.ready).rejects.toThrow(
+      new RegExp(
+        `"${short.name}" drops a repeated Nats-Msg-Id for 120 s \\(duplicate_window\\), less than the 300 s`,
+      ),
+    );
     await expect(h.ready).rejects.toThrow(/--dupe-window 5m/);
-    await expect(createJetStreamHandler(js, { subject: 'x.y', stream: 'NO_SUCH' }).ready).rejects.toThrow(/JetStream has no stream "NO_SUCH" \(the stream option\)/);
+    await expect(createJetStreamHandler(js, { subject: 'x.y', stream: 'NO_SUCH' }).ready).rejects.toThrow(
+      /JetStream has no stream "NO_SUCH" \(the stream option\)/,
+    );
     const ok = await stream();
-    await expect(createJetStreamHandler(js, { subject: 'elsewhere', stream: ok.name }).ready).rejects.toThrow(/does not capture the subject "elsewhere"/);
-    await expect(createJetStreamHandler(js, { subject: ok.subject, stream: ok.name }).ready).resolves.toBeUndefined();
+    await expect(createJetStreamHandler(js, { subject: 'elsewhere', stream: ok.name }).ready).rejects.toThrow(
+      /does not capture the subject "elsewhere"/,
+    );
+    await expect(
+      createJetStreamHandler(js, { subject: ok.subject, stream: ok.name }).ready,
+    ).resolves.toBeUndefined();
     // A retainMs the window covers passes too: 210 s ≤ 2 min? No; 120 s window stays refused.
-    await expect(createJetStreamHandler(js, { subject: short.subject, stream: short.name, retainMs: 210_000 }).ready).rejects.toThrow(/duplicate_window/);
+    await expect(
+      createJetStreamHandler(js, { subject: short.subject, stream: short.name, retainMs: 210_000 }).ready,
+    ).rejects.toThrow(/duplicate_window/);
     // A delivery through a handler whose stream does not fit: 5xx, not published.
     const errors: unknown[] = [];
-    const answer = await post(app(h, (e) => void errors.push(e)), signed(jobId('short')));
+    const answer = await post(
+      app(h, (e) => void errors.push(e)),
+      signed(jobId('short')),
+    );
     expect(answer.status).toBeGreaterThanOrEqual(500);
     expect(errors[0]).toBeInstanceOf(TypeError);
     expect((await jsm.streams.info(short.name)).state.messages).toBe(0);
@@ -125,7 +166,11 @@ describe.skipIf(nats.skip)('jobhook/nats on a real nats-server -js', () => {
   it('JetStream paused: the receiver answers 5xx (no PubAck within timeoutMs), never 2xx; the retry after it resumes publishes once', async () => {
     const s = await stream();
     const errors: unknown[] = [];
-    const handler = createJetStreamHandler(nc.jetstream(), { subject: s.subject, stream: s.name, timeoutMs: 300 });
+    const handler = createJetStreamHandler(nc.jetstream(), {
+      subject: s.subject,
+      stream: s.name,
+      timeoutMs: 300,
+    });
     await handler.ready;
     const a = app(handler, (e) => void errors.push(e));
     const id = jobId('paused');
@@ -146,7 +191,11 @@ describe.skipIf(nats.skip)('jobhook/nats on a real nats-server -js', () => {
 
   it('the worker runs the function once per message through the runner and acks after it; a failing function is delivered again; a foreign message is terminated and reported', async () => {
     const s = await stream(FIVE_MIN_NS, RetentionPolicy.Workqueue);
-    await jsm.consumers.add(s.name, { durable_name: 'workers', ack_policy: AckPolicy.Explicit, ack_wait: 5e9 });
+    await jsm.consumers.add(s.name, {
+      durable_name: 'workers',
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: 5e9,
+    });
     const handler = createJetStreamHandler(nc.jetstream(), { subject: s.subject, stream: s.name });
     const runs = new Map<string, number>();
     const contexts: QueuedEventContext[] = [];
@@ -176,7 +225,12 @@ describe.skipIf(nats.skip)('jobhook/nats on a real nats-server -js', () => {
     const deadline = Date.now() + 15_000;
     const settled = async () => {
       const c = await jsm.consumers.info(s.name, 'workers');
-      return runs.size === ids.length && c.num_pending === 0 && c.num_ack_pending === 0 && reported.some((r) => r.stage === 'body');
+      return (
+        runs.size === ids.length &&
+        c.num_pending === 0 &&
+        c.num_ack_pending === 0 &&
+        reported.some((r) => r.stage === 'body')
+      );
     };
     while (!(await settled()) && Date.now() < deadline) await sleep(50);
     expect(runs.size).toBe(ids.length);

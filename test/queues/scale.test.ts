@@ -36,7 +36,8 @@ import { ROOT } from '../helpers/paths.js';
 import { availability, startRedis, type FaultableServer } from '../helpers/servers.js';
 import { natsAvailability, startNats } from './nats-server.js';
 
-const mode = process.env.JOBHOOK_QUEUES === 'full' ? 'full' : process.env.JOBHOOK_QUEUES === 'short' ? 'short' : 'quick';
+const mode =
+  process.env.JOBHOOK_QUEUES === 'full' ? 'full' : process.env.JOBHOOK_QUEUES === 'short' ? 'short' : 'quick';
 // JOBHOOK_QUEUES_DELIVERIES overrides the count (for trying a case; not for recorded figures).
 const DELIVERIES = Number(process.env.JOBHOOK_QUEUES_DELIVERIES) || (mode === 'full' ? 10_000 : 1_000);
 const FAULTS = mode !== 'quick';
@@ -115,7 +116,12 @@ async function jetstreamBroker(): Promise<Broker> {
     server,
     async prepare(name) {
       const jsm = await admin.jetstreamManager();
-      await jsm.streams.add({ name, subjects: [`${name}.events`], storage: StorageType.File, duplicate_window: 300e9 });
+      await jsm.streams.add({
+        name,
+        subjects: [`${name}.events`],
+        storage: StorageType.File,
+        duplicate_window: 300e9,
+      });
       return {
         async handler() {
           const nc = await client();
@@ -134,7 +140,10 @@ async function jetstreamBroker(): Promise<Broker> {
           let seen = 0;
           for await (const msg of messages) {
             const jobId = (msg.json() as { job_id: string }).job_id;
-            if (msg.headers?.get('Nats-Msg-Id') !== jobId) throw new Error(`message ${msg.seq} has Nats-Msg-Id ${msg.headers?.get('Nats-Msg-Id')} for job ${jobId}`);
+            if (msg.headers?.get('Nats-Msg-Id') !== jobId)
+              throw new Error(
+                `message ${msg.seq} has Nats-Msg-Id ${msg.headers?.get('Nats-Msg-Id')} for job ${jobId}`,
+              );
             counts.set(jobId, (counts.get(jobId) ?? 0) + 1);
             if (++seen === info.state.messages) break;
           }
@@ -181,7 +190,14 @@ const pct = (xs: number[], p: number) => {
   return s.length === 0 ? 0 : Math.round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!);
 };
 
-async function runCase(brokerName: string, key: string, broker: Broker, store: FaultableServer, corpus: Corpus, faulted: boolean): Promise<CaseResult> {
+async function runCase(
+  brokerName: string,
+  key: string,
+  broker: Broker,
+  store: FaultableServer,
+  corpus: Corpus,
+  faulted: boolean,
+): Promise<CaseResult> {
   const name = `scale_${key}_${faulted ? 'fault' : 'none'}_${process.pid}_${Date.now()}`;
   const q = await broker.prepare(name);
   // Two receivers, each with its own store client and broker connection, as two processes would have.
@@ -253,7 +269,8 @@ async function runCase(brokerName: string, key: string, broker: Broker, store: F
       attempts++;
       latencies.push(a.latencyMs);
       if (a.status === undefined) noAnswer++;
-      else if (a.status >= 200 && a.status < 300) twoxx.set(a.delivery.jobId, (twoxx.get(a.delivery.jobId) ?? 0) + 1);
+      else if (a.status >= 200 && a.status < 300)
+        twoxx.set(a.delivery.jobId, (twoxx.get(a.delivery.jobId) ?? 0) + 1);
       else if (a.status >= 500) fivexx[a.label] = (fivexx[a.label] ?? 0) + 1;
       if (a.outcome === 'gave-up') gaveUp++;
     },
@@ -301,56 +318,83 @@ function report(): void {
     (r) =>
       `| ${r.broker} | ${r.fault} | ${r.deliveries} | ${r.distinctJobs} | ${r.inBroker} | ${r.lost} | ${r.duplicated} | ${r.twoxxNotTaken} | ${r.attempts} | ${r.answers2xx} | ${Object.values(r.answers5xx).reduce((a, b) => a + b, 0)} | ${r.gaveUp} | ${r.deliveriesPerSecond} | ${r.latencyP50Ms} | ${r.latencyP99Ms} | ${r.latencyMaxMs} |`,
   );
-  const details = results.map((r) => `- ${r.broker}, ${r.fault}: 5xx ${JSON.stringify(r.answers5xx)}; ${r.events.join('; ') || 'no events'}`);
+  const details = results.map(
+    (r) =>
+      `- ${r.broker}, ${r.fault}: 5xx ${JSON.stringify(r.answers5xx)}; ${r.events.join('; ') || 'no events'}`,
+  );
   const text = [head, ...rows].join('\n') + '\n\n' + details.join('\n');
   console.log(`\n# queue scale, ${mode} (${DELIVERIES} deliveries per case)\n\n${text}\n`);
   const dir = join(ROOT, '.tmp');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'queues-results.json'), JSON.stringify({ mode, deliveries: DELIVERIES, at: new Date().toISOString(), ...machineAndGit(), results }, null, 2));
+  writeFileSync(
+    join(dir, 'queues-results.json'),
+    JSON.stringify(
+      { mode, deliveries: DELIVERIES, at: new Date().toISOString(), ...machineAndGit(), results },
+      null,
+      2,
+    ),
+  );
   writeFileSync(join(dir, 'queues-results.md'), text + '\n');
 }
 
-describe.skipIf(redis.skip)(`queue handoff at scale (${mode}: ${DELIVERIES} deliveries, 20 % duplicates, two receivers)`, () => {
-  let corpus: Corpus;
-  let store: FaultableServer;
-  beforeAll(async () => {
-    corpus = buildCorpus({ deliveries: DELIVERIES, duplicateShare: 0.2, instances: 2, seed: 21 });
-    store = await startRedis();
-  });
-  afterAll(async () => {
-    report();
-    await store?.destroy();
-  });
-
-  const check = (r: CaseResult) => {
-    expect({ lost: r.lost, duplicated: r.duplicated, twoxxNotTaken: r.twoxxNotTaken, foreign: r.foreign, gaveUp: r.gaveUp }).toEqual({ lost: 0, duplicated: 0, twoxxNotTaken: 0, foreign: 0, gaveUp: 0 });
-    expect(r.inBroker).toBe(r.distinctJobs);
-  };
-
-  const brokers: Array<[string, string, () => Promise<Broker>, boolean]> = [
-    ['BullMQ (Redis, AOF)', 'bullmq', bullmqBroker, false],
-    ['JetStream (file storage)', 'jetstream', jetstreamBroker, nats.skip],
-  ];
-  for (const [label, key, make, skip] of brokers) {
-    describe.skipIf(skip)(label, () => {
-      let broker: Broker;
-      beforeAll(async () => {
-        broker = await make();
-      });
-      afterAll(async () => {
-        await broker?.close();
-      });
-      it('no fault: every job in the queue exactly once, every 2xx taken', { timeout: 600_000 }, async () => {
-        const r = await runCase(label, key, broker, store, corpus, false);
-        results.push(r);
-        check(r);
-      });
-      it.skipIf(!FAULTS)('broker paused 3 s, later killed and restarted: 0 lost, 0 duplicated, 0 2xx for an event the broker never took', { timeout: 600_000 }, async () => {
-        const r = await runCase(label, key, broker, store, corpus, true);
-        results.push(r);
-        check(r);
-        expect(r.events.some((e) => e.includes('started again'))).toBe(true);
-      });
+describe.skipIf(redis.skip)(
+  `queue handoff at scale (${mode}: ${DELIVERIES} deliveries, 20 % duplicates, two receivers)`,
+  () => {
+    let corpus: Corpus;
+    let store: FaultableServer;
+    beforeAll(async () => {
+      corpus = buildCorpus({ deliveries: DELIVERIES, duplicateShare: 0.2, instances: 2, seed: 21 });
+      store = await startRedis();
     });
-  }
-});
+    afterAll(async () => {
+      report();
+      await store?.destroy();
+    });
+
+    const check = (r: CaseResult) => {
+      expect({
+        lost: r.lost,
+        duplicated: r.duplicated,
+        twoxxNotTaken: r.twoxxNotTaken,
+        foreign: r.foreign,
+        gaveUp: r.gaveUp,
+      }).toEqual({ lost: 0, duplicated: 0, twoxxNotTaken: 0, foreign: 0, gaveUp: 0 });
+      expect(r.inBroker).toBe(r.distinctJobs);
+    };
+
+    const brokers: Array<[string, string, () => Promise<Broker>, boolean]> = [
+      ['BullMQ (Redis, AOF)', 'bullmq', bullmqBroker, false],
+      ['JetStream (file storage)', 'jetstream', jetstreamBroker, nats.skip],
+    ];
+    for (const [label, key, make, skip] of brokers) {
+      describe.skipIf(skip)(label, () => {
+        let broker: Broker;
+        beforeAll(async () => {
+          broker = await make();
+        });
+        afterAll(async () => {
+          await broker?.close();
+        });
+        it(
+          'no fault: every job in the queue exactly once, every 2xx taken',
+          { timeout: 600_000 },
+          async () => {
+            const r = await runCase(label, key, broker, store, corpus, false);
+            results.push(r);
+            check(r);
+          },
+        );
+        it.skipIf(!FAULTS)(
+          'broker paused 3 s, later killed and restarted: 0 lost, 0 duplicated, 0 2xx for an event the broker never took',
+          { timeout: 600_000 },
+          async () => {
+            const r = await runCase(label, key, broker, store, corpus, true);
+            results.push(r);
+            check(r);
+            expect(r.events.some((e) => e.includes('started again'))).toBe(true);
+          },
+        );
+      });
+    }
+  },
+);

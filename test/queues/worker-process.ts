@@ -37,11 +37,26 @@ const onEvent = async (event: { job_id: string }, context: { transaction: pg.Poo
 
 if (env('BROKER') === 'bullmq') {
   const url = new URL(env('REDIS_URL'));
-  const worker = createBullMQWorker<pg.PoolClient>(env('QUEUE'), { runner, onEvent }, { connection: { host: url.hostname, port: Number(url.port) }, concurrency: 4, lockDuration: 1_000, stalledInterval: 500 });
+  const worker = createBullMQWorker<pg.PoolClient>(
+    env('QUEUE'),
+    { runner, onEvent },
+    {
+      connection: { host: url.hostname, port: Number(url.port) },
+      concurrency: 4,
+      lockDuration: 1_000,
+      stalledInterval: 500,
+    },
+  );
   worker.on('error', () => undefined);
   await worker.waitUntilReady();
 } else {
   const nc = await connect({ servers: env('NATS_URL') });
-  createJetStreamWorker<pg.PoolClient>(nc.jetstream(), { stream: env('STREAM'), consumer: env('CONSUMER'), concurrency: 4, runner, onEvent });
+  createJetStreamWorker<pg.PoolClient>(nc.jetstream(), {
+    stream: env('STREAM'),
+    consumer: env('CONSUMER'),
+    concurrency: 4,
+    runner,
+    onEvent,
+  });
 }
 process.stdout.write('ready\n');

@@ -26,8 +26,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const JOBS = 40;
 
 /** Starts worker-process.ts; resolves once it consumes. `effects` collects the job ids it printed. */
-function startWorkerProcess(env: Record<string, string>): Promise<{ child: ChildProcess; effects: string[]; exited: Promise<unknown> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'queues', 'worker-process.ts')], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function startWorkerProcess(
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; effects: string[]; exited: Promise<unknown> }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'test', 'queues', 'worker-process.ts')],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const effects: string[] = [];
   const exited = new Promise((r) => child.once('exit', r));
   return new Promise((resolve, reject) => {
@@ -43,7 +49,9 @@ function startWorkerProcess(env: Record<string, string>): Promise<{ child: Child
         else if (line.startsWith('effect ')) effects.push(line.slice(7));
       }
     });
-    child.once('exit', (code) => reject(new Error(`worker process exited with ${code} before it was ready:\n${err}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`worker process exited with ${code} before it was ready:\n${err}`)),
+    );
   });
 }
 
@@ -81,7 +89,8 @@ describe.skipIf(databaseUrl === '' || redis.skip)('workers killed mid-job', () =
     return { table, effects };
   };
   const effectCounts = async (effects: string) => {
-    const rows = (await pool.query(`SELECT job_id, count(*)::int AS n FROM ${effects} GROUP BY job_id`)).rows as Array<{ job_id: string; n: number }>;
+    const rows = (await pool.query(`SELECT job_id, count(*)::int AS n FROM ${effects} GROUP BY job_id`))
+      .rows as Array<{ job_id: string; n: number }>;
     return new Map(rows.map((r) => [r.job_id, r.n]));
   };
   /** The second worker (in this process): its runner on the same store table, its reports kept. */
@@ -98,7 +107,10 @@ describe.skipIf(databaseUrl === '' || redis.skip)('workers killed mid-job', () =
         if (c.jobId !== undefined) reported.set(c.jobId, [...(reported.get(c.jobId) ?? []), c.stage]);
       },
     });
-    const onEvent = async (event: { job_id: string }, context: { transaction: pg.PoolClient | undefined }) => {
+    const onEvent = async (
+      event: { job_id: string },
+      context: { transaction: pg.PoolClient | undefined },
+    ) => {
       const sql = `INSERT INTO ${effects} (job_id, worker) VALUES ($1, $2)`;
       if (transactional) await context.transaction!.query(sql, [event.job_id, 'B']);
       else await pool.query(sql, [event.job_id, 'B']);
@@ -112,11 +124,21 @@ describe.skipIf(databaseUrl === '' || redis.skip)('workers killed mid-job', () =
     });
 
   /** What each case asserts, from the effects table and the survivor's reports. */
-  const verdict = async (effects: string, jobIds: string[], killedMidJob: string[], reported: Map<string, string[]>, transactional: boolean) => {
+  const verdict = async (
+    effects: string,
+    jobIds: string[],
+    killedMidJob: string[],
+    reported: Map<string, string[]>,
+    transactional: boolean,
+  ) => {
     const counts = await effectCounts(effects);
     const missing = jobIds.filter((id) => !counts.has(id));
     const twice = jobIds.filter((id) => (counts.get(id) ?? 0) > 1);
-    const superseded = new Set([...reported].filter(([, stages]) => stages.includes('superseded')).map(([key]) => key.replace(/^work:/, '')));
+    const superseded = new Set(
+      [...reported]
+        .filter(([, stages]) => stages.includes('superseded'))
+        .map(([key]) => key.replace(/^work:/, '')),
+    );
     expect(missing).toEqual([]);
     // The kill came while the first worker had written effects of jobs it had not finished.
     expect(killedMidJob.length).toBeGreaterThan(0);
@@ -133,7 +155,9 @@ describe.skipIf(databaseUrl === '' || redis.skip)('workers killed mid-job', () =
   };
 
   for (const transactional of [true, false]) {
-    const label = transactional ? 'transactional PostgreSQL store: each effect exactly once' : 'PostgreSQL store, not transactional: at least once, every double reported';
+    const label = transactional
+      ? 'transactional PostgreSQL store: each effect exactly once'
+      : 'PostgreSQL store, not transactional: at least once, every double reported';
 
     it(`BullMQ, ${label}`, { timeout: 60_000 }, async () => {
       const { table, effects } = await tables();
@@ -146,38 +170,83 @@ describe.skipIf(databaseUrl === '' || redis.skip)('workers killed mid-job', () =
       const handler = createBullMQHandler(queue);
       const jobs = events('bull-kill');
       const b = await survivor(table, effects, transactional);
-      const a = await startWorkerProcess({ BROKER: 'bullmq', REDIS_URL: redisServer.url, QUEUE: name, DATABASE_URL: databaseUrl, TABLE: table, EFFECTS: effects, MODE: transactional ? 'tx' : 'plain' });
+      const a = await startWorkerProcess({
+        BROKER: 'bullmq',
+        REDIS_URL: redisServer.url,
+        QUEUE: name,
+        DATABASE_URL: databaseUrl,
+        TABLE: table,
+        EFFECTS: effects,
+        MODE: transactional ? 'tx' : 'plain',
+      });
       for (const j of jobs) await handler(j.payload, j);
       while (a.effects.length < 8) await sleep(10);
       a.child.kill('SIGKILL');
       await a.exited;
       const killedMidJob = [...a.effects];
-      const worker = createBullMQWorker(name, { runner: b.runner, onEvent: b.onEvent }, { connection, concurrency: 4, lockDuration: 1_000, stalledInterval: 500 });
+      const worker = createBullMQWorker(
+        name,
+        { runner: b.runner, onEvent: b.onEvent },
+        { connection, concurrency: 4, lockDuration: 1_000, stalledInterval: 500 },
+      );
       worker.on('error', () => undefined);
       cleanups.push(() => worker.close());
       const deadline = Date.now() + 40_000;
-      while (((await queue.getJobCounts('completed')).completed ?? 0) < JOBS && Date.now() < deadline) await sleep(100);
+      while (((await queue.getJobCounts('completed')).completed ?? 0) < JOBS && Date.now() < deadline)
+        await sleep(100);
       expect(await queue.getJobCounts('completed', 'failed')).toEqual({ completed: JOBS, failed: 0 });
-      const v = await verdict(effects, jobs.map((j) => j.jobId), killedMidJob, b.reported, transactional);
-      console.log(`BullMQ, ${transactional ? 'transactional' : 'plain'}: worker A killed after ${killedMidJob.length} effects; ${v.reported} takeovers reported; ${v.twice} effects twice`);
+      const v = await verdict(
+        effects,
+        jobs.map((j) => j.jobId),
+        killedMidJob,
+        b.reported,
+        transactional,
+      );
+      console.log(
+        `BullMQ, ${transactional ? 'transactional' : 'plain'}: worker A killed after ${killedMidJob.length} effects; ${v.reported} takeovers reported; ${v.twice} effects twice`,
+      );
     });
 
     it.skipIf(nats.skip)(`JetStream, ${label}`, { timeout: 60_000 }, async () => {
       const { table, effects } = await tables();
       const stream = `WK${process.pid}_${n}`;
       const jsm = await nc!.jetstreamManager();
-      await jsm.streams.add({ name: stream, subjects: [`${stream}.events`], storage: StorageType.File, duplicate_window: 300e9 });
-      await jsm.consumers.add(stream, { durable_name: 'workers', ack_policy: AckPolicy.Explicit, ack_wait: 1e9 });
+      await jsm.streams.add({
+        name: stream,
+        subjects: [`${stream}.events`],
+        storage: StorageType.File,
+        duplicate_window: 300e9,
+      });
+      await jsm.consumers.add(stream, {
+        durable_name: 'workers',
+        ack_policy: AckPolicy.Explicit,
+        ack_wait: 1e9,
+      });
       const handler = createJetStreamHandler(nc!.jetstream(), { subject: `${stream}.events`, stream });
       const jobs = events('js-kill');
       const b = await survivor(table, effects, transactional);
-      const a = await startWorkerProcess({ BROKER: 'jetstream', NATS_URL: natsServer!.url, STREAM: stream, CONSUMER: 'workers', DATABASE_URL: databaseUrl, TABLE: table, EFFECTS: effects, MODE: transactional ? 'tx' : 'plain' });
+      const a = await startWorkerProcess({
+        BROKER: 'jetstream',
+        NATS_URL: natsServer!.url,
+        STREAM: stream,
+        CONSUMER: 'workers',
+        DATABASE_URL: databaseUrl,
+        TABLE: table,
+        EFFECTS: effects,
+        MODE: transactional ? 'tx' : 'plain',
+      });
       for (const j of jobs) await handler(j.payload, j);
       while (a.effects.length < 8) await sleep(10);
       a.child.kill('SIGKILL');
       await a.exited;
       const killedMidJob = [...a.effects];
-      const worker = createJetStreamWorker(nc!.jetstream(), { stream, consumer: 'workers', concurrency: 4, runner: b.runner, onEvent: b.onEvent });
+      const worker = createJetStreamWorker(nc!.jetstream(), {
+        stream,
+        consumer: 'workers',
+        concurrency: 4,
+        runner: b.runner,
+        onEvent: b.onEvent,
+      });
       cleanups.push(() => worker.close());
       const deadline = Date.now() + 40_000;
       const done = async () => {
@@ -186,8 +255,16 @@ describe.skipIf(databaseUrl === '' || redis.skip)('workers killed mid-job', () =
       };
       while (!(await done()) && Date.now() < deadline) await sleep(100);
       expect(await done()).toBe(true);
-      const v = await verdict(effects, jobs.map((j) => j.jobId), killedMidJob, b.reported, transactional);
-      console.log(`JetStream, ${transactional ? 'transactional' : 'plain'}: worker A killed after ${killedMidJob.length} effects; ${v.reported} takeovers reported; ${v.twice} effects twice`);
+      const v = await verdict(
+        effects,
+        jobs.map((j) => j.jobId),
+        killedMidJob,
+        b.reported,
+        transactional,
+      );
+      console.log(
+        `JetStream, ${transactional ? 'transactional' : 'plain'}: worker A killed after ${killedMidJob.length} effects; ${v.reported} takeovers reported; ${v.twice} effects twice`,
+      );
     });
   }
 });

@@ -25,7 +25,9 @@ describe('BodyBuffer', () => {
     body.add(chunk(3 * MiB - 512 * 1024 - PREALLOCATE_AFTER, 3));
     const bytes = body.bytes();
     expect(bytes.byteLength).toBe(3 * MiB);
-    expect([bytes[0], bytes[512 * 1024], bytes[512 * 1024 + PREALLOCATE_AFTER], bytes[3 * MiB - 1]]).toEqual([1, 2, 3, 3]);
+    expect([bytes[0], bytes[512 * 1024], bytes[512 * 1024 + PREALLOCATE_AFTER], bytes[3 * MiB - 1]]).toEqual([
+      1, 2, 3, 3,
+    ]);
     ticket.release();
     expect(guard.inFlight).toBe(0);
   });

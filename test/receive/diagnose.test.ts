@@ -23,13 +23,22 @@ describe('Alerts', () => {
     const { lines, log } = recorder();
     const alerts = new Alerts(log as never, 60_000);
     let built = 0;
-    for (let k = 0; k < 1000; k++) alerts.raise('wrong-key', 'warn', 'deliveries refused: wrong key', () => (built++, 'first: wrong key, fix it'));
+    for (let k = 0; k < 1000; k++)
+      alerts.raise(
+        'wrong-key',
+        'warn',
+        'deliveries refused: wrong key',
+        () => (built++, 'first: wrong key, fix it'),
+      );
     alerts.raise('other', 'error', 'other things', () => 'first: other');
     expect(lines.warn).toEqual(['first: wrong key, fix it']);
     expect(lines.error).toEqual(['first: other']);
     expect(built).toBe(1);
     vi.advanceTimersByTime(60_000);
-    expect(lines.warn).toEqual(['first: wrong key, fix it', 'jobhook: 999 more in the last 60 s: deliveries refused: wrong key']);
+    expect(lines.warn).toEqual([
+      'first: wrong key, fix it',
+      'jobhook: 999 more in the last 60 s: deliveries refused: wrong key',
+    ]);
     // The next interval starts over; nothing came again for 'other': no summary for it.
     expect(lines.error).toEqual(['first: other']);
     alerts.raise('wrong-key', 'warn', 'deliveries refused: wrong key', () => 'first again');
@@ -41,14 +50,19 @@ describe('receivers tell what is wrong with their setup', () => {
   it('a wrong public key: one warning by default (console), naming publicKey, for many refused deliveries', async () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
     // Another 2048-bit key: the signature has the right length, no key opens it.
-    const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }) as string;
+    const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({
+      type: 'spki',
+      format: 'pem',
+    }) as string;
     const receive = createReceiver({ publicKey: other, onEvent: () => undefined });
     for (let k = 0; k < 50; k++) {
       const d = signed(jobId('wrong-key'));
       expect((await receive(d)).status).toBe(401);
     }
     expect(warn).toHaveBeenCalledTimes(1);
-    expect(String(warn.mock.calls[0]![0])).toMatch(/401 SIGNATURE_INVALID: no configured key opens its signature.*publicKey is not the key the gateway signs with/);
+    expect(String(warn.mock.calls[0]![0])).toMatch(
+      /401 SIGNATURE_INVALID: no configured key opens its signature.*publicKey is not the key the gateway signs with/,
+    );
     await receive.close();
   });
 
@@ -56,11 +70,18 @@ describe('receivers tell what is wrong with their setup', () => {
     const { lines, log } = recorder();
     const receive = createWebReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, log });
     const d = signed(jobId('renamed'));
-    const headers = new Headers({ 'content-type': 'application/json', 'x-acme-signature': d.headers['X-Service-Signature']! });
-    const answer = await receive(new Request('http://127.0.0.1/hook', { method: 'POST', headers, body: d.body }));
+    const headers = new Headers({
+      'content-type': 'application/json',
+      'x-acme-signature': d.headers['X-Service-Signature']!,
+    });
+    const answer = await receive(
+      new Request('http://127.0.0.1/hook', { method: 'POST', headers, body: d.body }),
+    );
     expect(answer.status).toBe(401);
     expect(lines.warn).toHaveLength(1);
-    expect(lines.warn[0]).toMatch(/SIGNATURE_MISSING.*no X-Service-Signature header.*x-acme-signature.*signatureHeader: 'x-acme-signature'/);
+    expect(lines.warn[0]).toMatch(
+      /SIGNATURE_MISSING.*no X-Service-Signature header.*x-acme-signature.*signatureHeader: 'x-acme-signature'/,
+    );
   });
 
   it('a body changed on the way (the key opens the signature): a warning that says so and how to find out', async () => {
@@ -69,7 +90,9 @@ describe('receivers tell what is wrong with their setup', () => {
     const d = signed(jobId('changed'));
     const answer = await receive({ body: JSON.stringify(JSON.parse(d.body)), headers: d.headers });
     expect(answer.status).toBe(401);
-    expect(lines.warn.join('\n')).toMatch(/key opens its signature, but the body is not what was signed.*jobhook explain/);
+    expect(lines.warn.join('\n')).toMatch(
+      /key opens its signature, but the body is not what was signed.*jobhook explain/,
+    );
     await receive.close();
   });
 

@@ -67,7 +67,10 @@ describe('DeliveryGuard: one verification per signature and body', () => {
       return new Promise<string>((r) => (finish = r));
     });
     // The same bytes in other arrays (another request's buffer), and as text.
-    const others = [g.once(key, genuine.slice(), () => (runs++, 'other')), g.once(key, new Uint8Array([0, ...genuine]).subarray(1), () => (runs++, 'other'))];
+    const others = [
+      g.once(key, genuine.slice(), () => (runs++, 'other')),
+      g.once(key, new Uint8Array([0, ...genuine]).subarray(1), () => (runs++, 'other')),
+    ];
     finish('verified');
     expect(await Promise.all([first, ...others])).toEqual([
       { result: 'verified', own: true },
@@ -78,12 +81,15 @@ describe('DeliveryGuard: one verification per signature and body', () => {
     expect(key).toBe('0:0102ff;');
     const text = '{"job_id":"t"}';
     let textRuns = 0;
-    const t = await Promise.all([g.once(key, text, async () => (textRuns++, 'a')), g.once(key, `${text}`, async () => (textRuns++, 'b'))]);
+    const t = await Promise.all([
+      g.once(key, text, async () => (textRuns++, 'a')),
+      g.once(key, `${text}`, async () => (textRuns++, 'b')),
+    ]);
     expect(t.map((r) => r.result)).toEqual(['a', 'a']);
     expect(textRuns).toBe(1);
   });
 
-  it('a request with other bytes never gets another request\'s result, and never waits for it', async () => {
+  it("a request with other bytes never gets another request's result, and never waits for it", async () => {
     const g = new DeliveryGuard(64 * MiB, MiB);
     const order: string[] = [];
     let release!: () => void;
@@ -119,7 +125,9 @@ describe('DeliveryGuard: one verification per signature and body', () => {
       g.once(key, body.slice(), async () => (runs++, 'never')),
       g.once(key, genuine, async () => (runs++, 'genuine')),
     ]);
-    expect(results.map((r) => (r.status === 'fulfilled' ? r.value.result : (r.reason as Error).message))).toEqual(['malformed', 'malformed', 'genuine']);
+    expect(
+      results.map((r) => (r.status === 'fulfilled' ? r.value.result : (r.reason as Error).message)),
+    ).toEqual(['malformed', 'malformed', 'genuine']);
     expect(runs).toBe(2);
     expect(await g.once(key, body, () => 'later')).toEqual({ result: 'later', own: true });
   });

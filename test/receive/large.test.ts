@@ -16,16 +16,34 @@ const finished = () => new Date().toISOString();
 
 /** A large OCR-like body: many words with float tokens, some non-ASCII, a long base64 string. */
 function largeBody(id: string, words: number, extra = ''): string {
-  const w = Array.from({ length: words }, (_, k) => `{"text":"Wört ${k}","confidence":${k % 7 === 0 ? '1.0' : '0.' + (k % 97)},"box":{"x":0.0,"y":${k}.5}}`);
+  const w = Array.from(
+    { length: words },
+    (_, k) =>
+      `{"text":"Wört ${k}","confidence":${k % 7 === 0 ? '1.0' : '0.' + (k % 97)},"box":{"x":0.0,"y":${k}.5}}`,
+  );
   return `{"event":"async_job_completed","job_id":"${id}","status":"success","finished_at":"${finished()}","output":{"pages":[{"words":[${w.join(',')}]}],"image":"${'QUJD'.repeat(50_000)}"${extra}}}`;
 }
 
 describe('verification on worker threads', () => {
   it('gives the same event as the calling thread, and the same answers', async () => {
     const seen: JobCompletedEvent[] = [];
-    const inWorker = createReceiver({ publicKey, onEvent: (e) => void seen.push(e), workerThresholdBytes: 64 * 1024, log: {} });
-    const onThread = createReceiver({ publicKey, onEvent: (e) => void seen.push(e), workerThresholdBytes: false, log: {} });
-    const body = largeBody(jobId('large'), 20_000, ',"__proto__":{"polluted":true},"big":18446744073709551615');
+    const inWorker = createReceiver({
+      publicKey,
+      onEvent: (e) => void seen.push(e),
+      workerThresholdBytes: 64 * 1024,
+      log: {},
+    });
+    const onThread = createReceiver({
+      publicKey,
+      onEvent: (e) => void seen.push(e),
+      workerThresholdBytes: false,
+      log: {},
+    });
+    const body = largeBody(
+      jobId('large'),
+      20_000,
+      ',"__proto__":{"polluted":true},"big":18446744073709551615',
+    );
     expect(body.length).toBeGreaterThan(1_000_000);
     const d = signDelivery(body, key);
     const a = await inWorker({ body: new TextEncoder().encode(d.body), headers: d.headers });
@@ -39,31 +57,64 @@ describe('verification on worker threads', () => {
     await inWorker.close();
 
     // Refusals come back with their codes and messages.
-    const forged = await createReceiver({ publicKey, onEvent: () => undefined, workerThresholdBytes: 1024, log: {} })({ body: d.body, headers: { 'X-Service-Signature': 'ab'.repeat(256) } });
+    const forged = await createReceiver({
+      publicKey,
+      onEvent: () => undefined,
+      workerThresholdBytes: 1024,
+      log: {},
+    })({ body: d.body, headers: { 'X-Service-Signature': 'ab'.repeat(256) } });
     expect(JSON.parse(forged.body)).toMatchObject({ error: { code: 'SIGNATURE_INVALID' } });
     const broken = body.slice(0, 500_000);
     const sigOfBroken = signDelivery(body, key).headers;
-    const r1 = await createReceiver({ publicKey, onEvent: () => undefined, workerThresholdBytes: 1024, log: {} })({ body: broken, headers: sigOfBroken });
-    const r2 = await createReceiver({ publicKey, onEvent: () => undefined, workerThresholdBytes: false, log: {} })({ body: broken, headers: sigOfBroken });
+    const r1 = await createReceiver({
+      publicKey,
+      onEvent: () => undefined,
+      workerThresholdBytes: 1024,
+      log: {},
+    })({ body: broken, headers: sigOfBroken });
+    const r2 = await createReceiver({
+      publicKey,
+      onEvent: () => undefined,
+      workerThresholdBytes: false,
+      log: {},
+    })({ body: broken, headers: sigOfBroken });
     expect(r1).toEqual(r2);
     expect(JSON.parse(r1.body)).toMatchObject({ error: { code: 'BODY_MALFORMED' } });
   });
 
   it('integers that need the exact tree (bigint mode) are built on the calling thread, still right', async () => {
     const seen: JobCompletedEvent[] = [];
-    const receive = createReceiver({ publicKey, integers: 'bigint', dialects: ['python-utf8'], onEvent: (e) => void seen.push(e), workerThresholdBytes: 1024, log: {} });
-    const d = signDelivery(largeBody(jobId('exact'), 2_000, ',"n":123456789012345678901234567890'), key, { dialect: 'python-utf8' });
+    const receive = createReceiver({
+      publicKey,
+      integers: 'bigint',
+      dialects: ['python-utf8'],
+      onEvent: (e) => void seen.push(e),
+      workerThresholdBytes: 1024,
+      log: {},
+    });
+    const d = signDelivery(largeBody(jobId('exact'), 2_000, ',"n":123456789012345678901234567890'), key, {
+      dialect: 'python-utf8',
+    });
     expect((await receive({ body: d.body, headers: d.headers })).status).toBe(200);
-    expect(((seen[0] as unknown as { output: { n: unknown } }).output).n).toBe(123456789012345678901234567890n);
+    expect((seen[0] as unknown as { output: { n: unknown } }).output.n).toBe(123456789012345678901234567890n);
     await receive.close();
   });
 
   it('a full queue answers 503 RECEIVER_BUSY, never drops or doubles a job', async () => {
     let runs = 0;
-    const receive = createReceiver({ publicKey, onEvent: () => void runs++, workerThresholdBytes: 1024, workerPoolSize: 1, log: {} });
+    const receive = createReceiver({
+      publicKey,
+      onEvent: () => void runs++,
+      workerThresholdBytes: 1024,
+      workerPoolSize: 1,
+      log: {},
+    });
     const deliveries = Array.from({ length: 20 }, () => signDelivery(largeBody(jobId('busy'), 5_000), key));
     const answers = await Promise.all(deliveries.map((d) => receive({ body: d.body, headers: d.headers })));
-    const codes = answers.map((a) => `${a.status} ${(JSON.parse(a.body) as { status?: string; error?: { code: string } }).status ?? (JSON.parse(a.body) as { error: { code: string } }).error.code}`);
+    const codes = answers.map(
+      (a) =>
+        `${a.status} ${(JSON.parse(a.body) as { status?: string; error?: { code: string } }).status ?? (JSON.parse(a.body) as { error: { code: string } }).error.code}`,
+    );
     // One in the worker, eight waiting; the rest are told to come back.
     expect(codes.filter((c) => c === '200 processed')).toHaveLength(9);
     expect(codes.filter((c) => c === '503 RECEIVER_BUSY')).toHaveLength(11);
@@ -73,11 +124,19 @@ describe('verification on worker threads', () => {
 
   it('close() while deliveries wait for the worker: each is answered 503 (the gateway retries), none hangs or runs', async () => {
     let runs = 0;
-    const receive = createReceiver({ publicKey, onEvent: () => void runs++, workerThresholdBytes: 1024, workerPoolSize: 1, log: {} });
+    const receive = createReceiver({
+      publicKey,
+      onEvent: () => void runs++,
+      workerThresholdBytes: 1024,
+      workerPoolSize: 1,
+      log: {},
+    });
     const deliveries = Array.from({ length: 5 }, () => signDelivery(largeBody(jobId('closing'), 5_000), key));
     const answers = Promise.all(deliveries.map((d) => receive({ body: d.body, headers: d.headers })));
     await receive.close();
-    const codes = (await answers).map((a) => `${a.status} ${(JSON.parse(a.body) as { error?: { code: string } }).error?.code ?? 'ok'}`);
+    const codes = (await answers).map(
+      (a) => `${a.status} ${(JSON.parse(a.body) as { error?: { code: string } }).error?.code ?? 'ok'}`,
+    );
     expect(codes).toEqual(Array(5).fill('503 RECEIVER_BUSY'));
     expect(runs).toBe(0);
   });
@@ -86,15 +145,19 @@ describe('verification on worker threads', () => {
 describe('building a value from a plan', () => {
   it('equals JSON.parse for any JSON, whatever the piece size (property)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.json({ depthSize: 'medium' }), fc.integer({ min: 1, max: 200 }), async (text, maxPiece) => {
-        for (const t of [text, JSON.stringify(JSON.parse(text), null, 2)]) {
-          const bytes = new TextEncoder().encode(t);
-          const v = await buildValue(bytes, splitPlan(bytes, maxPiece));
-          expect(v).toEqual(JSON.parse(t));
-          // Key order too.
-          expect(JSON.stringify(v)).toBe(JSON.stringify(JSON.parse(t)));
-        }
-      }),
+      fc.asyncProperty(
+        fc.json({ depthSize: 'medium' }),
+        fc.integer({ min: 1, max: 200 }),
+        async (text, maxPiece) => {
+          for (const t of [text, JSON.stringify(JSON.parse(text), null, 2)]) {
+            const bytes = new TextEncoder().encode(t);
+            const v = await buildValue(bytes, splitPlan(bytes, maxPiece));
+            expect(v).toEqual(JSON.parse(t));
+            // Key order too.
+            expect(JSON.stringify(v)).toBe(JSON.stringify(JSON.parse(t)));
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });

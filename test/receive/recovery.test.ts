@@ -14,7 +14,8 @@ import { recorder } from '../adapters/receiver-table.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const publicKey = publicPem(2048);
-const code = (a: ReceiverAnswer) => `${a.status} ${(JSON.parse(a.body) as { status?: string; error?: { code: string } }).status ?? (JSON.parse(a.body) as { error: { code: string } }).error.code}`;
+const code = (a: ReceiverAnswer) =>
+  `${a.status} ${(JSON.parse(a.body) as { status?: string; error?: { code: string } }).status ?? (JSON.parse(a.body) as { error: { code: string } }).error.code}`;
 
 describe('a handler slower than its lease (memory store)', () => {
   it('keeps its job: the lease is renewed while it runs, so a duplicate arriving later gets 503, and it runs once', async () => {
@@ -43,7 +44,11 @@ describe('a handler slower than its lease (memory store)', () => {
   it('without renewals (a store lacking renew()) it says so at construction', () => {
     const { lines, log } = recorder();
     const plain = new MemoryIdempotencyStore();
-    const store = { claim: plain.claim.bind(plain), complete: plain.complete.bind(plain), release: plain.release.bind(plain) };
+    const store = {
+      claim: plain.claim.bind(plain),
+      complete: plain.complete.bind(plain),
+      release: plain.release.bind(plain),
+    };
     createReceiver({ publicKey, store, log, onEvent: () => undefined });
     expect(lines.warn.join('\n')).toMatch(/no renew\(\).*may run twice/);
   });
@@ -86,7 +91,13 @@ describe.skipIf(availability('redis').skip)('a Redis that stops answering for a 
     const b = new RedisIdempotencyStore({ url: server.url, operationTimeoutMs: 300, log: {} });
     const first = createReceiver({ publicKey, store: a, leaseMs: 60_000, log: {}, onEvent: () => undefined });
     let runs = 0;
-    const second = createReceiver({ publicKey, store: b, leaseMs: 60_000, log: {}, onEvent: () => void runs++ });
+    const second = createReceiver({
+      publicKey,
+      store: b,
+      leaseMs: 60_000,
+      log: {},
+      onEvent: () => void runs++,
+    });
     const d = signed(jobId('lost-claim-2'));
     await a.claim('warm-up-a', { leaseMs: 1000 });
     await b.claim('warm-up-b', { leaseMs: 1000 });

@@ -4,7 +4,11 @@
  * a second). A file of its own: it sets the process's global tracer provider.
  */
 import { trace } from '@opentelemetry/api';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createReceiver } from '../../src/index.js';
 import { jobId, signed } from '../helpers/deliveries.js';
@@ -17,7 +21,9 @@ describe('telemetry through the global API', () => {
     const receive = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, log: false });
     const exporter = new InMemorySpanExporter();
     expect((await receive(signed(jobId('before-sdk')))).status).toBe(200);
-    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+    trace.setGlobalTracerProvider(
+      new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }),
+    );
     expect(exporter.getFinishedSpans()).toEqual([]);
     // Asked again at most every second.
     await new Promise((r) => setTimeout(r, 1100));

@@ -8,11 +8,26 @@
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, InMemorySpanExporter, ParentBasedSampler, SimpleSpanProcessor, type ReadableSpan, type Sampler } from '@opentelemetry/sdk-trace-base';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  ParentBasedSampler,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+  type Sampler,
+} from '@opentelemetry/sdk-trace-base';
 import express from 'express';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createJobRunner, createReceiver, MemoryIdempotencyStore, type DeliveryOutcome, type IdempotencyStore } from '../../src/index.js';
+import {
+  createJobRunner,
+  createReceiver,
+  MemoryIdempotencyStore,
+  type DeliveryOutcome,
+  type IdempotencyStore,
+} from '../../src/index.js';
 import { createReconciler } from '../../src/gateway.js';
 import { createReceiver as createExpressReceiver } from '../../src/express.js';
 import { createReceiver as createFetchReceiver } from '../../src/web.js';
@@ -36,15 +51,21 @@ function otel() {
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   const points = async (name: string) => {
     const { resourceMetrics } = (await reader.collect()) as { resourceMetrics: ResourceMetrics };
-    const metric = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === name);
+    const metric = resourceMetrics.scopeMetrics
+      .flatMap((s) => s.metrics)
+      .find((m) => m.descriptor.name === name);
     return (metric?.dataPoints ?? []) as Array<{ attributes: Record<string, unknown>; value: unknown }>;
   };
   /** Sum of a counter's points whose attributes include `match`. */
   const count = async (name: string, match: Record<string, unknown> = {}) =>
-    (await points(name)).filter((p) => Object.entries(match).every(([k, v]) => p.attributes[k] === v)).reduce((n, p) => n + (p.value as number), 0);
+    (await points(name))
+      .filter((p) => Object.entries(match).every(([k, v]) => p.attributes[k] === v))
+      .reduce((n, p) => n + (p.value as number), 0);
   /** Number of values a histogram recorded whose attributes include `match`. */
   const recorded = async (name: string, match: Record<string, unknown> = {}) =>
-    (await points(name)).filter((p) => Object.entries(match).every(([k, v]) => p.attributes[k] === v)).reduce((n, p) => n + (p.value as { count: number }).count, 0);
+    (await points(name))
+      .filter((p) => Object.entries(match).every(([k, v]) => p.attributes[k] === v))
+      .reduce((n, p) => n + (p.value as { count: number }).count, 0);
   return { meterProvider, tracerProvider, exporter, count, recorded, points };
 }
 
@@ -81,7 +102,12 @@ const adapters: Array<[string, Make]> = [
     'fetch',
     (o) => {
       const receive = createFetchReceiver(o as unknown as Parameters<typeof createFetchReceiver>[0]);
-      return async (d) => (await receive(new Request('http://localhost/hook', { method: 'POST', headers: d.headers, body: d.body }))).status;
+      return async (d) =>
+        (
+          await receive(
+            new Request('http://localhost/hook', { method: 'POST', headers: d.headers, body: d.body }),
+          )
+        ).status;
     },
   ],
 ];
@@ -91,7 +117,12 @@ const ADAPTER_NAME: Record<string, string> = { agnostic: 'agnostic', express: 'e
 /** A delivery with a signature of the right length that no key opens. */
 function forged() {
   const d = signed(jobId('forged'));
-  const headers = Object.fromEntries(Object.entries(d.headers).map(([k, v]) => [k, k.toLowerCase() === 'x-service-signature' ? 'ab'.repeat(256) : v]));
+  const headers = Object.fromEntries(
+    Object.entries(d.headers).map(([k, v]) => [
+      k,
+      k.toLowerCase() === 'x-service-signature' ? 'ab'.repeat(256) : v,
+    ]),
+  );
   return { body: d.body, headers };
 }
 
@@ -127,10 +158,16 @@ for (const [name, make] of adapters) {
       });
       const { N, M, K } = await mix(post, throwing);
       const adapter = ADAPTER_NAME[name];
-      expect(await t.count('jobhook.deliveries', { outcome: 'processed', adapter, dialect: 'orjson' })).toBe(N);
+      expect(await t.count('jobhook.deliveries', { outcome: 'processed', adapter, dialect: 'orjson' })).toBe(
+        N,
+      );
       expect(await t.count('jobhook.deliveries', { outcome: 'duplicate', adapter })).toBe(M);
-      expect(await t.count('jobhook.deliveries', { outcome: 'refused', code: 'SIGNATURE_INVALID', adapter })).toBe(K);
-      expect(await t.count('jobhook.deliveries', { outcome: 'failed', code: 'HANDLER_FAILED', adapter })).toBe(1);
+      expect(
+        await t.count('jobhook.deliveries', { outcome: 'refused', code: 'SIGNATURE_INVALID', adapter }),
+      ).toBe(K);
+      expect(
+        await t.count('jobhook.deliveries', { outcome: 'failed', code: 'HANDLER_FAILED', adapter }),
+      ).toBe(1);
       expect(await t.count('jobhook.deliveries')).toBe(N + M + K + 1);
       // Verified (and timed) are the deliveries whose body was read: all but the forged ones.
       expect(await t.recorded('jobhook.verify.duration')).toBe(N + M + 1);
@@ -138,19 +175,46 @@ for (const [name, make] of adapters) {
       expect(await t.recorded('jobhook.delivery.lag')).toBe(N + M + 1);
       // The handler ran N + 1 times (the throwing one too); the store: claims for all, completions for N.
       expect(await t.recorded('jobhook.handler.duration')).toBe(N + 1);
-      expect(await t.recorded('jobhook.store.duration', { op: 'claim', store: 'memory', result: 'acquired' })).toBe(N + 1);
-      expect(await t.recorded('jobhook.store.duration', { op: 'claim', store: 'memory', result: 'completed' })).toBe(M);
-      expect(await t.recorded('jobhook.store.duration', { op: 'complete', store: 'memory', result: 'completed' })).toBe(N);
+      expect(
+        await t.recorded('jobhook.store.duration', { op: 'claim', store: 'memory', result: 'acquired' }),
+      ).toBe(N + 1);
+      expect(
+        await t.recorded('jobhook.store.duration', { op: 'claim', store: 'memory', result: 'completed' }),
+      ).toBe(M);
+      expect(
+        await t.recorded('jobhook.store.duration', { op: 'complete', store: 'memory', result: 'completed' }),
+      ).toBe(N);
       expect(await t.recorded('jobhook.store.duration', { op: 'release', result: 'released' })).toBe(1);
       // onDelivery: once per request, with what happened.
       expect(heard).toHaveLength(N + M + K + 1);
-      expect(heard.filter((h) => h.outcome === 'processed' && h.status === 200 && h.dialect === 'orjson' && h.jobId !== undefined && h.bodyBytes > 200)).toHaveLength(N);
-      expect(heard.filter((h) => h.outcome === 'refused' && h.status === 401 && h.code === 'SIGNATURE_INVALID' && h.bodyBytes === 0)).toHaveLength(K);
-      expect(heard.find((h) => h.outcome === 'failed')).toMatchObject({ status: 500, code: 'HANDLER_FAILED', jobId: throwing });
+      expect(
+        heard.filter(
+          (h) =>
+            h.outcome === 'processed' &&
+            h.status === 200 &&
+            h.dialect === 'orjson' &&
+            h.jobId !== undefined &&
+            h.bodyBytes > 200,
+        ),
+      ).toHaveLength(N);
+      expect(
+        heard.filter(
+          (h) =>
+            h.outcome === 'refused' &&
+            h.status === 401 &&
+            h.code === 'SIGNATURE_INVALID' &&
+            h.bodyBytes === 0,
+        ),
+      ).toHaveLength(K);
+      expect(heard.find((h) => h.outcome === 'failed')).toMatchObject({
+        status: 500,
+        code: 'HANDLER_FAILED',
+        jobId: throwing,
+      });
       expect(heard.every((h) => h.durationMs >= 0 && Number.isFinite(h.durationMs))).toBe(true);
     });
 
-    it('spans: jobhook.receive (server) with verify, claim, handler and complete children; the application\'s span is a child of the delivery span', async () => {
+    it("spans: jobhook.receive (server) with verify, claim, handler and complete children; the application's span is a child of the delivery span", async () => {
       const t = otel();
       const id = jobId('spans');
       const post = make({
@@ -169,7 +233,11 @@ for (const [name, make] of adapters) {
       const receive = spans.find((s) => s.name === 'jobhook.receive')!;
       expect(receive).toBeDefined();
       expect(receive.kind).toBe(1); // SpanKind.SERVER
-      expect(receive.attributes).toMatchObject({ 'jobhook.job_id': id, 'jobhook.dialect': 'orjson', 'jobhook.adapter': ADAPTER_NAME[name] });
+      expect(receive.attributes).toMatchObject({
+        'jobhook.job_id': id,
+        'jobhook.dialect': 'orjson',
+        'jobhook.adapter': ADAPTER_NAME[name],
+      });
       const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
       const id0 = receive.spanContext().spanId;
       for (const child of ['jobhook.verify', 'jobhook.claim', 'jobhook.handler', 'jobhook.complete']) {
@@ -204,7 +272,13 @@ describe('telemetry of the job runner', () => {
       },
       release: (id, tk) => store.release(id, tk),
     };
-    const runner = createJobRunner({ store: link, leaseMs: 100, takeoverGraceMs: 0, log: {}, meterProvider: t.meterProvider });
+    const runner = createJobRunner({
+      store: link,
+      leaseMs: 100,
+      takeoverGraceMs: 0,
+      log: {},
+      meterProvider: t.meterProvider,
+    });
     const id = jobId('taken');
     const crashed = await store.claim(id, { leaseMs: 30 });
     expect(crashed.status).toBe('acquired');
@@ -228,12 +302,22 @@ describe('telemetry of the job runner', () => {
     expect(() => createJobRunner({ meterProvider: 'yes' as never })).toThrow(TypeError);
   });
 
-  it('the reconciler: a recovered job is counted and gets its own span (consumer), the application\'s span inside it', async () => {
+  it("the reconciler: a recovered job is counted and gets its own span (consumer), the application's span inside it", async () => {
     const t = otel();
     const store = new MemoryIdempotencyStore();
     const id = jobId('recovered');
     await store.trackPending(id, { since: 0 });
-    const job = { public_id: id, status: 'success', feature: 'ocr', subfeature: 'ocr', provider: 'acme', model: null, created_at: '2026-11-21T10:00:00Z', output: { text: 'x' }, cost: '0.01' };
+    const job = {
+      public_id: id,
+      status: 'success',
+      feature: 'ocr',
+      subfeature: 'ocr',
+      provider: 'acme',
+      model: null,
+      created_at: '2026-11-21T10:00:00Z',
+      output: { text: 'x' },
+      cost: '0.01',
+    };
     const reconciler = createReconciler({
       client: { getJob: async () => job as never },
       store,
@@ -249,8 +333,12 @@ describe('telemetry of the job runner', () => {
     const root = spans.find((s) => s.name === 'jobhook.reconcile')!;
     expect(root.kind).toBe(4); // SpanKind.CONSUMER
     expect(root.attributes['jobhook.job_id']).toBe(id);
-    expect(spans.find((s) => s.name === 'app.recover')!.parentSpanContext?.spanId).toBe(root.spanContext().spanId);
-    expect(spans.find((s) => s.name === 'jobhook.handler')!.parentSpanContext?.spanId).toBe(root.spanContext().spanId);
+    expect(spans.find((s) => s.name === 'app.recover')!.parentSpanContext?.spanId).toBe(
+      root.spanContext().spanId,
+    );
+    expect(spans.find((s) => s.name === 'jobhook.handler')!.parentSpanContext?.spanId).toBe(
+      root.spanContext().spanId,
+    );
     await reconciler.stop();
   });
 });
@@ -260,14 +348,25 @@ describe('traces sampled out', () => {
   function sampledOut() {
     const exporter = new InMemorySpanExporter();
     const sampler: Sampler = new ParentBasedSampler({ root: new AlwaysOffSampler() });
-    const tracerProvider = new BasicTracerProvider({ sampler, spanProcessors: [new SimpleSpanProcessor(exporter)] });
-    const appProvider = new BasicTracerProvider({ sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }), spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const tracerProvider = new BasicTracerProvider({
+      sampler,
+      spanProcessors: [new SimpleSpanProcessor(exporter)],
+    });
+    const appProvider = new BasicTracerProvider({
+      sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
+      spanProcessors: [new SimpleSpanProcessor(exporter)],
+    });
     return { exporter, tracerProvider, appProvider };
   }
 
   it("records no span, yet the delivery's (non-recording) span is active in onEvent: the application's spans keep its decision", async () => {
     const t = sampledOut();
-    const seen: Array<{ active: string | undefined; app: string; recording: boolean; activeRecording: boolean | undefined }> = [];
+    const seen: Array<{
+      active: string | undefined;
+      app: string;
+      recording: boolean;
+      activeRecording: boolean | undefined;
+    }> = [];
     const receive = createReceiver({
       publicKey,
       log: {},
@@ -278,7 +377,12 @@ describe('traces sampled out', () => {
         const span = t.appProvider.getTracer('app').startSpan('app.save');
         await new Promise((r) => setTimeout(r, 1));
         span.end();
-        seen.push({ active: active?.spanContext().traceId, app: span.spanContext().traceId, recording: span.isRecording(), activeRecording: active?.isRecording() });
+        seen.push({
+          active: active?.spanContext().traceId,
+          app: span.spanContext().traceId,
+          recording: span.isRecording(),
+          activeRecording: active?.isRecording(),
+        });
       },
     });
     expect((await receive(signed(jobId('sampled-out')))).status).toBe(200);
@@ -323,60 +427,86 @@ describe('onDelivery and health()', () => {
     });
     expect((await receive(signed(jobId('hook')))).status).toBe(200);
     expect(errors.some((e) => e.includes('onDelivery threw'))).toBe(true);
-    expect(() => createReceiver({ publicKey, onEvent: () => undefined, onDelivery: 'no' as never })).toThrow(TypeError);
+    expect(() => createReceiver({ publicKey, onEvent: () => undefined, onDelivery: 'no' as never })).toThrow(
+      TypeError,
+    );
   });
 
   it('health(): the memory store answers; the workers and the repair queue are reported', async () => {
     const receive = createReceiver({ publicKey, log: {}, onEvent: () => undefined });
     const health = await receive.health();
-    expect(health).toMatchObject({ ok: true, store: { ok: true }, repairQueue: 0, workers: { busy: 0, queued: 0 } });
+    expect(health).toMatchObject({
+      ok: true,
+      store: { ok: true },
+      repairQueue: 0,
+      workers: { busy: 0, queued: 0 },
+    });
     expect(health.store.latencyMs).toBeGreaterThanOrEqual(0);
   });
 });
 
-describe.skipIf(inject('redisUrl') === '' || inject('databaseUrl') === '')('telemetry on real Redis and PostgreSQL', () => {
-  const stores: Array<{ close(): Promise<void> }> = [];
-  afterAll(async () => {
-    await Promise.all(stores.map((s) => s.close()));
-  });
-  const cases: Array<[string, () => Promise<IdempotencyStore & { close(): Promise<void> }>]> = [
-    ['redis', async () => new RedisIdempotencyStore({ url: inject('redisUrl'), keyPrefix: `otel:${process.pid}:`, pendingKey: `otel-pending:${process.pid}`, log: {} })],
-    [
-      'postgres',
-      async () => {
-        const s = new PostgresIdempotencyStore({ connectionString: inject('databaseUrl'), table: `jobhook_otel_${process.pid}` });
-        await s.migrate();
-        return s;
-      },
-    ],
-  ];
-  for (const [name, make] of cases) {
-    it(`${name}: the mix's counts, store operations timed with store=${name}; health() answers, and says not ok when the store does not`, async () => {
-      const store = await make();
-      stores.push(store);
-      const t = otel();
-      const throwing = jobId('throws');
-      const receive = createReceiver({
-        publicKey,
-        store,
-        log: {},
-        meterProvider: t.meterProvider,
-        onEvent: (event) => {
-          if (event.job_id === throwing) throw new Error('db down');
-        },
-      });
-      const { N, M, K } = await mix(async (d) => (await receive(d)).status, throwing);
-      expect(await t.count('jobhook.deliveries', { outcome: 'processed' })).toBe(N);
-      expect(await t.count('jobhook.deliveries', { outcome: 'duplicate' })).toBe(M);
-      expect(await t.count('jobhook.deliveries', { outcome: 'refused' })).toBe(K);
-      expect(await t.count('jobhook.deliveries', { outcome: 'failed' })).toBe(1);
-      expect(await t.recorded('jobhook.store.duration', { op: 'claim', store: name, result: 'acquired' })).toBe(N + 1);
-      expect(await t.recorded('jobhook.store.duration', { op: 'complete', store: name, result: 'completed' })).toBe(N);
-      expect(await receive.health()).toMatchObject({ ok: true, store: { ok: true } });
-      await store.close();
-      const down = await receive.health(500);
-      expect(down.ok).toBe(false);
-      expect(down.store.ok).toBe(false);
+describe.skipIf(inject('redisUrl') === '' || inject('databaseUrl') === '')(
+  'telemetry on real Redis and PostgreSQL',
+  () => {
+    const stores: Array<{ close(): Promise<void> }> = [];
+    afterAll(async () => {
+      await Promise.all(stores.map((s) => s.close()));
     });
-  }
-});
+    const cases: Array<[string, () => Promise<IdempotencyStore & { close(): Promise<void> }>]> = [
+      [
+        'redis',
+        async () =>
+          new RedisIdempotencyStore({
+            url: inject('redisUrl'),
+            keyPrefix: `otel:${process.pid}:`,
+            pendingKey: `otel-pending:${process.pid}`,
+            log: {},
+          }),
+      ],
+      [
+        'postgres',
+        async () => {
+          const s = new PostgresIdempotencyStore({
+            connectionString: inject('databaseUrl'),
+            table: `jobhook_otel_${process.pid}`,
+          });
+          await s.migrate();
+          return s;
+        },
+      ],
+    ];
+    for (const [name, make] of cases) {
+      it(`${name}: the mix's counts, store operations timed with store=${name}; health() answers, and says not ok when the store does not`, async () => {
+        const store = await make();
+        stores.push(store);
+        const t = otel();
+        const throwing = jobId('throws');
+        const receive = createReceiver({
+          publicKey,
+          store,
+          log: {},
+          meterProvider: t.meterProvider,
+          onEvent: (event) => {
+            if (event.job_id === throwing) throw new Error('db down');
+          },
+        });
+        const { N, M, K } = await mix(async (d) => (await receive(d)).status, throwing);
+        expect(await t.count('jobhook.deliveries', { outcome: 'processed' })).toBe(N);
+        expect(await t.count('jobhook.deliveries', { outcome: 'duplicate' })).toBe(M);
+        expect(await t.count('jobhook.deliveries', { outcome: 'refused' })).toBe(K);
+        expect(await t.count('jobhook.deliveries', { outcome: 'failed' })).toBe(1);
+        expect(
+          await t.recorded('jobhook.store.duration', { op: 'claim', store: name, result: 'acquired' }),
+        ).toBe(N + 1);
+        expect(
+          await t.recorded('jobhook.store.duration', { op: 'complete', store: name, result: 'completed' }),
+        ).toBe(N);
+        expect(await receive.health()).toMatchObject({ ok: true, store: { ok: true } });
+        await store.close();
+        const down = await receive.health(500);
+        expect(down.ok).toBe(false);
+        expect(down.store.ok).toBe(false);
+      });
+    }
+  },
+);

@@ -14,7 +14,15 @@ import { checkReceiver } from '../../src/testing.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
 import { ROOT } from '../helpers/paths.js';
 import { freePort } from '../helpers/servers.js';
-import { findRuntime, makeApp, packPackage, runtimeEnv, serve, type RuntimeName, type Served } from './harness.js';
+import {
+  findRuntime,
+  makeApp,
+  packPackage,
+  runtimeEnv,
+  serve,
+  type RuntimeName,
+  type Served,
+} from './harness.js';
 
 const runtimes = Object.fromEntries((['Bun', 'Deno', 'workerd'] as const).map((n) => [n, findRuntime(n)]));
 const scratch = mkdtempSync(join(tmpdir(), 'jobhook-runtimes-check-'));
@@ -29,8 +37,19 @@ beforeAll(async () => {
     'workers/workerd.capnp': join(ROOT, 'examples', 'workers', 'workerd.capnp'),
   });
   if (runtimes.workerd!.ok) {
-    await build({ entryPoints: [join(app, 'workers', 'worker.js')], bundle: true, format: 'esm', conditions: ['workerd', 'worker', 'browser'], external: ['jobhook/rsa.wasm'], outfile: join(app, 'workers', 'dist', 'worker.js'), logLevel: 'warning' });
-    copyFileSync(join(app, 'node_modules', 'jobhook', 'dist', 'rsa.wasm'), join(app, 'workers', 'dist', 'rsa.wasm'));
+    await build({
+      entryPoints: [join(app, 'workers', 'worker.js')],
+      bundle: true,
+      format: 'esm',
+      conditions: ['workerd', 'worker', 'browser'],
+      external: ['jobhook/rsa.wasm'],
+      outfile: join(app, 'workers', 'dist', 'worker.js'),
+      logLevel: 'warning',
+    });
+    copyFileSync(
+      join(app, 'node_modules', 'jobhook', 'dist', 'rsa.wasm'),
+      join(app, 'workers', 'dist', 'rsa.wasm'),
+    );
   }
 }, 120_000);
 
@@ -48,7 +67,15 @@ async function start(name: RuntimeName): Promise<Served> {
     Deno: ['run', '--allow-net', '--allow-env', 'deno/server.ts'],
     workerd: ['serve', join('workers', 'workerd.capnp'), '--socket-addr', `http=127.0.0.1:${port}`],
   };
-  const s = await serve(rt.bin, args[name], { cwd: app, env: runtimeEnv(scratch, { GATEWAY_PUBLIC_KEY: publicPem(2048), HOST: '127.0.0.1', PORT: String(port ?? 0) }), port });
+  const s = await serve(rt.bin, args[name], {
+    cwd: app,
+    env: runtimeEnv(scratch, {
+      GATEWAY_PUBLIC_KEY: publicPem(2048),
+      HOST: '127.0.0.1',
+      PORT: String(port ?? 0),
+    }),
+    port,
+  });
   started.push(s);
   return s;
 }
@@ -67,9 +94,22 @@ for (const name of ['Bun', 'Deno', 'workerd'] as const) {
       const s = await start(name);
       // workerd keeps a Worker's console.log to itself unless asked: runs are read from the answers there.
       const effects = name === 'workerd' ? undefined : effectsOf(s);
-      const report = await checkReceiver(`${s.url}/webhooks/gateway`, { privateKey: privatePem(2048), effects, backoffMs: 50, maxBackoffMs: 400 });
-      const notPassed = report.results.filter((r) => r.verdict !== 'passed').map((r) => `${r.id}: ${r.verdict} ${r.meaning}`);
-      expect(notPassed, s.output().slice(-2000)).toEqual(BROTLI[name] ? [] : ['genuine/br: skipped HTTP 415 ENCODING_UNSUPPORTED: this Content-Encoding is not taken, which is fine (the gateway sends bodies unencoded)']);
+      const report = await checkReceiver(`${s.url}/webhooks/gateway`, {
+        privateKey: privatePem(2048),
+        effects,
+        backoffMs: 50,
+        maxBackoffMs: 400,
+      });
+      const notPassed = report.results
+        .filter((r) => r.verdict !== 'passed')
+        .map((r) => `${r.id}: ${r.verdict} ${r.meaning}`);
+      expect(notPassed, s.output().slice(-2000)).toEqual(
+        BROTLI[name]
+          ? []
+          : [
+              'genuine/br: skipped HTTP 415 ENCODING_UNSUPPORTED: this Content-Encoding is not taken, which is fine (the gateway sends bodies unencoded)',
+            ],
+      );
       expect(report).toMatchObject({ ok: true, countedFrom: effects === undefined ? 'answers' : 'effects' });
     }, 300_000);
   });

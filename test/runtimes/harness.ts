@@ -20,7 +20,9 @@ const PACKAGES: Record<RuntimeName, { pkg: string; bin: string }> = {
   workerd: { pkg: '@cloudflare/workerd-linux-64', bin: 'bin/workerd' },
 };
 
-export type Runtime = { name: RuntimeName; ok: true; bin: string; version: string } | { name: RuntimeName; ok: false; reason: string };
+export type Runtime =
+  | { name: RuntimeName; ok: true; bin: string; version: string }
+  | { name: RuntimeName; ok: false; reason: string };
 
 /**
  * The binary inside the package, used directly (the packages have no install script, so
@@ -41,10 +43,14 @@ export function findRuntime(name: RuntimeName): Runtime {
       accessSync(path, constants.X_OK);
       const run = spawnSync(path, ['--version'], { encoding: 'utf8', timeout: 20_000 });
       const out = `${run.stdout ?? ''}`.trim();
-      if (run.status !== 0) reason = `${path} --version failed (${run.error?.message ?? `exit ${run.status}`}): ${`${run.stderr ?? ''}`.trim().slice(0, 300)}`;
+      if (run.status !== 0)
+        reason = `${path} --version failed (${run.error?.message ?? `exit ${run.status}`}): ${`${run.stderr ?? ''}`.trim().slice(0, 300)}`;
       else {
         // "1.4.5", "deno 2.9.6 (stable, …)", "workerd 2026-11-17"
-        const version = out.split('\n')[0]!.replace(/^(deno|workerd) /, '').replace(/ \(.*$/, '');
+        const version = out
+          .split('\n')[0]!
+          .replace(/^(deno|workerd) /, '')
+          .replace(/ \(.*$/, '');
         return { name, ok: true, bin: path, version };
       }
     } catch (err) {
@@ -52,13 +58,18 @@ export function findRuntime(name: RuntimeName): Runtime {
     }
   }
   if (process.env.CI === 'true') throw new Error(`CI must run the ${name} runtime tests, but ${reason}`);
-  console.warn(`\n${'!'.repeat(100)}\n!!! [jobhook] ${name} runtime tests SKIPPED: ${reason}\n${'!'.repeat(100)}\n`);
+  console.warn(
+    `\n${'!'.repeat(100)}\n!!! [jobhook] ${name} runtime tests SKIPPED: ${reason}\n${'!'.repeat(100)}\n`,
+  );
   return { name, ok: false, reason: reason! };
 }
 
 function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): string {
   const r = spawnSync(cmd, args, { cwd, env, encoding: 'utf8', timeout: 120_000 });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stdout}\n${r.stderr}`);
+  if (r.status !== 0)
+    throw new Error(
+      `${cmd} ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stdout}\n${r.stderr}`,
+    );
   return r.stdout;
 }
 
@@ -73,10 +84,26 @@ export function packPackage(scratch: string): string {
   if (process.env.JOBHOOK_TEST_TARBALL) return process.env.JOBHOOK_TEST_TARBALL;
   const stage = join(scratch, 'package');
   mkdirSync(stage, { recursive: true });
-  run(process.execPath, [join(ROOT, 'node_modules', 'tsup', 'dist', 'cli-default.js'), '--silent', '--out-dir', join(stage, 'dist')], ROOT, { ...process.env, JOBHOOK_BUILD: 'js' });
-  run(process.execPath, [join(ROOT, 'scripts', 'write-rsa-wasm.mjs'), '--out-dir', join(stage, 'dist')], ROOT);
+  run(
+    process.execPath,
+    [
+      join(ROOT, 'node_modules', 'tsup', 'dist', 'cli-default.js'),
+      '--silent',
+      '--out-dir',
+      join(stage, 'dist'),
+    ],
+    ROOT,
+    { ...process.env, JOBHOOK_BUILD: 'js' },
+  );
+  run(
+    process.execPath,
+    [join(ROOT, 'scripts', 'write-rsa-wasm.mjs'), '--out-dir', join(stage, 'dist')],
+    ROOT,
+  );
   for (const f of ['package.json', 'README.md']) cpSync(join(ROOT, f), join(stage, f));
-  const packed = JSON.parse(run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], stage)) as Array<{ filename: string }>;
+  const packed = JSON.parse(
+    run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], stage),
+  ) as Array<{ filename: string }>;
   return join(scratch, packed[0]!.filename);
 }
 
@@ -89,7 +116,10 @@ export function makeApp(dir: string, tarball: string, files: Record<string, stri
   mkdirSync(jobhook, { recursive: true });
   run('tar', ['-xzf', tarball, '-C', jobhook, '--strip-components=1'], dir);
   symlinkSync(join(ROOT, 'node_modules', 'express'), join(dir, 'node_modules', 'express'), 'dir');
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, type: 'module', dependencies: { jobhook: '*', express: '*' } }));
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ private: true, type: 'module', dependencies: { jobhook: '*', express: '*' } }),
+  );
   for (const [to, from] of Object.entries(files)) {
     mkdirSync(dirname(join(dir, to)), { recursive: true });
     cpSync(from, join(dir, to));
@@ -138,7 +168,11 @@ function stopper(child: ChildProcess): () => Promise<void> {
  * Starts a server process and waits until it serves: the line "listening on http://…"
  * (Bun, Deno, Node apps), or, with `port`, the first answer on that port (workerd prints none).
  */
-export async function serve(bin: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; port?: number; timeoutMs?: number }): Promise<Served> {
+export async function serve(
+  bin: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; port?: number; timeoutMs?: number },
+): Promise<Served> {
   const child = spawn(bin, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
@@ -147,7 +181,10 @@ export async function serve(bin: string, args: string[], options: { cwd: string;
   const timeoutMs = options.timeoutMs ?? 20_000;
   try {
     const ready = await new Promise<{ url: string; info: string }>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${bin} ${args.join(' ')} did not serve within ${timeoutMs} ms:\n${out}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`${bin} ${args.join(' ')} did not serve within ${timeoutMs} ms:\n${out}`)),
+        timeoutMs,
+      );
       child.once('exit', (code, signal) => {
         clearTimeout(timer);
         reject(new Error(`${bin} ${args.join(' ')} exited (${code ?? signal}) before serving:\n${out}`));
@@ -188,23 +225,34 @@ export interface Answer {
 }
 
 /** One POST on its own connection (fetch's pool would keep a connection the server asked to close). */
-export function post(url: string, body: Uint8Array | string, headers: Record<string, string>): Promise<Answer> {
+export function post(
+  url: string,
+  body: Uint8Array | string,
+  headers: Record<string, string>,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-    const req = http.request(url, { method: 'POST', agent: false, headers: { ...headers, 'content-length': String(bytes.length) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        let parsed: Answer['body'];
-        try {
-          parsed = JSON.parse(text) as Answer['body'];
-        } catch {
-          parsed = { text };
-        }
-        resolve({ status: res.statusCode!, body: parsed });
-      });
-    });
+    const bytes =
+      typeof body === 'string'
+        ? Buffer.from(body)
+        : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    const req = http.request(
+      url,
+      { method: 'POST', agent: false, headers: { ...headers, 'content-length': String(bytes.length) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          let parsed: Answer['body'];
+          try {
+            parsed = JSON.parse(text) as Answer['body'];
+          } catch {
+            parsed = { text };
+          }
+          resolve({ status: res.statusCode!, body: parsed });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(bytes);
   });
@@ -214,12 +262,21 @@ export function post(url: string, body: Uint8Array | string, headers: Record<str
  * A forged delivery that declares `total` bytes: `first` bytes are sent, then nothing
  * until the server answers. An answer proves it was given without reading the body.
  */
-export function forgedLarge(url: string, total: number, first: number, waitMs = 10_000): Promise<Answer & { sent: number }> {
+export function forgedLarge(
+  url: string,
+  total: number,
+  first: number,
+  waitMs = 10_000,
+): Promise<Answer & { sent: number }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, {
       method: 'POST',
       agent: false,
-      headers: { 'content-type': 'application/json', 'content-length': String(total), 'x-service-signature': 'ab'.repeat(256) },
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(total),
+        'x-service-signature': 'ab'.repeat(256),
+      },
     });
     const timer = setTimeout(() => {
       req.destroy();
@@ -231,7 +288,11 @@ export function forgedLarge(url: string, total: number, first: number, waitMs = 
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         req.destroy();
-        resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString()) as Answer['body'], sent: first });
+        resolve({
+          status: res.statusCode!,
+          body: JSON.parse(Buffer.concat(chunks).toString()) as Answer['body'],
+          sent: first,
+        });
       });
     });
     // The server may close the connection as it answers: errors after the answer are expected.

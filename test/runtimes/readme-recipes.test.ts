@@ -9,7 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/paths.js';
 
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-const blocks = [...readme.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, text: m[2]! }));
+const blocks = [...readme.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({
+  lang: m[1]!,
+  text: m[2]!,
+}));
 
 describe('README recipes for Bun, Deno and Cloudflare Workers', () => {
   for (const [file, lang] of [
@@ -20,11 +23,15 @@ describe('README recipes for Bun, Deno and Cloudflare Workers', () => {
   ] as const) {
     it(`${file} is a code block of the README, as it is`, () => {
       const text = readFileSync(join(ROOT, file), 'utf8');
-      expect(blocks.filter((b) => b.lang === lang && b.text === text), `README.md should have a \`\`\`${lang} block holding ${file} exactly`).toHaveLength(1);
+      expect(
+        blocks.filter((b) => b.lang === lang && b.text === text),
+        `README.md should have a \`\`\`${lang} block holding ${file} exactly`,
+      ).toHaveLength(1);
     });
   }
 
   it('no module Worker recipe reads the key from a global (module Workers have it in env)', () => {
-    for (const b of blocks.filter((x) => /export default \{[\s\S]*fetch\(/.test(x.text))) expect(b.text).toMatch(/publicKey: env\./);
+    for (const b of blocks.filter((x) => /export default \{[\s\S]*fetch\(/.test(x.text)))
+      expect(b.text).toMatch(/publicKey: env\./);
   });
 });

@@ -14,14 +14,17 @@ describe('store suites on a machine without the server binaries', () => {
     delete process.env.CI;
     expect(availability('redis')).toEqual({
       skip: true,
-      reason: 'redis store tests skipped: redis-server is not installed (set JOBHOOK_TEST_REDIS_URL or install it)',
+      reason:
+        'redis store tests skipped: redis-server is not installed (set JOBHOOK_TEST_REDIS_URL or install it)',
     });
   });
 
   it('fail loudly under CI=true instead', () => {
     process.env.PATH = '/nonexistent';
     process.env.CI = 'true';
-    expect(() => availability('redis')).toThrow('CI must run the redis store tests, but redis-server is not installed');
+    expect(() => availability('redis')).toThrow(
+      'CI must run the redis store tests, but redis-server is not installed',
+    );
   });
 
   it.skipIf(redisBinary() === undefined)('run when the binary is there', () => {

@@ -81,7 +81,7 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
     });
 
-    it('takeover grace: a claim finding another token\'s lease over gets in_progress (stale) and the holder can still complete', async () => {
+    it("takeover grace: a claim finding another token's lease over gets in_progress (stale) and the holder can still complete", async () => {
       const { a, b } = pair();
       const job = id('grace-complete');
       const first = await a.claim(job, { leaseMs: 150 });
@@ -94,7 +94,9 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect(waiting.retryAfterMs).toBeLessThanOrEqual(5_000);
       // The holder, cut off until now, records its completion: the job is done, not taken.
       expect(await a.complete(job, first.token, { retainMs: 60_000 })).toBe('completed');
-      expect(await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 5_000 })).toEqual({ status: 'completed' });
+      expect(await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 5_000 })).toEqual({
+        status: 'completed',
+      });
     });
 
     it('takeover grace: counted from the first claim that found the lease over, not from the lease end; then the job is taken over', async () => {
@@ -127,7 +129,10 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const first = await a.claim(job, { leaseMs: 100 });
       if (first.status !== 'acquired') throw new Error(first.status);
       await sleep(250);
-      expect(await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 300 })).toMatchObject({ status: 'in_progress', stale: true });
+      expect(await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 300 })).toMatchObject({
+        status: 'in_progress',
+        stale: true,
+      });
       expect(await a.renew!(job, first.token, { leaseMs: 10_000 })).toBe('renewed');
       await sleep(400);
       const after = await b.claim(job, { leaseMs: 10_000, takeoverGraceMs: 300 });
@@ -140,7 +145,11 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect(own).toMatchObject({ status: 'acquired', token });
       await sleep(250);
       // Claiming again with its own token keeps its fencing number.
-      expect(await b.claim(mine, { leaseMs: 100, token, takeoverGraceMs: 5_000 })).toEqual({ status: 'acquired', token, fence: (own as { fence: number }).fence });
+      expect(await b.claim(mine, { leaseMs: 100, token, takeoverGraceMs: 5_000 })).toEqual({
+        status: 'acquired',
+        token,
+        fence: (own as { fence: number }).fence,
+      });
       await expect(a.claim(id('args'), { leaseMs: 1000, takeoverGraceMs: -1 })).rejects.toThrow(TypeError);
     });
 
@@ -181,7 +190,11 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const token = `tok-${seq++}-${process.pid}`;
       const first = await a.claim(job, { leaseMs: 10_000, token });
       expect(first).toEqual({ status: 'acquired', token, fence: expect.any(Number) });
-      expect(await b.claim(job, { leaseMs: 10_000, token })).toEqual({ status: 'acquired', token, fence: (first as { fence: number }).fence });
+      expect(await b.claim(job, { leaseMs: 10_000, token })).toEqual({
+        status: 'acquired',
+        token,
+        fence: (first as { fence: number }).fence,
+      });
       expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
       expect(await a.release(job, token)).toBe(true);
       expect((await b.claim(job, { leaseMs: 10_000 })).status).toBe('acquired');
@@ -306,7 +319,6 @@ export function storeContract(name: string, pair: () => StorePair): void {
       expect(await a.claim(job, { leaseMs: 10_000 })).toEqual({ status: 'completed' });
     });
 
-
     it('a release marked tainted (its holder may have applied an effect the next one repeats): the next claim is a takeover, and a plain release of that claim keeps the taint', async () => {
       const { a, b } = pair();
       const job = id('tainted');
@@ -324,14 +336,24 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const c = await a.claim(other, { leaseMs: 10_000 });
       if (c.status !== 'acquired') throw new Error(c.status);
       expect(await a.release(other, c.token, { tainted: false })).toBe(true);
-      expect((await b.claim(other, { leaseMs: 10_000 })) as { tookOver?: boolean }).not.toHaveProperty('tookOver', true);
-      await expect(a.release(other, c.token, { tainted: 'yes' as unknown as boolean })).rejects.toThrow(TypeError);
+      expect((await b.claim(other, { leaseMs: 10_000 })) as { tookOver?: boolean }).not.toHaveProperty(
+        'tookOver',
+        true,
+      );
+      await expect(a.release(other, c.token, { tainted: 'yes' as unknown as boolean })).rejects.toThrow(
+        TypeError,
+      );
     });
 
     it('unicode and 200-character job ids are distinct keys', async () => {
       const { a } = pair();
       const suffix = id('');
-      const ids = [`é😀\ue000-${suffix}`, `e😀\ue000-${suffix}`, 'x'.repeat(200 - suffix.length) + suffix, 'x'.repeat(199 - suffix.length) + suffix];
+      const ids = [
+        `é😀\ue000-${suffix}`,
+        `e😀\ue000-${suffix}`,
+        'x'.repeat(200 - suffix.length) + suffix,
+        'x'.repeat(199 - suffix.length) + suffix,
+      ];
       expect(ids[2]).toHaveLength(200);
       for (const job of ids) expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('acquired');
       for (const job of ids) expect((await a.claim(job, { leaseMs: 10_000 })).status).toBe('in_progress');
@@ -341,18 +363,27 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const { a, b } = pair();
       const base = 1_000_000 + 1000 * seq++;
       const ids = [id('pending-3'), id('pending-1'), id('pending-2'), id('pending-late')];
-      await a.trackPending!(ids[0]!, { since: base + 3, userParameters: { order: 'A-1', n: 1.5, nested: { ok: true } } });
+      await a.trackPending!(ids[0]!, {
+        since: base + 3,
+        userParameters: { order: 'A-1', n: 1.5, nested: { ok: true } },
+      });
       await a.trackPending!(ids[1]!, { since: base + 1 });
       await b.trackPending!(ids[2]!, { since: base + 2 });
       await a.trackPending!(ids[3]!, { since: base + 50 });
       const mine = async (before: number, limit?: number) =>
-        (await b.listPending!({ before, ...(limit === undefined ? {} : { limit }) })).filter((p) => ids.includes(p.jobId));
+        (await b.listPending!({ before, ...(limit === undefined ? {} : { limit }) })).filter((p) =>
+          ids.includes(p.jobId),
+        );
       expect((await mine(base + 10)).map((p) => [p.jobId, p.since])).toEqual([
         [ids[1], base + 1],
         [ids[2], base + 2],
         [ids[0], base + 3],
       ]);
-      expect((await mine(base + 10)).find((p) => p.jobId === ids[0])?.userParameters).toEqual({ order: 'A-1', n: 1.5, nested: { ok: true } });
+      expect((await mine(base + 10)).find((p) => p.jobId === ids[0])?.userParameters).toEqual({
+        order: 'A-1',
+        n: 1.5,
+        nested: { ok: true },
+      });
       expect((await mine(base + 2, 2)).map((p) => p.jobId)).toEqual([ids[1], ids[2]]);
       // Completing a job removes it (in the same operation); forgetting removes it too.
       const c = await a.claim(ids[1]!, { leaseMs: 10_000 });
@@ -373,8 +404,10 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const { a, b } = pair();
       const base = 2_000_000 + 1000 * seq++;
       const ids = [id('defer-1'), id('defer-2'), id('defer-3')];
-      for (const [k, j] of ids.entries()) await a.trackPending!(j, { since: base + k, userParameters: { k } });
-      const mine = async () => (await b.listPending!({ before: base + 500 })).filter((p) => ids.includes(p.jobId));
+      for (const [k, j] of ids.entries())
+        await a.trackPending!(j, { since: base + k, userParameters: { k } });
+      const mine = async () =>
+        (await b.listPending!({ before: base + 500 })).filter((p) => ids.includes(p.jobId));
       await a.deferPending!(ids[0]!, { since: base + 10 });
       expect((await mine()).map((p) => [p.jobId, p.since, p.userParameters])).toEqual([
         [ids[1], base + 1, { k: 1 }],
@@ -395,7 +428,9 @@ export function storeContract(name: string, pair: () => StorePair): void {
       const { a, b, shared } = pair();
       const job = id('race');
       const stores = shared ? [a, b] : [a];
-      const results = await Promise.all(Array.from({ length: 200 }, (_, k) => stores[k % stores.length]!.claim(job, { leaseMs: 10_000 })));
+      const results = await Promise.all(
+        Array.from({ length: 200 }, (_, k) => stores[k % stores.length]!.claim(job, { leaseMs: 10_000 })),
+      );
       expect(results.filter((r) => r.status === 'acquired')).toHaveLength(1);
       expect(results.filter((r) => r.status === 'in_progress')).toHaveLength(199);
     });
@@ -405,14 +440,22 @@ export function storeContract(name: string, pair: () => StorePair): void {
       await expect(a.claim('', { leaseMs: 1000 })).rejects.toThrow(TypeError);
       await expect(a.claim(id('args'), { leaseMs: 0 })).rejects.toThrow(TypeError);
       await expect(a.claim(id('args'), { leaseMs: 1000, token: 'short' })).rejects.toThrow(TypeError);
-      await expect(a.claim(id('args'), { leaseMs: 1000, token: 'has space in it' })).rejects.toThrow(TypeError);
+      await expect(a.claim(id('args'), { leaseMs: 1000, token: 'has space in it' })).rejects.toThrow(
+        TypeError,
+      );
       await expect(a.complete(id('args'), '', { retainMs: 1000 })).rejects.toThrow(TypeError);
     });
 
     it('refuses ids it could not keep apart or store: lone surrogates, control characters, over 256 characters', async () => {
       const { a } = pair();
       // '\ud800' and '\ud801' would both become U+FFFD on the way to Redis or PostgreSQL.
-      for (const bad of [`lone-\ud800-${id('')}`, `lone-\udfff-${id('')}`, `nul-\u0000-${id('')}`, `c1-\u0085-${id('')}`, 'x'.repeat(257)]) {
+      for (const bad of [
+        `lone-\ud800-${id('')}`,
+        `lone-\udfff-${id('')}`,
+        `nul-\u0000-${id('')}`,
+        `c1-\u0085-${id('')}`,
+        'x'.repeat(257),
+      ]) {
         await expect(a.claim(bad, { leaseMs: 1000 }), JSON.stringify(bad)).rejects.toThrow(TypeError);
       }
       // Characters, not UTF-16 units: 200 astral characters are 400 units, and fine.

@@ -33,7 +33,10 @@ async function firstLine(lines: string[], ms = 3000): Promise<string> {
 /** A URL with credentials at a loopback port where nothing listens. */
 async function nothingListening(scheme: 'redis' | 'postgres'): Promise<{ url: string; address: string }> {
   const port = await freePort();
-  return { url: `${scheme}://jobhook:hunter2@127.0.0.1:${port}${scheme === 'postgres' ? '/test' : ''}`, address: `127.0.0.1:${port}` };
+  return {
+    url: `${scheme}://jobhook:hunter2@127.0.0.1:${port}${scheme === 'postgres' ? '/test' : ''}`,
+    address: `127.0.0.1:${port}`,
+  };
 }
 
 describe.skipIf(url === '')('PostgreSQL: a store whose tables are missing', () => {
@@ -50,7 +53,10 @@ describe.skipIf(url === '')('PostgreSQL: a store whose tables are missing', () =
     expect(failure).toMatchObject({ code: 'STORE_NOT_MIGRATED', status: 503 });
     expect((failure as Error).message).toContain('migrate()');
     expect((failure as Error).message).toContain(table);
-    await expect(store.ready()).rejects.toMatchObject({ code: 'STORE_NOT_MIGRATED', message: expect.stringMatching(new RegExp(`public\\.${table} does not exist.*store\\.migrate\\(\\)`)) });
+    await expect(store.ready()).rejects.toMatchObject({
+      code: 'STORE_NOT_MIGRATED',
+      message: expect.stringMatching(new RegExp(`public\\.${table} does not exist.*store\\.migrate\\(\\)`)),
+    });
     await store.migrate();
     await expect(store.ready()).resolves.toBeUndefined();
     expect(await store.claim(jobId(), { leaseMs: 1000 })).toMatchObject({ status: 'acquired' });
@@ -60,17 +66,30 @@ describe.skipIf(url === '')('PostgreSQL: a store whose tables are missing', () =
   it('a schema that does not exist: ready() names it and how to create it', async () => {
     const schema = fresh('noschema');
     const store = new PostgresIdempotencyStore({ connectionString: url, schema, log: false });
-    await expect(store.ready()).rejects.toMatchObject({ code: 'STORE_NOT_MIGRATED', message: expect.stringContaining(`CREATE SCHEMA "${schema}"`) });
-    await expect(store.claim(jobId(), { leaseMs: 1000 })).rejects.toMatchObject({ code: 'STORE_NOT_MIGRATED' });
+    await expect(store.ready()).rejects.toMatchObject({
+      code: 'STORE_NOT_MIGRATED',
+      message: expect.stringContaining(`CREATE SCHEMA "${schema}"`),
+    });
+    await expect(store.claim(jobId(), { leaseMs: 1000 })).rejects.toMatchObject({
+      code: 'STORE_NOT_MIGRATED',
+    });
     await store.close();
   });
 
   it('a table made by an earlier version (columns missing): STORE_NOT_MIGRATED (42703) and ready() names the columns', async () => {
     const table = fresh('oldcols');
-    await admin.query(`CREATE TABLE ${table} (job_id text PRIMARY KEY, token text, state text NOT NULL, expires_at timestamptz NOT NULL)`);
+    await admin.query(
+      `CREATE TABLE ${table} (job_id text PRIMARY KEY, token text, state text NOT NULL, expires_at timestamptz NOT NULL)`,
+    );
     const store = new PostgresIdempotencyStore({ connectionString: url, table, log: false });
-    await expect(store.claim(jobId(), { leaseMs: 1000 })).rejects.toMatchObject({ code: 'STORE_NOT_MIGRATED', message: expect.stringContaining('42703') });
-    await expect(store.ready()).rejects.toMatchObject({ code: 'STORE_NOT_MIGRATED', message: expect.stringMatching(/lacks the columns stale_at, fence, took_over.*migrate\(\)/) });
+    await expect(store.claim(jobId(), { leaseMs: 1000 })).rejects.toMatchObject({
+      code: 'STORE_NOT_MIGRATED',
+      message: expect.stringContaining('42703'),
+    });
+    await expect(store.ready()).rejects.toMatchObject({
+      code: 'STORE_NOT_MIGRATED',
+      message: expect.stringMatching(/lacks the columns stale_at, fence, took_over.*migrate\(\)/),
+    });
     await store.close();
   });
 
@@ -79,7 +98,11 @@ describe.skipIf(url === '')('PostgreSQL: a store whose tables are missing', () =
     const storeLog = recorder();
     const store = new PostgresIdempotencyStore({ connectionString: url, table, log: storeLog.log });
     const line = await firstLine(storeLog.lines.error);
-    expect(line).toMatch(new RegExp(`not ready: PostgreSQL at 127\\.0\\.0\\.1:\\d+/\\w+: the store's table public\\.${table} does not exist.*store\\.migrate\\(\\).*migrate: true`));
+    expect(line).toMatch(
+      new RegExp(
+        `not ready: PostgreSQL at 127\\.0\\.0\\.1:\\d+/\\w+: the store's table public\\.${table} does not exist.*store\\.migrate\\(\\).*migrate: true`,
+      ),
+    );
     const runnerLog = recorder();
     const receive = createReceiver({ publicKey, store, log: runnerLog.log, onEvent: () => undefined });
     for (let k = 0; k < 8; k++) {
@@ -87,17 +110,23 @@ describe.skipIf(url === '')('PostgreSQL: a store whose tables are missing', () =
       expect([answer.status, codeOf(answer)]).toEqual([503, 'STORE_UNAVAILABLE']);
     }
     expect(runnerLog.lines.error).toHaveLength(1);
-    expect(runnerLog.lines.error[0]).toMatch(/failed to claim for job .*STORE_NOT_MIGRATED|failed to claim for job .*migrate\(\)/);
+    expect(runnerLog.lines.error[0]).toMatch(
+      /failed to claim for job .*STORE_NOT_MIGRATED|failed to claim for job .*migrate\(\)/,
+    );
     expect(storeLog.lines.error).toHaveLength(1);
     // Nothing was written by claims the store refused for missing tables: nothing to undo.
     expect(receive.pending).toBe(0);
     const health = await receive.health(3000);
-    expect(health.store).toMatchObject({ ok: false, code: 'STORE_NOT_MIGRATED', error: expect.stringContaining('migrate()') });
+    expect(health.store).toMatchObject({
+      ok: false,
+      code: 'STORE_NOT_MIGRATED',
+      error: expect.stringContaining('migrate()'),
+    });
     await receive.close();
     await store.close();
   });
 
-  it('the probe stays quiet when migrate() is called right after construction (the README\'s order)', async () => {
+  it("the probe stays quiet when migrate() is called right after construction (the README's order)", async () => {
     const { lines, log } = recorder();
     const store = new PostgresIdempotencyStore({ connectionString: url, table: fresh('quiet'), log });
     await store.migrate();
@@ -109,20 +138,29 @@ describe.skipIf(url === '')('PostgreSQL: a store whose tables are missing', () =
   it('migrate: true creates the tables at first use, once for many concurrent first operations, and across two stores at once', async () => {
     const table = fresh('auto');
     const { lines, log } = recorder();
-    const stores = [0, 1].map(() => new PostgresIdempotencyStore({ connectionString: url, table, migrate: true, log }));
+    const stores = [0, 1].map(
+      () => new PostgresIdempotencyStore({ connectionString: url, table, migrate: true, log }),
+    );
     const migrations = [0, 0];
     stores.forEach((s, k) => {
       const migrate = s.migrate.bind(s);
       s.migrate = () => ((migrations[k] = (migrations[k] ?? 0) + 1), migrate());
     });
-    const claims = await Promise.all(stores.flatMap((s, k) => Array.from({ length: 5 }, (_, n) => s.claim(jobId(`auto-${k}-${n}`), { leaseMs: 1000 }))));
+    const claims = await Promise.all(
+      stores.flatMap((s, k) =>
+        Array.from({ length: 5 }, (_, n) => s.claim(jobId(`auto-${k}-${n}`), { leaseMs: 1000 })),
+      ),
+    );
     expect(claims.every((c) => c.status === 'acquired')).toBe(true);
     await sleep(100);
     // The construction's probe is a first use too: at most one migration per store.
     expect(migrations.every((n) => n === 1)).toBe(true);
     await Promise.all(stores.map((s) => s.ready()));
     expect([...lines.warn, ...lines.error]).toEqual([]);
-    const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_tables WHERE tablename IN ($1, $2)', [table, `${table}_pending`]);
+    const { rows } = await admin.query(
+      'SELECT count(*)::int AS n FROM pg_tables WHERE tablename IN ($1, $2)',
+      [table, `${table}_pending`],
+    );
     expect(rows[0].n).toBe(2);
     await Promise.all(stores.map((s) => s.close()));
   });
@@ -134,7 +172,9 @@ describe.skipIf(url === '')('PostgreSQL: a server that cannot be reached', () =>
     const { lines, log } = recorder();
     const store = new PostgresIdempotencyStore({ connectionString: down, operationTimeoutMs: 2000, log });
     const line = await firstLine(lines.error);
-    const failure = (await store.claim(jobId(), { leaseMs: 1000 }).catch((e: unknown) => e)) as Error & { code: string };
+    const failure = (await store.claim(jobId(), { leaseMs: 1000 }).catch((e: unknown) => e)) as Error & {
+      code: string;
+    };
     await expect(store.ready()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
     for (const text of [line, failure.message]) {
       expect(text).toContain(`PostgreSQL at ${address}/test`);
@@ -147,55 +187,68 @@ describe.skipIf(url === '')('PostgreSQL: a server that cannot be reached', () =>
   });
 });
 
-describe.skipIf(availability('redis').skip)('Redis: a server that cannot be reached or refuses the password', () => {
-  let locked: FaultableServer;
-  beforeAll(async () => {
-    locked = await startRedis({ password: 's3cret-pass' });
-  });
-  afterAll(async () => {
-    await locked.destroy();
-  });
+describe.skipIf(availability('redis').skip)(
+  'Redis: a server that cannot be reached or refuses the password',
+  () => {
+    let locked: FaultableServer;
+    beforeAll(async () => {
+      locked = await startRedis({ password: 's3cret-pass' });
+    });
+    afterAll(async () => {
+      await locked.destroy();
+    });
 
-  it('nothing listening: errors and the probe name the address and ECONNREFUSED (not ioredis\'s retry limit), never the password; logged once', async () => {
-    const { url: down, address } = await nothingListening('redis');
-    const { lines, log } = recorder();
-    const store = new RedisIdempotencyStore({ url: down, operationTimeoutMs: 1000, log });
-    const line = await firstLine(lines.error);
-    const failures = await Promise.all(Array.from({ length: 3 }, () => store.claim(jobId(), { leaseMs: 1000 }).then(() => new Error("claimed"), (e: unknown) => e as Error)));
-    for (const text of [line, ...failures.map((f) => f.message)]) {
-      expect(text).toContain(`Redis at ${address}`);
-      expect(text).toMatch(/connection refused.*ECONNREFUSED/);
-      expect(text).not.toContain('hunter2');
-    }
-    await expect(store.ready()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', message: expect.stringContaining('ECONNREFUSED') });
-    expect(lines.error).toHaveLength(1);
-    await store.close();
-  });
-
-  it('no password given: NOAUTH, named with the address; a wrong one: WRONGPASS, the password never shown; the right one: ready', async () => {
-    const port = new URL(locked.url).port;
-    const cases = [
-      [locked.url, /requires a password.*NOAUTH/],
-      [`redis://:wrong-pass@127.0.0.1:${port}`, /refused the password.*WRONGPASS/],
-    ] as const;
-    for (const [target, cause] of cases) {
+    it("nothing listening: errors and the probe name the address and ECONNREFUSED (not ioredis's retry limit), never the password; logged once", async () => {
+      const { url: down, address } = await nothingListening('redis');
       const { lines, log } = recorder();
-      const store = new RedisIdempotencyStore({ url: target, operationTimeoutMs: 1000, log });
+      const store = new RedisIdempotencyStore({ url: down, operationTimeoutMs: 1000, log });
       const line = await firstLine(lines.error);
-      const failure = (await store.ready().catch((e: unknown) => e)) as Error & { code: string };
-      for (const text of [line, failure.message]) {
-        expect(text).toContain(`Redis at 127.0.0.1:${port}`);
-        expect(text).toMatch(cause);
-        expect(text).not.toContain('wrong-pass');
+      const failures = await Promise.all(
+        Array.from({ length: 3 }, () =>
+          store.claim(jobId(), { leaseMs: 1000 }).then(
+            () => new Error('claimed'),
+            (e: unknown) => e as Error,
+          ),
+        ),
+      );
+      for (const text of [line, ...failures.map((f) => f.message)]) {
+        expect(text).toContain(`Redis at ${address}`);
+        expect(text).toMatch(/connection refused.*ECONNREFUSED/);
+        expect(text).not.toContain('hunter2');
       }
-      expect(failure.code).toBe('STORE_UNAVAILABLE');
+      await expect(store.ready()).rejects.toMatchObject({
+        code: 'STORE_UNAVAILABLE',
+        message: expect.stringContaining('ECONNREFUSED'),
+      });
+      expect(lines.error).toHaveLength(1);
       await store.close();
-    }
-    const { lines, log } = recorder();
-    const good = new RedisIdempotencyStore({ url: `redis://:s3cret-pass@127.0.0.1:${port}`, log });
-    await expect(good.ready()).resolves.toBeUndefined();
-    await sleep(100);
-    expect(lines.error).toEqual([]);
-    await good.close();
-  });
-});
+    });
+
+    it('no password given: NOAUTH, named with the address; a wrong one: WRONGPASS, the password never shown; the right one: ready', async () => {
+      const port = new URL(locked.url).port;
+      const cases = [
+        [locked.url, /requires a password.*NOAUTH/],
+        [`redis://:wrong-pass@127.0.0.1:${port}`, /refused the password.*WRONGPASS/],
+      ] as const;
+      for (const [target, cause] of cases) {
+        const { lines, log } = recorder();
+        const store = new RedisIdempotencyStore({ url: target, operationTimeoutMs: 1000, log });
+        const line = await firstLine(lines.error);
+        const failure = (await store.ready().catch((e: unknown) => e)) as Error & { code: string };
+        for (const text of [line, failure.message]) {
+          expect(text).toContain(`Redis at 127.0.0.1:${port}`);
+          expect(text).toMatch(cause);
+          expect(text).not.toContain('wrong-pass');
+        }
+        expect(failure.code).toBe('STORE_UNAVAILABLE');
+        await store.close();
+      }
+      const { lines, log } = recorder();
+      const good = new RedisIdempotencyStore({ url: `redis://:s3cret-pass@127.0.0.1:${port}`, log });
+      await expect(good.ready()).resolves.toBeUndefined();
+      await sleep(100);
+      expect(lines.error).toEqual([]);
+      await good.close();
+    });
+  },
+);

@@ -30,24 +30,34 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
 
   it('migrate() is safe to run concurrently and again', async () => {
     const name = `jobhook_migrate_${process.pid}_${Date.now()}`;
-    const stores = Array.from({ length: 6 }, () => new PostgresIdempotencyStore({ connectionString: url, table: name }));
+    const stores = Array.from(
+      { length: 6 },
+      () => new PostgresIdempotencyStore({ connectionString: url, table: name }),
+    );
     await Promise.all(stores.map((st) => st.migrate()));
     await stores[0]!.migrate();
-    const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_indexes WHERE tablename = $1', [name]);
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_indexes WHERE tablename = $1', [
+      name,
+    ]);
     expect(rows[0].n).toBe(2); // primary key and expires_at
     await Promise.all(stores.map((st) => st.close()));
   });
 
-  it('migrate() brings a table made by an earlier version (no stale_at, fence or took_over column, a state check without \'released\') up to date, keeping its rows; run again, it changes nothing', async () => {
+  it("migrate() brings a table made by an earlier version (no stale_at, fence or took_over column, a state check without 'released') up to date, keeping its rows; run again, it changes nothing", async () => {
     const name = `jobhook_old_${process.pid}_${Date.now()}`;
     await pool.query(
       `CREATE TABLE ${name} (job_id text PRIMARY KEY, token text, state text NOT NULL CHECK (state IN ('claimed', 'completed')), expires_at timestamptz NOT NULL)`,
     );
-    await pool.query(`INSERT INTO ${name} VALUES ('old-done', NULL, 'completed', now() + interval '1 hour'), ('old-expired', 'old-token-1', 'claimed', now() - interval '1 second')`);
+    await pool.query(
+      `INSERT INTO ${name} VALUES ('old-done', NULL, 'completed', now() + interval '1 hour'), ('old-expired', 'old-token-1', 'claimed', now() - interval '1 second')`,
+    );
     const store = new PostgresIdempotencyStore({ pool, table: name });
     await store.migrate();
     expect(await store.claim('old-done', { leaseMs: 10_000 })).toEqual({ status: 'completed' });
-    expect(await store.claim('old-expired', { leaseMs: 10_000, takeoverGraceMs: 5_000 })).toMatchObject({ status: 'in_progress', stale: true });
+    expect(await store.claim('old-expired', { leaseMs: 10_000, takeoverGraceMs: 5_000 })).toMatchObject({
+      status: 'in_progress',
+      stale: true,
+    });
     expect(await store.complete('old-expired', 'old-token-1', { retainMs: 60_000 })).toBe('completed');
     // A completion of that version kept no token: completed for every token.
     expect(await store.complete('old-done', 'any-token-1', { retainMs: 60_000 })).toBe('completed');
@@ -58,19 +68,30 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     expect(await store.release('new', fresh.token)).toBe(true);
     expect(await store.renew('new', fresh.token, { leaseMs: 10_000, fence: fresh.fence })).toBe('superseded');
     const checks = async () =>
-      (await pool.query(`SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'c'`, [name])).rows;
+      (
+        await pool.query(
+          `SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'c'`,
+          [name],
+        )
+      ).rows;
     const upgraded = await checks();
     expect(upgraded).toHaveLength(1);
     expect(upgraded[0].def).toContain("'released'");
     await store.migrate();
     expect(await checks()).toEqual(upgraded);
-    await expect(pool.query(`INSERT INTO ${name} (job_id, token, state, expires_at) VALUES ('bad', 'bad-token-1', 'other', now())`)).rejects.toThrow(/check constraint/);
+    await expect(
+      pool.query(
+        `INSERT INTO ${name} (job_id, token, state, expires_at) VALUES ('bad', 'bad-token-1', 'other', now())`,
+      ),
+    ).rejects.toThrow(/check constraint/);
   });
 
   it('migrate() refuses a database whose encoding cannot store every job id (LATIN1), naming it; a UTF8 one takes any', async () => {
     const name = `jobhook_latin1_${process.pid}`;
     await pool.query(`DROP DATABASE IF EXISTS ${name}`);
-    await pool.query(`CREATE DATABASE ${name} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`);
+    await pool.query(
+      `CREATE DATABASE ${name} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`,
+    );
     const other = new URL(url);
     other.pathname = `/${name}`;
     const store = new PostgresIdempotencyStore({ connectionString: other.href });
@@ -78,11 +99,15 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
       await expect(store.migrate()).rejects.toThrow(/needs a UTF8 database: this one is LATIN1/);
       // Without migrate() (a table made by hand): a job id it cannot hold is a TypeError that says why, not an outage.
       await new pg.Client({ connectionString: other.href }).connect().then(async (c) => {
-        await c.query(`CREATE TABLE jobhook_jobs (job_id text PRIMARY KEY, token text, state text NOT NULL, expires_at timestamptz NOT NULL, stale_at timestamptz, fence bigint NOT NULL DEFAULT 0, took_over boolean NOT NULL DEFAULT false)`);
+        await c.query(
+          `CREATE TABLE jobhook_jobs (job_id text PRIMARY KEY, token text, state text NOT NULL, expires_at timestamptz NOT NULL, stale_at timestamptz, fence bigint NOT NULL DEFAULT 0, took_over boolean NOT NULL DEFAULT false)`,
+        );
         await c.query('CREATE SEQUENCE jobhook_jobs_fence_seq');
         await c.end();
       });
-      await expect(store.claim('emoji-😀', { leaseMs: 1000 })).rejects.toThrow(/cannot be stored in this database/);
+      await expect(store.claim('emoji-😀', { leaseMs: 1000 })).rejects.toThrow(
+        /cannot be stored in this database/,
+      );
     } finally {
       await store.close();
       await pool.query(`DROP DATABASE ${name}`);
@@ -94,12 +119,18 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
 
   it('works on a Pool you pass (left open by close()), in another schema', async () => {
     await pool.query('CREATE SCHEMA IF NOT EXISTS jobhook_other');
-    const store = new PostgresIdempotencyStore({ pool, schema: 'jobhook_other', table: `jobs_${process.pid}` });
+    const store = new PostgresIdempotencyStore({
+      pool,
+      schema: 'jobhook_other',
+      table: `jobs_${process.pid}`,
+    });
     await store.migrate();
     const c = await store.claim('in-schema', { leaseMs: 10_000 });
     expect(c.status).toBe('acquired');
     await store.close();
-    const { rows } = await pool.query(`SELECT state FROM jobhook_other.jobs_${process.pid} WHERE job_id = 'in-schema'`);
+    const { rows } = await pool.query(
+      `SELECT state FROM jobhook_other.jobs_${process.pid} WHERE job_id = 'in-schema'`,
+    );
     expect(rows).toEqual([{ state: 'claimed' }]);
   });
 
@@ -127,7 +158,13 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     const { rows } = await pool.query(`SELECT job_id FROM ${name} ORDER BY job_id`);
     // 'short' lapsed 100 ms ago: a claim arriving now still gets its takeover grace;
     // 'lapsed-hour': a claim arriving now takes it over and reports it.
-    expect(rows).toEqual([{ job_id: 'kept-release' }, { job_id: 'lapsed-hour' }, { job_id: 'live' }, { job_id: 'marked' }, { job_id: 'short' }]);
+    expect(rows).toEqual([
+      { job_id: 'kept-release' },
+      { job_id: 'lapsed-hour' },
+      { job_id: 'live' },
+      { job_id: 'marked' },
+      { job_id: 'short' },
+    ]);
   });
 
   it('a fencing sequence that was reset never hands a takeover a number at or below the claim it supersedes, nor a claim after a release', async () => {
@@ -145,7 +182,11 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     if (taker.status !== 'acquired') throw new Error(taker.status);
     await pool.query(`ALTER SEQUENCE ${name}_fence_seq RESTART`);
     expect(await store.release('j', taker.token)).toBe(true);
-    expect(await store.claim('j', { leaseMs: 10_000 })).toMatchObject({ status: 'acquired', fence: taker.fence + 1, tookOver: true });
+    expect(await store.claim('j', { leaseMs: 10_000 })).toMatchObject({
+      status: 'acquired',
+      fence: taker.fence + 1,
+      tookOver: true,
+    });
     await pool.query(`DROP TABLE ${name}`);
     await pool.query(`DROP TABLE IF EXISTS ${name}_pending`);
     await pool.query(`DROP SEQUENCE IF EXISTS ${name}_fence_seq`);
@@ -163,7 +204,8 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     };
     return { pool: rec, sent };
   }
-  const purges = <Q extends { sql: string }>(sent: Q[]): Q[] => sent.filter((q) => /\bDELETE FROM\b/.test(q.sql));
+  const purges = <Q extends { sql: string }>(sent: Q[]): Q[] =>
+    sent.filter((q) => /\bDELETE FROM\b/.test(q.sql));
 
   it('purgeExpired({ batchSize }) deletes exactly the rows past retention, on the store clock, in batches until a short one', async () => {
     const name = `jobhook_purge_batches_${process.pid}`;
@@ -175,7 +217,16 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
       await store.migrate();
       await pool.query(`DELETE FROM ${name}`);
       // Offsets in ms from the store's "now"; stale_at NULL unless given.
-      const rows: Array<[prefix: string, count: number, state: string, expiresMs: number, staleMs: number | null, goes: boolean]> = [
+      const rows: Array<
+        [
+          prefix: string,
+          count: number,
+          state: string,
+          expiresMs: number,
+          staleMs: number | null,
+          goes: boolean,
+        ]
+      > = [
         ['done-old', 23, 'completed', -3_600_000, null, true],
         ['done-now', 1, 'completed', 0, null, true], // retention ends exactly now
         ['done-live', 5, 'completed', 1, null, false],
@@ -201,19 +252,27 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
       // 36 rows in batches of 5: seven full ones, then a short one of 1.
       expect(purges(sent)).toHaveLength(8);
       const left = await pool.query<{ job_id: string }>(`SELECT job_id FROM ${name}`);
-      const kept = rows.filter((r) => !r[5]).flatMap(([prefix, count]) => Array.from({ length: count }, (_, k) => `${prefix}-${k + 1}`));
+      const kept = rows
+        .filter((r) => !r[5])
+        .flatMap(([prefix, count]) => Array.from({ length: count }, (_, k) => `${prefix}-${k + 1}`));
       expect(left.rows.map((r) => r.job_id).sort()).toEqual(kept.sort());
       // Nothing more to delete: one statement, 0.
       expect(await store.purgeExpired({ batchSize: 5 })).toBe(0);
       expect(purges(sent)).toHaveLength(9);
       // A full last batch is followed by one that finds nothing.
-      await pool.query(`UPDATE ${name} SET expires_at = $1 WHERE job_id LIKE 'done-live-%'`, [new Date(at - 1)]);
+      await pool.query(`UPDATE ${name} SET expires_at = $1 WHERE job_id LIKE 'done-live-%'`, [
+        new Date(at - 1),
+      ]);
       expect(await store.purgeExpired({ batchSize: 5 })).toBe(5);
       expect(purges(sent)).toHaveLength(11);
       expect(await store.purgeExpired()).toBe(0); // default batch size
-      await expect(store.purgeExpired({ batchSize: 0 })).rejects.toThrow(/batchSize must be an integer from 1 to 100000/);
+      await expect(store.purgeExpired({ batchSize: 0 })).rejects.toThrow(
+        /batchSize must be an integer from 1 to 100000/,
+      );
       await expect(store.purgeExpired({ batchSize: 2.5 })).rejects.toThrow(TypeError);
-      await expect(store.purgeExpired({ batchsize: 5 } as never)).rejects.toThrow(/unknown option batchsize; did you mean batchSize\?/);
+      await expect(store.purgeExpired({ batchsize: 5 } as never)).rejects.toThrow(
+        /unknown option batchsize; did you mean batchSize\?/,
+      );
     } finally {
       await rec.end();
     }
@@ -258,7 +317,9 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
           for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
         };
         walk(rows[0]['QUERY PLAN'][0].Plan);
-        const scans = nodes.filter((n) => n['Relation Name'] === name && n['Node Type'] !== 'ModifyTable').map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`.trim());
+        const scans = nodes
+          .filter((n) => n['Relation Name'] === name && n['Node Type'] !== 'ModifyTable')
+          .map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`.trim());
         expect(scans.sort()).toEqual([`Index Scan ${name}_expires_at`, 'Tid Scan']);
         expect(nodes.map((n) => n['Node Type'])).not.toContain('Hash Join');
       }
@@ -273,10 +334,16 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     const first = new PostgresIdempotencyStore({ pool, table: name });
     await first.migrate();
     const busy = await pool.connect();
-    const again = new PostgresIdempotencyStore({ connectionString: url, table: name, operationTimeoutMs: 3000 });
+    const again = new PostgresIdempotencyStore({
+      connectionString: url,
+      table: name,
+      operationTimeoutMs: 3000,
+    });
     try {
       await busy.query('BEGIN');
-      await busy.query(`INSERT INTO ${name} (job_id, token, state, expires_at) VALUES ('held', 'held-token-1', 'claimed', now() + interval '1 minute')`);
+      await busy.query(
+        `INSERT INTO ${name} (job_id, token, state, expires_at) VALUES ('held', 'held-token-1', 'claimed', now() + interval '1 minute')`,
+      );
       await busy.query(`INSERT INTO ${name}_pending (job_id, since_ms) VALUES ('held', 0)`);
       await expect(again.migrate()).resolves.toBeUndefined();
     } finally {
@@ -284,11 +351,14 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
       busy.release();
       await again.close();
     }
-    const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_indexes WHERE tablename IN ($1, $2)', [name, `${name}_pending`]);
+    const { rows } = await pool.query(
+      'SELECT count(*)::int AS n FROM pg_indexes WHERE tablename IN ($1, $2)',
+      [name, `${name}_pending`],
+    );
     expect(rows[0].n).toBe(4); // two primary keys, expires_at, since_ms
   });
 
-  it('issue 27 item 7: a renewal that waited for the row its own transactional completion locked answers completed (the model\'s reply), not superseded', async () => {
+  it("issue 27 item 7: a renewal that waited for the row its own transactional completion locked answers completed (the model's reply), not superseded", async () => {
     const name = `jobhook_renewrace_${process.pid}`;
     const store = new PostgresIdempotencyStore({ pool, table: name, transactional: true });
     await store.migrate();
@@ -308,22 +378,34 @@ describe.skipIf(inject('databaseUrl') === '')('PostgresIdempotencyStore specific
     const name = `jobhook_fencespend_${process.pid}`;
     const store = new PostgresIdempotencyStore({ pool, table: name });
     await store.migrate();
-    const last = async () => Number((await pool.query(`SELECT last_value FROM ${name}_fence_seq`)).rows[0].last_value);
+    const last = async () =>
+      Number((await pool.query(`SELECT last_value FROM ${name}_fence_seq`)).rows[0].last_value);
     const first = await store.claim('j', { leaseMs: 10_000 });
     if (first.status !== 'acquired') throw new Error(first.status);
     const start = await last();
-    for (let i = 0; i < 5; i++) expect(await store.claim('j', { leaseMs: 10_000 })).toMatchObject({ status: 'in_progress' });
+    for (let i = 0; i < 5; i++)
+      expect(await store.claim('j', { leaseMs: 10_000 })).toMatchObject({ status: 'in_progress' });
     const lapsing = await store.claim('k', { leaseMs: 30 });
     if (lapsing.status !== 'acquired') throw new Error(lapsing.status);
     const afterK = await last();
     expect(afterK).toBe(start + 1);
     await new Promise((r) => setTimeout(r, 60));
     // Polls through a takeover grace (a delivery waiting for the lapsed holder).
-    for (let i = 0; i < 5; i++) expect(await store.claim('k', { leaseMs: 10_000, takeoverGraceMs: 5_000 })).toMatchObject({ status: 'in_progress', stale: true });
-    expect(await store.complete('j', first.token, { retainMs: 60_000, fence: first.fence })).toBe('completed');
-    for (let i = 0; i < 3; i++) expect(await store.claim('j', { leaseMs: 10_000 })).toEqual({ status: 'completed' });
+    for (let i = 0; i < 5; i++)
+      expect(await store.claim('k', { leaseMs: 10_000, takeoverGraceMs: 5_000 })).toMatchObject({
+        status: 'in_progress',
+        stale: true,
+      });
+    expect(await store.complete('j', first.token, { retainMs: 60_000, fence: first.fence })).toBe(
+      'completed',
+    );
+    for (let i = 0; i < 3; i++)
+      expect(await store.claim('j', { leaseMs: 10_000 })).toEqual({ status: 'completed' });
     // Its own token claiming again keeps its number.
-    expect(await store.claim('k', { leaseMs: 10_000, token: lapsing.token })).toMatchObject({ status: 'acquired', fence: lapsing.fence });
+    expect(await store.claim('k', { leaseMs: 10_000, token: lapsing.token })).toMatchObject({
+      status: 'acquired',
+      fence: lapsing.fence,
+    });
     expect(await last()).toBe(afterK);
     // A takeover spends one.
     const released = await store.release('k', lapsing.token);

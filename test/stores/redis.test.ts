@@ -12,7 +12,14 @@ serverStoreSuite({
   name: 'Redis',
   url: inject('redisUrl'),
   skipReason: local.skip ? local.reason : undefined,
-  make: async (url, options) => new RedisIdempotencyStore({ url, keyPrefix: `jobhook-test:${run}:`, pendingKey: `jobhook-test-pending:${run}`, log: {}, ...options }),
+  make: async (url, options) =>
+    new RedisIdempotencyStore({
+      url,
+      keyPrefix: `jobhook-test:${run}:`,
+      pendingKey: `jobhook-test-pending:${run}`,
+      log: {},
+      ...options,
+    }),
   throwaway: startRedis,
 });
 
@@ -22,14 +29,15 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     await client.quit();
   });
 
-  it('keeps its keys under the prefix, the token, fence and lease end in the value (on Redis\'s clock) and LAPSED_CLAIM_KEEP_MS (24 h) beyond it as TTL, a release as long, on a client you pass (left open by close())', async () => {
+  it("keeps its keys under the prefix, the token, fence and lease end in the value (on Redis's clock) and LAPSED_CLAIM_KEEP_MS (24 h) beyond it as TTL, a release as long, on a client you pass (left open by close())", async () => {
     const prefix = `jobhook-own:${run}:`;
     const store = new RedisIdempotencyStore({ client, keyPrefix: prefix });
     const c = await store.claim('j1', { leaseMs: 30_000 });
     if (c.status !== 'acquired') throw new Error(c.status);
     const [seconds, micros] = await client.time();
     const redisNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    const [, token, fence, leaseEnd] = /^held:([\w-]+):(\d+):(\d+):$/.exec((await client.get(`${prefix}j1`)) ?? '') ?? [];
+    const [, token, fence, leaseEnd] =
+      /^held:([\w-]+):(\d+):(\d+):$/.exec((await client.get(`${prefix}j1`)) ?? '') ?? [];
     expect(token).toBe(c.token);
     expect(Number(fence)).toBe(c.fence);
     expect(Number(leaseEnd) - redisNow).toBeGreaterThan(25_000);
@@ -40,12 +48,14 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     const r = await store.claim('j3', { leaseMs: 30_000 });
     if (r.status !== 'acquired') throw new Error(r.status);
     expect(await store.release('j3', r.token)).toBe(true);
-    const [, releasedBy, releasedFence, keepEnd, tainted] = /^released:([\w-]+):(\d+):(\d+):([01])$/.exec((await client.get(`${prefix}j3`)) ?? '') ?? [];
+    const [, releasedBy, releasedFence, keepEnd, tainted] =
+      /^released:([\w-]+):(\d+):(\d+):([01])$/.exec((await client.get(`${prefix}j3`)) ?? '') ?? [];
     expect([releasedBy, Number(releasedFence), tainted]).toEqual([r.token, r.fence, '0']);
     expect(Number(keepEnd) - redisNow).toBeGreaterThan(LAPSED_CLAIM_KEEP_MS - 5_000);
     expect(await client.pttl(`${prefix}j3`)).toBeGreaterThan(LAPSED_CLAIM_KEEP_MS - 5_000);
     await store.complete('j1', c.token, { retainMs: 90_000, fence: c.fence });
-    const [, doneBy, doneFence, until] = /^done:([\w-]+):(\d+):(\d+)$/.exec((await client.get(`${prefix}j1`)) ?? '') ?? [];
+    const [, doneBy, doneFence, until] =
+      /^done:([\w-]+):(\d+):(\d+)$/.exec((await client.get(`${prefix}j1`)) ?? '') ?? [];
     expect([doneBy, Number(doneFence)]).toEqual([c.token, c.fence]);
     expect(Number(until) - redisNow).toBeGreaterThan(85_000);
     expect(await client.pttl(`${prefix}j1`)).toBeGreaterThan(85_000);
@@ -86,9 +96,16 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
     if (taker.status !== 'acquired') throw new Error(taker.status);
     await client.del(`${pendingKey}:fence`);
     expect(await store.release('j', taker.token)).toBe(true);
-    expect(await store.claim('j', { leaseMs: 10_000 })).toMatchObject({ status: 'acquired', fence: taker.fence + 1, tookOver: true });
+    expect(await store.claim('j', { leaseMs: 10_000 })).toMatchObject({
+      status: 'acquired',
+      fence: taker.fence + 1,
+      tookOver: true,
+    });
     // The counter moved past the number handed out: the next job's number is larger still.
-    expect(await store.claim('next', { leaseMs: 10_000 })).toMatchObject({ status: 'acquired', fence: taker.fence + 2 });
+    expect(await store.claim('next', { leaseMs: 10_000 })).toMatchObject({
+      status: 'acquired',
+      fence: taker.fence + 2,
+    });
   });
 
   it('survives SCRIPT FLUSH (EVALSHA falls back to EVAL)', async () => {
@@ -115,10 +132,18 @@ describe.skipIf(inject('redisUrl') === '')('RedisIdempotencyStore specifics', ()
   });
 
   it('refuses a pendingKey that a job id could name: the key itself or its ":params" hash or ":fence" counter under keyPrefix', () => {
-    expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:', pendingKey: 'app:pending' })).toThrow(/keyPrefix/);
+    expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:', pendingKey: 'app:pending' })).toThrow(
+      /keyPrefix/,
+    );
     // "app:pending:params" is the key of job id "params" under prefix "app:pending:".
-    expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:pending:', pendingKey: 'app:pending' })).toThrow(/:params/);
-    expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:pending:f', pendingKey: 'app:pending' })).toThrow(/:fence/);
-    expect(() => new RedisIdempotencyStore({ client, keyPrefix: 'app:job:', pendingKey: 'app:pending' })).not.toThrow();
+    expect(
+      () => new RedisIdempotencyStore({ client, keyPrefix: 'app:pending:', pendingKey: 'app:pending' }),
+    ).toThrow(/:params/);
+    expect(
+      () => new RedisIdempotencyStore({ client, keyPrefix: 'app:pending:f', pendingKey: 'app:pending' }),
+    ).toThrow(/:fence/);
+    expect(
+      () => new RedisIdempotencyStore({ client, keyPrefix: 'app:job:', pendingKey: 'app:pending' }),
+    ).not.toThrow();
   });
 });

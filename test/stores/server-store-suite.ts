@@ -55,62 +55,104 @@ export function serverStoreSuite(s: ServerStoreSuite): void {
         return app;
       });
       const d = signed(jobId('e2e-express'));
-      const answers = await Promise.all(Array.from({ length: 10 }, (_, k) => supertest(apps[k % 2]!).post('/hook').set(d.headers).send(d.body)));
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, k) =>
+          supertest(apps[k % 2]!)
+            .post('/hook')
+            .set(d.headers)
+            .send(d.body),
+        ),
+      );
       expect(calls).toBe(1);
       expect(answers.filter((r) => r.status === 200 && r.body.status === 'processed')).toHaveLength(1);
-      expect(answers.every((r) => (r.status === 200 && r.body.status === 'duplicate') || r.status === 503 || r.body.status === 'processed')).toBe(true);
+      expect(
+        answers.every(
+          (r) =>
+            (r.status === 200 && r.body.status === 'duplicate') ||
+            r.status === 503 ||
+            r.body.status === 'processed',
+        ),
+      ).toBe(true);
       // Afterwards both instances answer duplicate.
-      for (const app of apps) expect((await supertest(app).post('/hook').set(d.headers).send(d.body)).body.status).toBe('duplicate');
+      for (const app of apps)
+        expect((await supertest(app).post('/hook').set(d.headers).send(d.body)).body.status).toBe(
+          'duplicate',
+        );
     });
 
     it('two Fetch handlers sharing the store: the same job_id sent to both → handler once', async () => {
       let calls = 0;
-      const handlers = [a, b].map((store) => createWebReceiver({ publicKey: publicPem(2048), store, onEvent: async () => void calls++ }));
+      const handlers = [a, b].map((store) =>
+        createWebReceiver({ publicKey: publicPem(2048), store, onEvent: async () => void calls++ }),
+      );
       const d = signed(jobId('e2e-web'));
-      const responses = await Promise.all(handlers.map((h) => h(new Request('http://127.0.0.1/hook', { method: 'POST', headers: d.headers, body: d.body }))));
+      const responses = await Promise.all(
+        handlers.map((h) =>
+          h(new Request('http://127.0.0.1/hook', { method: 'POST', headers: d.headers, body: d.body })),
+        ),
+      );
       expect(calls).toBe(1);
-      const kinds = await Promise.all(responses.map(async (r) => `${r.status} ${((await r.json()) as { status?: string }).status ?? ''}`.trim()));
-      expect(kinds.sort()).toEqual(kinds.includes('503') ? ['200 processed', '503'] : ['200 duplicate', '200 processed']);
+      const kinds = await Promise.all(
+        responses.map(async (r) =>
+          `${r.status} ${((await r.json()) as { status?: string }).status ?? ''}`.trim(),
+        ),
+      );
+      expect(kinds.sort()).toEqual(
+        kinds.includes('503') ? ['200 processed', '503'] : ['200 duplicate', '200 processed'],
+      );
     });
   });
 
-  describe.skipIf(s.skipReason !== undefined)(`${s.name} store: server stopped and restarted mid-test`, () => {
-    let server!: Throwaway;
-    let store!: ClosableStore;
-    beforeAll(async () => {
-      server = await s.throwaway();
-      store = await s.make(server.url, { operationTimeoutMs: 1000 });
-    });
-    afterAll(async () => {
-      await store?.close();
-      await server?.destroy();
-    });
+  describe.skipIf(s.skipReason !== undefined)(
+    `${s.name} store: server stopped and restarted mid-test`,
+    () => {
+      let server!: Throwaway;
+      let store!: ClosableStore;
+      beforeAll(async () => {
+        server = await s.throwaway();
+        store = await s.make(server.url, { operationTimeoutMs: 1000 });
+      });
+      afterAll(async () => {
+        await store?.close();
+        await server?.destroy();
+      });
 
-    it('claims reject with STORE_UNAVAILABLE within a bounded time, the receiver answers 503, and both recover on restart', async () => {
-      let calls = 0;
-      const app = express();
-      app.post('/hook', createExpressReceiver({ publicKey: publicPem(2048), store, onEvent: () => void calls++ }));
-      const first = signed(jobId('fault-before'));
-      expect((await supertest(app).post('/hook').set(first.headers).send(first.body)).body.status).toBe('processed');
+      it('claims reject with STORE_UNAVAILABLE within a bounded time, the receiver answers 503, and both recover on restart', async () => {
+        let calls = 0;
+        const app = express();
+        app.post(
+          '/hook',
+          createExpressReceiver({ publicKey: publicPem(2048), store, onEvent: () => void calls++ }),
+        );
+        const first = signed(jobId('fault-before'));
+        expect((await supertest(app).post('/hook').set(first.headers).send(first.body)).body.status).toBe(
+          'processed',
+        );
 
-      await server.stop();
-      const t0 = performance.now();
-      await expect(store.claim(jobId('fault-down'), { leaseMs: 10_000 })).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
-      expect(performance.now() - t0).toBeLessThan(5000);
-      const during = signed(jobId('fault-during'));
-      const down = await supertest(app).post('/hook').set(during.headers).send(during.body);
-      expect({ status: down.status, code: down.body.error?.code }).toEqual({ status: 503, code: 'STORE_UNAVAILABLE' });
+        await server.stop();
+        const t0 = performance.now();
+        await expect(store.claim(jobId('fault-down'), { leaseMs: 10_000 })).rejects.toMatchObject({
+          code: 'STORE_UNAVAILABLE',
+        });
+        expect(performance.now() - t0).toBeLessThan(5000);
+        const during = signed(jobId('fault-during'));
+        const down = await supertest(app).post('/hook').set(during.headers).send(during.body);
+        expect({ status: down.status, code: down.body.error?.code }).toEqual({
+          status: 503,
+          code: 'STORE_UNAVAILABLE',
+        });
 
-      await server.start();
-      // The client reconnects by itself; the receiver is not restarted.
-      let answer: supertest.Response | undefined;
-      for (let k = 0; k < 40; k++) {
-        answer = await supertest(app).post('/hook').set(during.headers).send(during.body);
-        if (answer.status === 200) break;
-        await sleep(250);
-      }
-      expect(answer?.body.status).toBe('processed');
-      expect(calls).toBe(2);
-    });
-  });
+        await server.start();
+        // The client reconnects by itself; the receiver is not restarted.
+        let answer: supertest.Response | undefined;
+        for (let k = 0; k < 40; k++) {
+          answer = await supertest(app).post('/hook').set(during.headers).send(during.body);
+          if (answer.status === 200) break;
+          await sleep(250);
+        }
+        expect(answer?.body.status).toBe('processed');
+        expect(calls).toBe(2);
+      });
+    },
+  );
 }

@@ -59,11 +59,17 @@ export async function correctReceiver(options: { slowFirstMs?: number } = {}): P
 /** The same receiver behind express.json() with body-parser's default limit (100 kB): the misconfiguration. */
 export async function bodyLimitReceiver(): Promise<TestReceiver> {
   const ran: string[] = [];
-  const receiver = createReceiver({ publicKey: PUBLIC_KEY, onEvent: async (_event, { jobId }) => void ran.push(jobId) });
+  const receiver = createReceiver({
+    publicKey: PUBLIC_KEY,
+    onEvent: async (_event, { jobId }) => void ran.push(jobId),
+  });
   const app = express();
   app.use(express.json({ verify: keepRawBody })); // limit left at 100 kB
   app.post('/hook', receiver);
-  app.use((err: { status?: number }, _req: Request, res: Response, _next: unknown) => void res.status(err.status ?? 500).json({ error: { code: 'HTTP_ERROR' } }));
+  app.use(
+    (err: { status?: number }, _req: Request, res: Response, _next: unknown) =>
+      void res.status(err.status ?? 500).json({ error: { code: 'HTTP_ERROR' } }),
+  );
   return serve(app, ran, () => receiver.close());
 }
 
@@ -72,7 +78,11 @@ function sortedStringify(value: unknown): string {
   const sort = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(sort);
     if (v === null || typeof v !== 'object') return v;
-    return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+    );
   };
   return JSON.stringify(sort(value), null, 2);
 }
@@ -86,7 +96,11 @@ export async function stringifyVerifierReceiver(): Promise<TestReceiver> {
   app.post('/hook', (req, res) => {
     const signature = req.get('x-service-signature') ?? '';
     const digest = createHash('sha256').update(sortedStringify(req.body)).digest('hex');
-    if (!/^[0-9a-f]+$/i.test(signature) || !rsaVerify('sha256', Buffer.from(digest), key, Buffer.from(signature, 'hex'))) return void res.status(401).send('bad signature');
+    if (
+      !/^[0-9a-f]+$/i.test(signature) ||
+      !rsaVerify('sha256', Buffer.from(digest), key, Buffer.from(signature, 'hex'))
+    )
+      return void res.status(401).send('bad signature');
     const jobId = (req.body as { job_id: string }).job_id;
     if (!ran.includes(jobId)) ran.push(jobId);
     res.send('ok');
@@ -101,10 +115,13 @@ export async function headerDroppingProxy(): Promise<TestReceiver> {
   const proxy = await listen((req: IncomingMessage, res: ServerResponse) => {
     const headers = { ...req.headers };
     delete headers['x-service-signature'];
-    const upstream = request({ host: target.hostname, port: target.port, path: target.pathname, method: req.method, headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const upstream = request(
+      { host: target.hostname, port: target.port, path: target.pathname, method: req.method, headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });

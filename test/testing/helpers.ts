@@ -31,7 +31,9 @@ export interface Hit {
 }
 
 /** A receiver that answers each request with the next scripted status ('hang' never answers; the last one repeats). */
-export async function scripted(answers: ReadonlyArray<number | 'hang'>): Promise<Listening & { hits: Hit[] }> {
+export async function scripted(
+  answers: ReadonlyArray<number | 'hang'>,
+): Promise<Listening & { hits: Hit[] }> {
   const hits: Hit[] = [];
   let k = 0;
   const server = await listen((req, res) => {
@@ -67,14 +69,32 @@ async function answer(res: Response): Promise<ApiAnswer> {
 }
 
 /** POSTs a job request (an object, or a raw JSON string to keep floats such as 1.0). */
-export async function createJob(sim: GatewaySimulator, request: object | string, token: string | null = sim.token): Promise<ApiAnswer> {
+export async function createJob(
+  sim: GatewaySimulator,
+  request: object | string,
+  token: string | null = sim.token,
+): Promise<ApiAnswer> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (token !== null) headers.authorization = `Bearer ${token}`;
-  return answer(await fetch(sim.jobsUrl, { method: 'POST', headers, body: typeof request === 'string' ? request : JSON.stringify(request) }));
+  return answer(
+    await fetch(sim.jobsUrl, {
+      method: 'POST',
+      headers,
+      body: typeof request === 'string' ? request : JSON.stringify(request),
+    }),
+  );
 }
 
-export async function getJob(sim: GatewaySimulator, id: string, token: string | null = sim.token): Promise<ApiAnswer> {
-  return answer(await fetch(`${sim.jobsUrl}/${encodeURIComponent(id)}`, { headers: token === null ? {} : { authorization: `Bearer ${token}` } }));
+export async function getJob(
+  sim: GatewaySimulator,
+  id: string,
+  token: string | null = sim.token,
+): Promise<ApiAnswer> {
+  return answer(
+    await fetch(`${sim.jobsUrl}/${encodeURIComponent(id)}`, {
+      headers: token === null ? {} : { authorization: `Bearer ${token}` },
+    }),
+  );
 }
 
 /** Polls the job until it is no longer `processing`. */

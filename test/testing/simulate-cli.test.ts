@@ -37,7 +37,9 @@ function simulate(argv: string[], signal?: AbortSignal) {
     errors: () => stderr,
     /** Resolves with the banner once the simulator is up (or rejects with what it printed, if it exited). */
     started: async (): Promise<{ url: string; token: string; keyFile: string; createCurl: string }> => {
-      await expect.poll(() => stdout.includes('Ctrl+C stops it.') || stderr !== '', { timeout: 10_000 }).toBe(true);
+      await expect
+        .poll(() => stdout.includes('Ctrl+C stops it.') || stderr !== '', { timeout: 10_000 })
+        .toBe(true);
       if (!stdout.includes('Ctrl+C')) throw new Error(`simulate exited: ${stderr}`);
       const field = (name: string) => new RegExp(`^  ${name}:\\s+(\\S+)$`, 'm').exec(stdout)?.[1] ?? '';
       const createCurl = /^  (curl -sS -X POST .*)$/m.exec(stdout)?.[1] ?? '';
@@ -63,13 +65,19 @@ describe('jobhook simulate', () => {
     // The key is read per request: the receiver exists before the simulator has written it.
     let handler: NodeHandler | undefined;
     app.post('/webhooks/gateway', (req, res, next) => {
-      handler ??= makeReceiver({ publicKey: readFileSync(keyFile, 'utf8'), onEvent: (e) => void events.push(e) });
+      handler ??= makeReceiver({
+        publicKey: readFileSync(keyFile, 'utf8'),
+        onEvent: (e) => void events.push(e),
+      });
       handler(req, res, next);
     });
     const receiver = await listen(app);
     const out = mkdtempSync(join(tmpdir(), 'jobhook-simulate-test-'));
     const stop = new AbortController();
-    const run = simulate(['--delay-ms', '20', '--out', out, '--receiver', `${receiver.url}/webhooks/gateway`], stop.signal);
+    const run = simulate(
+      ['--delay-ms', '20', '--out', out, '--receiver', `${receiver.url}/webhooks/gateway`],
+      stop.signal,
+    );
     try {
       const banner = await run.started();
       expect(banner.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -83,12 +91,24 @@ describe('jobhook simulate', () => {
       const job = JSON.parse(stdout) as { public_id: string; status: string };
       expect(job.status).toBe('processing');
       await expect.poll(() => events.length, { timeout: 5000 }).toBe(1);
-      expect(events[0]).toMatchObject({ job_id: job.public_id, status: 'success', user_parameters: { order_id: '42' } });
+      expect(events[0]).toMatchObject({
+        job_id: job.public_id,
+        status: 'success',
+        user_parameters: { order_id: '42' },
+      });
       // The attempt is logged once the receiver has answered, which is after onEvent ran.
-      await expect.poll(run.output).toMatch(new RegExp(`job ${job.public_id} attempt 1 → ${receiver.url}/webhooks/gateway: HTTP 200 after \\d+ ms → processed`));
+      await expect
+        .poll(run.output)
+        .toMatch(
+          new RegExp(
+            `job ${job.public_id} attempt 1 → ${receiver.url}/webhooks/gateway: HTTP 200 after \\d+ ms → processed`,
+          ),
+        );
 
       // The poll example works with the printed token.
-      const polled = await fetch(`${banner.url}/v3/universal-ai/async/${job.public_id}`, { headers: { authorization: `Bearer ${banner.token}` } });
+      const polled = await fetch(`${banner.url}/v3/universal-ai/async/${job.public_id}`, {
+        headers: { authorization: `Bearer ${banner.token}` },
+      });
       expect(((await polled.json()) as { status: string }).status).toBe('success');
     } finally {
       stop.abort();
@@ -103,13 +123,22 @@ describe('jobhook simulate', () => {
 
   it('stops on SIGTERM and removes its signal listeners', async () => {
     const before = [process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')];
-    const run = simulate(['--key', fixture('keys', 'test-2048-private.pem'), '--dialect', 'python', '--token', 'fixed-token']);
+    const run = simulate([
+      '--key',
+      fixture('keys', 'test-2048-private.pem'),
+      '--dialect',
+      'python',
+      '--token',
+      'fixed-token',
+    ]);
     try {
       const banner = await run.started();
       expect(banner.token).toBe('fixed-token');
       // With --key the public key is that private key's, so a receiver keeps its key across runs.
       const der = (pem: string) => createPublicKey(pem).export({ type: 'spki', format: 'der' });
-      expect(der(readFileSync(banner.keyFile, 'utf8'))).toEqual(der(readFileSync(fixture('keys', 'test-2048-public.pem'), 'utf8')));
+      expect(der(readFileSync(banner.keyFile, 'utf8'))).toEqual(
+        der(readFileSync(fixture('keys', 'test-2048-public.pem'), 'utf8')),
+      );
       expect(run.output()).toContain('dialect:     python;');
     } finally {
       process.emit('SIGTERM');
@@ -122,16 +151,34 @@ describe('jobhook simulate', () => {
   it('--twice at-once --gzip and --replay-after-ms: each webhook sent as asked, every attempt logged with its copy; --tampered is refused (401)', async () => {
     const runs: string[] = [];
     const app = express();
-    const receiver = makeReceiver({ publicKey: readFileSync(fixture('keys', 'test-2048-public.pem'), 'utf8'), onEvent: (e) => void runs.push(e.job_id) });
+    const receiver = makeReceiver({
+      publicKey: readFileSync(fixture('keys', 'test-2048-public.pem'), 'utf8'),
+      onEvent: (e) => void runs.push(e.job_id),
+    });
     const encodings: Array<string | undefined> = [];
-    app.post('/hook', (req, _res, next) => (encodings.push(req.headers['content-encoding']), next()), receiver);
+    app.post(
+      '/hook',
+      (req, _res, next) => (encodings.push(req.headers['content-encoding']), next()),
+      receiver,
+    );
     const target = await listen(app);
-    const key = ['--key', fixture('keys', 'test-2048-private.pem'), '--delay-ms', '0', '--receiver', `${target.url}/hook`];
+    const key = [
+      '--key',
+      fixture('keys', 'test-2048-private.pem'),
+      '--delay-ms',
+      '0',
+      '--receiver',
+      `${target.url}/hook`,
+    ];
     const create = async (banner: { url: string; token: string }) => {
       const res = await fetch(`${banner.url}/v3/universal-ai/async`, {
         method: 'POST',
         headers: { authorization: `Bearer ${banner.token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${target.url}/hook` }),
+        body: JSON.stringify({
+          model: 'ocr/ocr_async/amazon',
+          input: {},
+          webhook_receiver: `${target.url}/hook`,
+        }),
       });
       return ((await res.json()) as { public_id: string }).public_id;
     };
@@ -144,8 +191,16 @@ describe('jobhook simulate', () => {
       expect(a.output()).toContain('webhooks sent gzip, twice at once, replayed 50 ms later');
       const id = await create(banner);
       // The replay comes last, once both copies ended (a copy that raced the first may have been retried).
-      await expect.poll(a.output, { timeout: 10_000 }).toMatch(new RegExp(`job ${id} replay, attempt 1 → .*: HTTP 200 after \\d+ ms → duplicate`));
-      expect(a.output().match(new RegExp(`job ${id} copy [12], attempt \\d → .*: HTTP 200 after \\d+ ms → processed`, 'g'))).toHaveLength(1);
+      await expect
+        .poll(a.output, { timeout: 10_000 })
+        .toMatch(new RegExp(`job ${id} replay, attempt 1 → .*: HTTP 200 after \\d+ ms → duplicate`));
+      expect(
+        a
+          .output()
+          .match(
+            new RegExp(`job ${id} copy [12], attempt \\d → .*: HTTP 200 after \\d+ ms → processed`, 'g'),
+          ),
+      ).toHaveLength(1);
       expect(a.output()).toMatch(new RegExp(`job ${id} copy 1, attempt 1 → `));
       expect(a.output()).toMatch(new RegExp(`job ${id} copy 2, attempt 1 → `));
       expect(encodings.length).toBeGreaterThanOrEqual(3);
@@ -155,7 +210,11 @@ describe('jobhook simulate', () => {
       const t = simulate([...key, '--tampered'], stop.signal);
       running.push(t.done);
       const other = await create(await t.started());
-      await expect.poll(t.output).toMatch(new RegExp(`job ${other} attempt 1 → .*: HTTP 401 SIGNATURE_INVALID after \\d+ ms → rejected`));
+      await expect
+        .poll(t.output)
+        .toMatch(
+          new RegExp(`job ${other} attempt 1 → .*: HTTP 401 SIGNATURE_INVALID after \\d+ ms → rejected`),
+        );
       expect(runs).toEqual([id]);
     } finally {
       stop.abort();
@@ -178,7 +237,10 @@ describe('jobhook simulate', () => {
     ];
     for (const [argv, why] of cases) {
       const r = await cli(['simulate', ...argv]);
-      expect({ code: r.code, lines: r.stderr.trim().split('\n').length }, argv.join(' ')).toEqual({ code: 2, lines: 1 });
+      expect({ code: r.code, lines: r.stderr.trim().split('\n').length }, argv.join(' ')).toEqual({
+        code: 2,
+        lines: 1,
+      });
       expect(r.stderr, argv.join(' ')).toMatch(why);
     }
   });
@@ -186,7 +248,13 @@ describe('jobhook simulate', () => {
   it('a port in use is an error, not a hang', async () => {
     const busy = await listen(() => undefined);
     try {
-      const r = await cli(['simulate', '--port', String(busy.port), '--out', mkdtempSync(join(tmpdir(), 'jobhook-simulate-test-'))]);
+      const r = await cli([
+        'simulate',
+        '--port',
+        String(busy.port),
+        '--out',
+        mkdtempSync(join(tmpdir(), 'jobhook-simulate-test-')),
+      ]);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/EADDRINUSE/);
     } finally {

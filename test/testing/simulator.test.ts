@@ -49,7 +49,14 @@ describe('simulator → jobhook Express receiver, end to end', () => {
       `{"model":"ocr/ocr_async/amazon","input":{"file_url":"https://example.com/a.pdf"},"webhook_receiver":${JSON.stringify(receiver())},"user_webhook_parameters":{"order":"A-17","weight":1.0,"tags":["ü"]}}`,
     );
     expect(created.status).toBe(202);
-    expect(created.json).toMatchObject({ status: 'processing', feature: 'ocr', subfeature: 'ocr_async', provider: 'amazon', model: null, cost: '0.0015' });
+    expect(created.json).toMatchObject({
+      status: 'processing',
+      feature: 'ocr',
+      subfeature: 'ocr_async',
+      provider: 'amazon',
+      model: null,
+      cost: '0.0015',
+    });
     const id = created.json.public_id as string;
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(Date.parse(created.json.created_at as string)).not.toBeNaN();
@@ -63,7 +70,12 @@ describe('simulator → jobhook Express receiver, end to end', () => {
     expect(done.json).not.toHaveProperty('original_response');
 
     const delivery = await sim.waitForDelivery(id);
-    expect(delivery).toMatchObject({ jobId: id, url: receiver(), outcome: 'delivered', attempts: [{ attempt: 1, status: 200, outcome: 'delivered', answer: 'processed' }] });
+    expect(delivery).toMatchObject({
+      jobId: id,
+      url: receiver(),
+      outcome: 'delivered',
+      attempts: [{ attempt: 1, status: 200, outcome: 'delivered', answer: 'processed' }],
+    });
     const event = eventFor(id)!;
     expect(event).toMatchObject({
       event: 'async_job_completed',
@@ -82,7 +94,13 @@ describe('simulator → jobhook Express receiver, end to end', () => {
   });
 
   it('sends the headers of DESIGN §1 and a body whose floats are written as Python writes them', async () => {
-    const id = (await createJob(sim, { model: 'ocr/ocr_async/google/document-ai', input: {}, webhook_receiver: receiver() })).json.public_id as string;
+    const id = (
+      await createJob(sim, {
+        model: 'ocr/ocr_async/google/document-ai',
+        input: {},
+        webhook_receiver: receiver(),
+      })
+    ).json.public_id as string;
     const delivery = await sim.waitForDelivery(id);
     const hit = seen.at(-1)!;
     expect(hit.headers).toMatchObject({
@@ -103,29 +121,66 @@ describe('simulator → jobhook Express receiver, end to end', () => {
   });
 
   it('input.simulate "fail" → the job fails: polling shows fail with error.message, the event has no output', async () => {
-    const id = (await createJob(sim, { model: 'audio/speech_to_text_async/deepgram', input: { simulate: 'fail' }, webhook_receiver: receiver() })).json.public_id as string;
+    const id = (
+      await createJob(sim, {
+        model: 'audio/speech_to_text_async/deepgram',
+        input: { simulate: 'fail' },
+        webhook_receiver: receiver(),
+      })
+    ).json.public_id as string;
     const done = await pollUntilDone(sim, id);
-    expect(done.json).toMatchObject({ status: 'fail', error: { message: expect.stringContaining('simulated failure') }, cost: '0' });
+    expect(done.json).toMatchObject({
+      status: 'fail',
+      error: { message: expect.stringContaining('simulated failure') },
+      cost: '0',
+    });
     expect(done.json).not.toHaveProperty('output');
     await sim.waitForDelivery(id);
     const event = eventFor(id)!;
-    expect(event).toMatchObject({ status: 'fail', error: { message: done.json.error && (done.json.error as { message: string }).message } });
+    expect(event).toMatchObject({
+      status: 'fail',
+      error: { message: done.json.error && (done.json.error as { message: string }).message },
+    });
     expect(event).not.toHaveProperty('output');
   });
 
   it('original_response only when show_original_response is true', async () => {
-    const asked = (await createJob(sim, { model: 'image/object_detection/amazon', input: {}, show_original_response: true, webhook_receiver: receiver() })).json.public_id as string;
-    const notAsked = (await createJob(sim, { model: 'image/object_detection/amazon', input: {}, show_original_response: false, webhook_receiver: receiver() })).json.public_id as string;
+    const asked = (
+      await createJob(sim, {
+        model: 'image/object_detection/amazon',
+        input: {},
+        show_original_response: true,
+        webhook_receiver: receiver(),
+      })
+    ).json.public_id as string;
+    const notAsked = (
+      await createJob(sim, {
+        model: 'image/object_detection/amazon',
+        input: {},
+        show_original_response: false,
+        webhook_receiver: receiver(),
+      })
+    ).json.public_id as string;
     await Promise.all([sim.waitForDelivery(asked), sim.waitForDelivery(notAsked)]);
-    expect(eventFor(asked)).toMatchObject({ status: 'success', original_response: { Labels: expect.any(Array) } });
+    expect(eventFor(asked)).toMatchObject({
+      status: 'success',
+      original_response: { Labels: expect.any(Array) },
+    });
     expect(eventFor(notAsked)).not.toHaveProperty('original_response');
     expect((await getJob(sim, asked)).json).toHaveProperty('original_response');
     expect((await getJob(sim, notAsked)).json).not.toHaveProperty('original_response');
   });
 
   it('gives every feature a realistic output that verifies', async () => {
-    for (const model of ['ocr/ocr_async/amazon', 'audio/speech_to_text_async/deepgram', 'image/object_detection/google', 'video/label_detection_async/google', 'translation/automatic_translation/deepl']) {
-      const id = (await createJob(sim, { model, input: { text: 'Hello' }, webhook_receiver: receiver() })).json.public_id as string;
+    for (const model of [
+      'ocr/ocr_async/amazon',
+      'audio/speech_to_text_async/deepgram',
+      'image/object_detection/google',
+      'video/label_detection_async/google',
+      'translation/automatic_translation/deepl',
+    ]) {
+      const id = (await createJob(sim, { model, input: { text: 'Hello' }, webhook_receiver: receiver() }))
+        .json.public_id as string;
       expect((await sim.waitForDelivery(id)).outcome, model).toBe('delivered');
       expect(eventFor(id), model).toMatchObject({ status: 'success', feature: model.split('/')[0] });
     }
@@ -141,14 +196,36 @@ describe('simulator → jobhook Express receiver, end to end', () => {
 
 describe('dialects and header names', () => {
   it.each(DIALECTS)('signs in the %s dialect and writes the body in that sender’s style', async (dialect) => {
-    const sim = await startGatewaySimulator({ dialect, privateKey, delayMs: 0, signatureHeader: 'X-Acme-Signature', algorithmHeader: 'X-Acme-Hash-Algorithm', webhookHeader: 'X-Acme-Webhook' });
+    const sim = await startGatewaySimulator({
+      dialect,
+      privateKey,
+      delayMs: 0,
+      signatureHeader: 'X-Acme-Signature',
+      algorithmHeader: 'X-Acme-Hash-Algorithm',
+      webhookHeader: 'X-Acme-Webhook',
+    });
     const target = await scripted([200]);
     try {
-      const id = (await createJob(sim, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${target.url}/hook`, user_webhook_parameters: { n: 1 } })).json.public_id as string;
+      const id = (
+        await createJob(sim, {
+          model: 'ocr/ocr_async/amazon',
+          input: {},
+          webhook_receiver: `${target.url}/hook`,
+          user_webhook_parameters: { n: 1 },
+        })
+      ).json.public_id as string;
       const d = await sim.waitForDelivery(id);
-      expect(target.hits[0]!.headers).toMatchObject({ 'x-acme-webhook': 'true', 'x-acme-hash-algorithm': 'SHA256' });
+      expect(target.hits[0]!.headers).toMatchObject({
+        'x-acme-webhook': 'true',
+        'x-acme-hash-algorithm': 'SHA256',
+      });
       expect(target.hits[0]!.body).toBe(d.body);
-      const verifier = createVerifier({ publicKey: sim.publicKey, dialects: [dialect], signatureHeader: 'X-Acme-Signature', algorithmHeader: 'X-Acme-Hash-Algorithm' });
+      const verifier = createVerifier({
+        publicKey: sim.publicKey,
+        dialects: [dialect],
+        signatureHeader: 'X-Acme-Signature',
+        algorithmHeader: 'X-Acme-Hash-Algorithm',
+      });
       expect(verifier.verify(d.body!, target.hits[0]!.headers)).toMatchObject({ dialect, jobId: id });
       if (dialect === 'python') expect(d.body).toMatch(/"confidence": 1\.0, .*\\u00df/);
       else if (dialect === 'python-utf8') expect(d.body).toMatch(/"confidence": 1\.0, .*ß/);
@@ -165,11 +242,23 @@ describe('delivery retries follow the gateway policy', () => {
   afterEach(async () => {
     for (const c of cleanup.splice(0)) await c();
   });
-  async function setUp(answers: ReadonlyArray<number | 'hang'>, options: Parameters<typeof startGatewaySimulator>[0] = {}) {
+  async function setUp(
+    answers: ReadonlyArray<number | 'hang'>,
+    options: Parameters<typeof startGatewaySimulator>[0] = {},
+  ) {
     const target = await scripted(answers);
     const sim = await startGatewaySimulator({ privateKey, delayMs: 0, backoffMs: 40, ...options });
-    cleanup.push(() => sim.close(), () => target.close());
-    const id = (await createJob(sim, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${target.url}/hook` })).json.public_id as string;
+    cleanup.push(
+      () => sim.close(),
+      () => target.close(),
+    );
+    const id = (
+      await createJob(sim, {
+        model: 'ocr/ocr_async/amazon',
+        input: {},
+        webhook_receiver: `${target.url}/hook`,
+      })
+    ).json.public_id as string;
     return { sim, target, id };
   }
 
@@ -194,7 +283,10 @@ describe('delivery retries follow the gateway policy', () => {
   it('400 → one attempt, not retried', async () => {
     const { sim, target, id } = await setUp([400, 200]);
     const d = await sim.waitForDelivery(id);
-    expect(d).toMatchObject({ outcome: 'rejected', attempts: [{ attempt: 1, status: 400, outcome: 'rejected' }] });
+    expect(d).toMatchObject({
+      outcome: 'rejected',
+      attempts: [{ attempt: 1, status: 400, outcome: 'rejected' }],
+    });
     expect(target.hits).toHaveLength(1);
   });
 
@@ -216,7 +308,9 @@ describe('delivery retries follow the gateway policy', () => {
     await gone.close(); // nothing listens on this port any more
     const sim = await startGatewaySimulator({ privateKey, delayMs: 0, backoffMs: 10, maxBackoffMs: 25 });
     cleanup.push(() => sim.close());
-    const id = (await createJob(sim, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${gone.url}/hook` })).json.public_id as string;
+    const id = (
+      await createJob(sim, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${gone.url}/hook` })
+    ).json.public_id as string;
     const d = await sim.waitForDelivery(id);
     expect(d.outcome).toBe('gave-up');
     expect(d.attempts.map((a) => [a.error, a.delayMs])).toEqual([
@@ -231,14 +325,29 @@ describe('delivery retries follow the gateway policy', () => {
     const target = await scripted([503]);
     const sim = await startGatewaySimulator({ privateKey, delayMs: 0, backoffMs: 60_000 });
     cleanup.push(() => target.close());
-    const retrying = (await createJob(sim, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${target.url}/hook` })).json.public_id as string;
+    const retrying = (
+      await createJob(sim, {
+        model: 'ocr/ocr_async/amazon',
+        input: {},
+        webhook_receiver: `${target.url}/hook`,
+      })
+    ).json.public_id as string;
     await expect.poll(() => sim.deliveries.length).toBe(1);
     const slow = await startGatewaySimulator({ privateKey, delayMs: 60_000 });
-    const pending = (await createJob(slow, { model: 'ocr/ocr_async/amazon', input: {}, webhook_receiver: `${target.url}/hook` })).json.public_id as string;
+    const pending = (
+      await createJob(slow, {
+        model: 'ocr/ocr_async/amazon',
+        input: {},
+        webhook_receiver: `${target.url}/hook`,
+      })
+    ).json.public_id as string;
 
     const t0 = performance.now();
     await Promise.all([sim.close(), slow.close()]);
-    expect(await sim.waitForDelivery(retrying)).toMatchObject({ outcome: 'cancelled', attempts: [{ status: 503, outcome: 'retry' }] });
+    expect(await sim.waitForDelivery(retrying)).toMatchObject({
+      outcome: 'cancelled',
+      attempts: [{ status: 503, outcome: 'retry' }],
+    });
     expect(await slow.waitForDelivery(pending)).toMatchObject({ outcome: 'cancelled', attempts: [] });
     expect(performance.now() - t0).toBeLessThan(1000);
     expect(target.hits).toHaveLength(1);

@@ -11,7 +11,11 @@ let sim: GatewaySimulator;
 let strict: GatewaySimulator;
 beforeAll(async () => {
   sim = await startGatewaySimulator({ delayMs: 60_000, privateKey: privatePem(2048) });
-  strict = await startGatewaySimulator({ delayMs: 60_000, privateKey: privatePem(2048), allowLoopbackReceivers: false });
+  strict = await startGatewaySimulator({
+    delayMs: 60_000,
+    privateKey: privatePem(2048),
+    allowLoopbackReceivers: false,
+  });
 });
 afterAll(async () => {
   await Promise.all([sim.close(), strict.close()]);
@@ -21,7 +25,10 @@ const valid = { model: 'ocr/ocr_async/amazon', input: { file_url: 'https://examp
 
 async function refused(field: string, request: object, on: GatewaySimulator = sim): Promise<string> {
   const r = await createJob(on, request);
-  expect({ status: r.status, field: (r.json.error as { field?: string } | undefined)?.field }).toEqual({ status: 422, field });
+  expect({ status: r.status, field: (r.json.error as { field?: string } | undefined)?.field }).toEqual({
+    status: 422,
+    field,
+  });
   const message = (r.json.error as { message: string }).message;
   expect(message.startsWith(field)).toBe(true);
   return message;
@@ -36,7 +43,11 @@ describe('authentication', () => {
     }
     expect((await getJob(sim, 'x', null)).status).toBe(401);
     expect((await getJob(sim, 'x', 'wrong')).status).toBe(401);
-    const basic = await fetch(sim.jobsUrl, { method: 'POST', headers: { authorization: `Basic ${sim.token}` }, body: JSON.stringify(valid) });
+    const basic = await fetch(sim.jobsUrl, {
+      method: 'POST',
+      headers: { authorization: `Basic ${sim.token}` },
+      body: JSON.stringify(valid),
+    });
     expect(basic.status).toBe(401);
     expect(basic.headers.get('www-authenticate')).toBe('Bearer');
   });
@@ -44,14 +55,22 @@ describe('authentication', () => {
 
 describe('request validation (422 naming the field)', () => {
   it('accepts a valid request: 202, model null without a 4th segment', async () => {
-    const r = await createJob(sim, { ...valid, fallbacks: ['google', 'microsoft', 'mistral'], show_original_response: true, user_webhook_parameters: { a: 1 } });
+    const r = await createJob(sim, {
+      ...valid,
+      fallbacks: ['google', 'microsoft', 'mistral'],
+      show_original_response: true,
+      user_webhook_parameters: { a: 1 },
+    });
     expect(r.status).toBe(202);
     expect(r.json).toMatchObject({ status: 'processing', model: null });
-    expect((await createJob(sim, { ...valid, model: 'text/chat/openai/gpt-4o' })).json).toMatchObject({ model: 'gpt-4o' });
+    expect((await createJob(sim, { ...valid, model: 'text/chat/openai/gpt-4o' })).json).toMatchObject({
+      model: 'gpt-4o',
+    });
   });
 
   it('model must be feature/subfeature/provider[/model] with non-empty segments', async () => {
-    for (const model of ['ocr', 'ocr/ocr_async', 'ocr//amazon', 'ocr/ocr_async/amazon/', 'a/b/c/d/e', '', 42]) await refused('model', { ...valid, model });
+    for (const model of ['ocr', 'ocr/ocr_async', 'ocr//amazon', 'ocr/ocr_async/amazon/', 'a/b/c/d/e', '', 42])
+      await refused('model', { ...valid, model });
     await refused('model', { input: {} });
   });
 
@@ -68,11 +87,13 @@ describe('request validation (422 naming the field)', () => {
   });
 
   it('show_original_response must be a boolean or null', async () => {
-    for (const v of ['true', 1, [], {}]) await refused('show_original_response', { ...valid, show_original_response: v });
+    for (const v of ['true', 1, [], {}])
+      await refused('show_original_response', { ...valid, show_original_response: v });
   });
 
   it('user_webhook_parameters must be an object or null', async () => {
-    for (const v of ['order-1', [1], 3, true]) await refused('user_webhook_parameters', { ...valid, user_webhook_parameters: v });
+    for (const v of ['order-1', [1], 3, true])
+      await refused('user_webhook_parameters', { ...valid, user_webhook_parameters: v });
   });
 
   it('webhook_receiver: 1 to 2,083 characters', async () => {
@@ -80,7 +101,9 @@ describe('request validation (422 naming the field)', () => {
     const exactly = base + 'x'.repeat(2083 - base.length);
     expect(exactly).toHaveLength(2083);
     expect((await createJob(sim, { ...valid, webhook_receiver: exactly })).status).toBe(202);
-    expect(await refused('webhook_receiver', { ...valid, webhook_receiver: exactly + 'x' })).toMatch(/2083 characters long, got 2084/);
+    expect(await refused('webhook_receiver', { ...valid, webhook_receiver: exactly + 'x' })).toMatch(
+      /2083 characters long, got 2084/,
+    );
     await refused('webhook_receiver', { ...valid, webhook_receiver: '' });
     await refused('webhook_receiver', { ...valid, webhook_receiver: 'not a url' });
     await refused('webhook_receiver', { ...valid, webhook_receiver: 42 });
@@ -88,10 +111,21 @@ describe('request validation (422 naming the field)', () => {
   });
 
   it('webhook_receiver: plain http only to loopback; https to a public address is fine', async () => {
-    expect(await refused('webhook_receiver', { ...valid, webhook_receiver: 'http://example.com/hook' })).toMatch(/must use https/);
-    expect(await refused('webhook_receiver', { ...valid, webhook_receiver: 'http://203.0.113.10/hook' })).toMatch(/must use https/);
-    expect((await createJob(sim, { ...valid, webhook_receiver: 'https://203.0.113.10/hook' })).status).toBe(202);
-    for (const loopback of ['http://127.0.0.1:1/h', 'http://[::1]:1/h', 'http://localhost:1/h', 'https://127.0.0.1/h']) {
+    expect(
+      await refused('webhook_receiver', { ...valid, webhook_receiver: 'http://example.com/hook' }),
+    ).toMatch(/must use https/);
+    expect(
+      await refused('webhook_receiver', { ...valid, webhook_receiver: 'http://203.0.113.10/hook' }),
+    ).toMatch(/must use https/);
+    expect((await createJob(sim, { ...valid, webhook_receiver: 'https://203.0.113.10/hook' })).status).toBe(
+      202,
+    );
+    for (const loopback of [
+      'http://127.0.0.1:1/h',
+      'http://[::1]:1/h',
+      'http://localhost:1/h',
+      'https://127.0.0.1/h',
+    ]) {
       expect((await createJob(sim, { ...valid, webhook_receiver: loopback })).status, loopback).toBe(202);
     }
   });
@@ -112,14 +146,27 @@ describe('request validation (422 naming the field)', () => {
       ['https://metadata.google.internal/computeMetadata/v1/', /cloud-metadata host/],
       ['https://0x7f.1/hook', /loopback address \(127\.0\.0\.1\)/], // the URL parser normalizes odd IPv4 forms
     ];
-    for (const [url, why] of cases) expect(await refused('webhook_receiver', { ...valid, webhook_receiver: url }, strict), url).toMatch(why);
+    for (const [url, why] of cases)
+      expect(await refused('webhook_receiver', { ...valid, webhook_receiver: url }, strict), url).toMatch(
+        why,
+      );
   });
 
   it('webhook_receiver: loopback refused when allowLoopbackReceivers is false', async () => {
-    for (const url of ['https://[::1]/hook', 'https://127.0.0.1/hook', 'https://localhost/hook', 'https://LOCALHOST./hook', 'https://app.localhost/hook']) {
-      expect(await refused('webhook_receiver', { ...valid, webhook_receiver: url }, strict), url).toMatch(/loopback/);
+    for (const url of [
+      'https://[::1]/hook',
+      'https://127.0.0.1/hook',
+      'https://localhost/hook',
+      'https://LOCALHOST./hook',
+      'https://app.localhost/hook',
+    ]) {
+      expect(await refused('webhook_receiver', { ...valid, webhook_receiver: url }, strict), url).toMatch(
+        /loopback/,
+      );
     }
-    expect(await refused('webhook_receiver', { ...valid, webhook_receiver: 'http://127.0.0.1:1/h' }, strict)).toMatch(/must use https$/);
+    expect(
+      await refused('webhook_receiver', { ...valid, webhook_receiver: 'http://127.0.0.1:1/h' }, strict),
+    ).toMatch(/must use https$/);
   });
 
   it('webhook_receiver: a hostname that resolves to a blocked address is refused', async ({ skip }) => {
@@ -128,7 +175,11 @@ describe('request validation (422 naming the field)', () => {
     const addresses = await lookup(name, { all: true }).catch(() => []);
     const blocked = addresses.find((a) => blockedCategory(a.address) !== undefined);
     skip(blocked === undefined, `${name} resolves to no blocked address on this machine`);
-    const message = await refused('webhook_receiver', { ...valid, webhook_receiver: `https://${name}/hook` }, strict);
+    const message = await refused(
+      'webhook_receiver',
+      { ...valid, webhook_receiver: `https://${name}/hook` },
+      strict,
+    );
     expect(message).toContain(`which ${name} resolves to`);
   });
 
@@ -138,10 +189,15 @@ describe('request validation (422 naming the field)', () => {
     expect(bad.json).toMatchObject({ error: { message: expect.stringContaining('not valid JSON') } });
     await refused('body', []);
     const unknown = await getJob(sim, '00000000-0000-4000-8000-000000000000');
-    expect(unknown).toMatchObject({ status: 404, json: { error: { message: expect.stringContaining('No job') } } });
+    expect(unknown).toMatchObject({
+      status: 404,
+      json: { error: { message: expect.stringContaining('No job') } },
+    });
     const wrongMethod = await fetch(sim.jobsUrl, { headers: { authorization: `Bearer ${sim.token}` } });
     expect([wrongMethod.status, wrongMethod.headers.get('allow')]).toEqual([405, 'POST']);
-    expect((await fetch(`${sim.url}/v2/other`, { headers: { authorization: `Bearer ${sim.token}` } })).status).toBe(404);
+    expect(
+      (await fetch(`${sim.url}/v2/other`, { headers: { authorization: `Bearer ${sim.token}` } })).status,
+    ).toBe(404);
   });
 });
 
@@ -155,8 +211,20 @@ async function accepted(requests: object[], on: GatewaySimulator = sim): Promise
 
 describe('DESIGN §7, row by row: every allowed value is accepted, the rest refused with 422 naming the field', () => {
   it('model: string, required, feature/subfeature/provider[/model]', async () => {
-    await accepted([{ ...valid, model: 'ocr/ocr_async/amazon' }, { ...valid, model: 'text/chat/openai/gpt-4o' }]);
-    for (const model of ['ocr/ocr_async', 'a/b/c/d/e', '/ocr/ocr_async/amazon', null, 3, ['ocr', 'ocr_async', 'amazon'], { feature: 'ocr' }]) await refused('model', { ...valid, model });
+    await accepted([
+      { ...valid, model: 'ocr/ocr_async/amazon' },
+      { ...valid, model: 'text/chat/openai/gpt-4o' },
+    ]);
+    for (const model of [
+      'ocr/ocr_async',
+      'a/b/c/d/e',
+      '/ocr/ocr_async/amazon',
+      null,
+      3,
+      ['ocr', 'ocr_async', 'amazon'],
+      { feature: 'ocr' },
+    ])
+      await refused('model', { ...valid, model });
     await refused('model', { input: {} });
   });
 
@@ -173,8 +241,14 @@ describe('DESIGN §7, row by row: every allowed value is accepted, the rest refu
   });
 
   it('provider_params: object or null, optional', async () => {
-    await accepted([{ ...valid, provider_params: {} }, { ...valid, provider_params: { temperature: 0.2, nested: { a: [1] } } }, { ...valid, provider_params: null }, valid]);
-    for (const v of ['x', 1, true, [], [{}]]) expect(await refused('provider_params', { ...valid, provider_params: v })).toMatch(/object or null/);
+    await accepted([
+      { ...valid, provider_params: {} },
+      { ...valid, provider_params: { temperature: 0.2, nested: { a: [1] } } },
+      { ...valid, provider_params: null },
+      valid,
+    ]);
+    for (const v of ['x', 1, true, [], [{}]])
+      expect(await refused('provider_params', { ...valid, provider_params: v })).toMatch(/object or null/);
   });
 
   it('fallbacks: array of at most 3 strings, each provider, provider/model or a full model id', async () => {
@@ -186,35 +260,71 @@ describe('DESIGN §7, row by row: every allowed value is accepted, the rest refu
       { ...valid, fallbacks: ['text/chat/openai/gpt-4o'] },
       { ...valid, fallbacks: ['google', 'microsoft/read-v3', 'ocr/ocr_async/mistral'] },
     ]);
-    expect(await refused('fallbacks', { ...valid, fallbacks: ['a', 'b', 'c', 'd'] })).toMatch(/at most 3, got 4|at most 3 entries, got 4/);
-    for (const v of [null, 'google', {}, [1], [null], ['google', 2]]) await refused('fallbacks', { ...valid, fallbacks: v });
-    for (const [list, at] of [[[''], 0], [['google', 'a//b'], 1], [['/google'], 0], [['google/'], 0], [['a/b/c/d/e'], 0]] as const) {
-      expect(await refused(`fallbacks[${at}]`, { ...valid, fallbacks: list })).toMatch(/"provider", "provider\/model" or a model id/);
+    expect(await refused('fallbacks', { ...valid, fallbacks: ['a', 'b', 'c', 'd'] })).toMatch(
+      /at most 3, got 4|at most 3 entries, got 4/,
+    );
+    for (const v of [null, 'google', {}, [1], [null], ['google', 2]])
+      await refused('fallbacks', { ...valid, fallbacks: v });
+    for (const [list, at] of [
+      [[''], 0],
+      [['google', 'a//b'], 1],
+      [['/google'], 0],
+      [['google/'], 0],
+      [['a/b/c/d/e'], 0],
+    ] as const) {
+      expect(await refused(`fallbacks[${at}]`, { ...valid, fallbacks: list })).toMatch(
+        /"provider", "provider\/model" or a model id/,
+      );
     }
   });
 
   it('show_original_response: boolean or null, optional', async () => {
     await accepted([true, false, null].map((v) => ({ ...valid, show_original_response: v })));
-    for (const v of ['true', 'false', 0, 1, [], {}]) expect(await refused('show_original_response', { ...valid, show_original_response: v })).toMatch(/boolean or null/);
+    for (const v of ['true', 'false', 0, 1, [], {}])
+      expect(await refused('show_original_response', { ...valid, show_original_response: v })).toMatch(
+        /boolean or null/,
+      );
   });
 
   it('webhook_receiver: URI string of 1 to 2,083 characters or null, optional', async () => {
-    await accepted([{ ...valid, webhook_receiver: null }, { ...valid, webhook_receiver: 'https://203.0.113.10/hook' }]);
-    for (const v of [42, true, {}, ['https://203.0.113.10/hook']]) expect(await refused('webhook_receiver', { ...valid, webhook_receiver: v })).toMatch(/string \(a URI\) or null/);
+    await accepted([
+      { ...valid, webhook_receiver: null },
+      { ...valid, webhook_receiver: 'https://203.0.113.10/hook' },
+    ]);
+    for (const v of [42, true, {}, ['https://203.0.113.10/hook']])
+      expect(await refused('webhook_receiver', { ...valid, webhook_receiver: v })).toMatch(
+        /string \(a URI\) or null/,
+      );
     await refused('webhook_receiver', { ...valid, webhook_receiver: '' });
-    await refused('webhook_receiver', { ...valid, webhook_receiver: `https://203.0.113.10/${'x'.repeat(2083)}` });
+    await refused('webhook_receiver', {
+      ...valid,
+      webhook_receiver: `https://203.0.113.10/${'x'.repeat(2083)}`,
+    });
   });
 
   it('user_webhook_parameters: object or null, optional', async () => {
-    await accepted([{}, { order: 'A-17', n: 1.5, tags: ['ü'] }, null].map((v) => ({ ...valid, user_webhook_parameters: v })));
-    for (const v of ['order-1', 1, false, [], [{}]]) expect(await refused('user_webhook_parameters', { ...valid, user_webhook_parameters: v })).toMatch(/object or null/);
+    await accepted(
+      [{}, { order: 'A-17', n: 1.5, tags: ['ü'] }, null].map((v) => ({
+        ...valid,
+        user_webhook_parameters: v,
+      })),
+    );
+    for (const v of ['order-1', 1, false, [], [{}]])
+      expect(await refused('user_webhook_parameters', { ...valid, user_webhook_parameters: v })).toMatch(
+        /object or null/,
+      );
   });
 
   it('null means "not given": no webhook, no original_response, no user_parameters', async () => {
     const quick = await startGatewaySimulator({ delayMs: 0, privateKey: privatePem(2048) });
     const target = await scripted([200]);
     try {
-      const noHook = await createJob(quick, { ...valid, webhook_receiver: null, show_original_response: null, provider_params: null });
+      const noHook = await createJob(quick, {
+        ...valid,
+        webhook_receiver: null,
+        show_original_response: null,
+        provider_params: null,
+      });
       expect(noHook.status).toBe(202);
       const id = noHook.json.public_id as string;
       await expect(quick.waitForDelivery(id)).rejects.toThrow(/has no webhook_receiver/);
@@ -222,7 +332,12 @@ describe('DESIGN §7, row by row: every allowed value is accepted, the rest refu
       expect(done.json).toMatchObject({ status: 'success' });
       expect(done.json).not.toHaveProperty('original_response');
 
-      const hooked = await createJob(quick, { ...valid, webhook_receiver: `${target.url}/hook`, show_original_response: null, user_webhook_parameters: null });
+      const hooked = await createJob(quick, {
+        ...valid,
+        webhook_receiver: `${target.url}/hook`,
+        show_original_response: null,
+        user_webhook_parameters: null,
+      });
       const delivery = await quick.waitForDelivery(hooked.json.public_id as string);
       expect(delivery.outcome).toBe('delivered');
       const payload = JSON.parse(target.hits[0]!.body) as Record<string, unknown>;
@@ -248,34 +363,42 @@ describe('the job resource (DESIGN §7)', () => {
     ['video/label_detection_async/google', {}],
     ['translation/document_translation/deepl', { text: 'Welcome' }],
     ['ocr/ocr_async/amazon', { simulate: 'fail' }],
-  ])('%s %j: status, cost as a decimal string, provider, feature, subfeature, public_id, created_at; output or error', async (model, input) => {
-    const quick = await startGatewaySimulator({ delayMs: 0, privateKey: privatePem(2048) });
-    try {
-      const created = await createJob(quick, { model, input, show_original_response: true });
-      const [feature, subfeature, provider] = model.split('/');
-      for (const r of [created, await pollUntilDone(quick, created.json.public_id as string)]) {
-        const job = r.json;
-        expect(job).toMatchObject({ feature, subfeature, provider, status: expect.stringMatching(/^(processing|success|fail)$/) });
-        expect(job.public_id).toMatch(UUID);
-        expect(typeof job.cost).toBe('string');
-        expect(job.cost).toMatch(COST);
-        expect(new Date(job.created_at as string).toISOString()).toBe(job.created_at);
+  ])(
+    '%s %j: status, cost as a decimal string, provider, feature, subfeature, public_id, created_at; output or error',
+    async (model, input) => {
+      const quick = await startGatewaySimulator({ delayMs: 0, privateKey: privatePem(2048) });
+      try {
+        const created = await createJob(quick, { model, input, show_original_response: true });
+        const [feature, subfeature, provider] = model.split('/');
+        for (const r of [created, await pollUntilDone(quick, created.json.public_id as string)]) {
+          const job = r.json;
+          expect(job).toMatchObject({
+            feature,
+            subfeature,
+            provider,
+            status: expect.stringMatching(/^(processing|success|fail)$/),
+          });
+          expect(job.public_id).toMatch(UUID);
+          expect(typeof job.cost).toBe('string');
+          expect(job.cost).toMatch(COST);
+          expect(new Date(job.created_at as string).toISOString()).toBe(job.created_at);
+        }
+        const done = (await pollUntilDone(quick, created.json.public_id as string)).json;
+        if (done.status === 'success') {
+          expect(done.output).toEqual(expect.any(Object));
+          expect(done).not.toHaveProperty('error');
+          expect(Number(done.cost)).toBeGreaterThan(0);
+        } else {
+          expect(done.error).toMatchObject({ message: expect.any(String) });
+          expect(done).not.toHaveProperty('output');
+          expect(done.cost).toBe('0');
+        }
+        expect(done).toHaveProperty('original_response');
+      } finally {
+        await quick.close();
       }
-      const done = (await pollUntilDone(quick, created.json.public_id as string)).json;
-      if (done.status === 'success') {
-        expect(done.output).toEqual(expect.any(Object));
-        expect(done).not.toHaveProperty('error');
-        expect(Number(done.cost)).toBeGreaterThan(0);
-      } else {
-        expect(done.error).toMatchObject({ message: expect.any(String) });
-        expect(done).not.toHaveProperty('output');
-        expect(done.cost).toBe('0');
-      }
-      expect(done).toHaveProperty('original_response');
-    } finally {
-      await quick.close();
-    }
-  });
+    },
+  );
 });
 
 describe('the address guard', () => {
@@ -306,19 +429,36 @@ describe('the address guard', () => {
 
   it('checks every address a name resolves to', async () => {
     const lookup = async () => ['203.0.113.7', '10.1.2.3'];
-    expect(await receiverProblem('https://mixed.example/hook', { lookup })).toMatch(/private address \(10\.1\.2\.3, which mixed\.example resolves to\)/);
-    expect(await receiverProblem('https://public.example/hook', { lookup: async () => ['203.0.113.7'] })).toBeUndefined();
-    expect(await receiverProblem('https://nowhere.example/hook', { lookup: async () => Promise.reject(Object.assign(new Error('x'), { code: 'ENOTFOUND' })) })).toMatch(/could not be resolved \(nowhere\.example: ENOTFOUND\)/);
+    expect(await receiverProblem('https://mixed.example/hook', { lookup })).toMatch(
+      /private address \(10\.1\.2\.3, which mixed\.example resolves to\)/,
+    );
+    expect(
+      await receiverProblem('https://public.example/hook', { lookup: async () => ['203.0.113.7'] }),
+    ).toBeUndefined();
+    expect(
+      await receiverProblem('https://nowhere.example/hook', {
+        lookup: async () => Promise.reject(Object.assign(new Error('x'), { code: 'ENOTFOUND' })),
+      }),
+    ).toMatch(/could not be resolved \(nowhere\.example: ENOTFOUND\)/);
   });
 });
 
 describe('simulator options', () => {
   it('are checked at start, with errors that name the option', async () => {
-    await expect(startGatewaySimulator({ delayMs: -1 })).rejects.toMatchObject({ name: 'OptionError', option: 'delayMs' });
-    await expect(startGatewaySimulator({ attemptTimeoutMs: 0 })).rejects.toMatchObject({ option: 'attemptTimeoutMs' });
-    await expect(startGatewaySimulator({ signatureHeader: 'X Bad' })).rejects.toMatchObject({ option: 'signatureHeader' });
+    await expect(startGatewaySimulator({ delayMs: -1 })).rejects.toMatchObject({
+      name: 'OptionError',
+      option: 'delayMs',
+    });
+    await expect(startGatewaySimulator({ attemptTimeoutMs: 0 })).rejects.toMatchObject({
+      option: 'attemptTimeoutMs',
+    });
+    await expect(startGatewaySimulator({ signatureHeader: 'X Bad' })).rejects.toMatchObject({
+      option: 'signatureHeader',
+    });
     await expect(startGatewaySimulator({ token: 'has space' })).rejects.toMatchObject({ option: 'token' });
-    await expect(startGatewaySimulator({ privateKey: publicPem(2048) })).rejects.toMatchObject({ option: 'privateKey' });
+    await expect(startGatewaySimulator({ privateKey: publicPem(2048) })).rejects.toMatchObject({
+      option: 'privateKey',
+    });
     await expect(startGatewaySimulator({ dialect: 'yaml' as never })).rejects.toThrow(TypeError);
   });
 });

@@ -26,24 +26,31 @@ export interface ReceiverRequest {
 }
 
 /** Options of `createReceiver` from `jobhook`. */
-export interface ReceiverOptions<Tx = unknown> extends NodeVerifierOptions, ReceiverOptionsBase<ReceiverRequest, Tx>, WorkerOptions {}
+export interface ReceiverOptions<Tx = unknown>
+  extends NodeVerifierOptions, ReceiverOptionsBase<ReceiverRequest, Tx>, WorkerOptions {}
 
 /** `createReceiver` from `jobhook`. */
-export const AGNOSTIC_RECEIVER_OPTIONS = { ...VERIFIER_OPTIONS, ...RECEIVER_OPTIONS, ...WORKER_OPTIONS } as const satisfies OptionNamesOf<ReceiverOptions>;
+export const AGNOSTIC_RECEIVER_OPTIONS = {
+  ...VERIFIER_OPTIONS,
+  ...RECEIVER_OPTIONS,
+  ...WORKER_OPTIONS,
+} as const satisfies OptionNamesOf<ReceiverOptions>;
 
 /**
  * The framework-agnostic receiver: `{ body, headers }` in, the answer out. Its second
  * parameter is `never`: passed as a framework's handler (Express's `(req, res, next)`,
  * Fastify's `(request, reply)`), it does not compile.
  */
-export type AgnosticReceiver = ((request: ReceiverRequest, notAResponse?: never) => Promise<ReceiverAnswer>) & ReceiverControls;
+export type AgnosticReceiver = ((request: ReceiverRequest, notAResponse?: never) => Promise<ReceiverAnswer>) &
+  ReceiverControls;
 
 export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): AgnosticReceiver {
   checkOptionNames(options, AGNOSTIC_RECEIVER_OPTIONS);
   const receiver = new Receiver(resolveReceiverConfig(options, 'agnostic'), NODE_RUNTIME);
   const limits = receiver.config.body;
   const handler = async (request: ReceiverRequest, response?: unknown): Promise<ReceiverAnswer> => {
-    if (typeof request !== 'object' || request === null) throw new TypeError('createReceiver handles { body, headers }');
+    if (typeof request !== 'object' || request === null)
+      throw new TypeError('createReceiver handles { body, headers }');
     if (isNodeRequest(request)) return mountedAsMiddleware(receiver, response);
     const started = performance.now();
     let signed;
@@ -68,7 +75,12 @@ function encodedBody(request: ReceiverRequest, limit: number): BodySource {
     kept: request.body,
     keptEncoded: true,
     read: async (coding, ticket) => {
-      const decoded = await decodeBytes(await loadZlib(), request.body, coding as Exclude<ContentCoding, 'identity'>, limit);
+      const decoded = await decodeBytes(
+        await loadZlib(),
+        request.body,
+        coding as Exclude<ContentCoding, 'identity'>,
+        limit,
+      );
       ticket.cover(decoded.byteLength);
       return decoded;
     },
@@ -81,7 +93,10 @@ const MOUNTED_AS_MIDDLEWARE =
 
 /** A Node `IncomingMessage` (Express's `req`, Koa's `ctx.req`, Fastify's `request.raw`): a stream with Node's raw header list. */
 function isNodeRequest(request: object): boolean {
-  return typeof (request as { pipe?: unknown }).pipe === 'function' && Array.isArray((request as { rawHeaders?: unknown }).rawHeaders);
+  return (
+    typeof (request as { pipe?: unknown }).pipe === 'function' &&
+    Array.isArray((request as { rawHeaders?: unknown }).rawHeaders)
+  );
 }
 
 /**
@@ -90,9 +105,17 @@ function isNodeRequest(request: object): boolean {
  */
 function mountedAsMiddleware(receiver: Receiver<ReceiverRequest>, response: unknown): ReceiverAnswer {
   receiver.config.log.error(`jobhook: ${MOUNTED_AS_MIDDLEWARE}`);
-  const open = typeof response === 'object' && response !== null && typeof (response as ServerResponse).writeHead === 'function' && (response as ServerResponse).headersSent === false;
+  const open =
+    typeof response === 'object' &&
+    response !== null &&
+    typeof (response as ServerResponse).writeHead === 'function' &&
+    (response as ServerResponse).headersSent === false;
   if (!open) throw new TypeError(MOUNTED_AS_MIDDLEWARE);
-  const answer = { status: 500, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify({ error: { code: 'INTERNAL_ERROR', message: MOUNTED_AS_MIDDLEWARE } }) };
+  const answer = {
+    status: 500,
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+    body: JSON.stringify({ error: { code: 'INTERNAL_ERROR', message: MOUNTED_AS_MIDDLEWARE } }),
+  };
   (response as ServerResponse).writeHead(answer.status, answer.headers).end(answer.body);
   return answer;
 }

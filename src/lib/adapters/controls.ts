@@ -34,13 +34,22 @@ export interface ReceiverControls {
 }
 
 /** `fn` with the controls of a receiver (its job runner and its verification workers) attached. */
-export function withControls<F extends object>(fn: F, receiver: { readonly config: { readonly runner: Pick<JobRunner, 'close' | 'pending' | 'health'> }; readonly verification: Pick<Verification, 'close' | 'workers'> }): F & ReceiverControls {
+export function withControls<F extends object>(
+  fn: F,
+  receiver: {
+    readonly config: { readonly runner: Pick<JobRunner, 'close' | 'pending' | 'health'> };
+    readonly verification: Pick<Verification, 'close' | 'workers'>;
+  },
+): F & ReceiverControls {
   const { runner } = receiver.config;
   const close = async (timeoutMs?: number) => {
     await runner.close(timeoutMs);
     await receiver.verification.close();
   };
-  const health = async (timeoutMs?: number): Promise<ReceiverHealth> => ({ ...(await runner.health(timeoutMs)), workers: receiver.verification.workers() });
+  const health = async (timeoutMs?: number): Promise<ReceiverHealth> => ({
+    ...(await runner.health(timeoutMs)),
+    workers: receiver.verification.workers(),
+  });
   return Object.defineProperties(fn, {
     close: { value: close, enumerable: true },
     pending: { get: () => runner.pending, enumerable: true },

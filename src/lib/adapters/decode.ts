@@ -16,24 +16,43 @@ type Coding = Exclude<ContentCoding, 'identity'>;
 export type ZlibModule = typeof Zlib;
 
 /** The error for a body that is not valid data of its coding. */
-export const notDecodable = (coding: Coding) => new BodyMalformedError(`the body is not valid ${coding} data (Content-Encoding: ${coding})`, 0);
+export const notDecodable = (coding: Coding) =>
+  new BodyMalformedError(`the body is not valid ${coding} data (Content-Encoding: ${coding})`, 0);
 
 /** A Node decoding stream for `coding`. */
-export function nodeDecoder(zlib: ZlibModule, coding: Coding): Zlib.Gunzip | Zlib.Inflate | Zlib.BrotliDecompress {
-  return coding === 'gzip' ? zlib.createGunzip() : coding === 'deflate' ? zlib.createInflate() : zlib.createBrotliDecompress();
+export function nodeDecoder(
+  zlib: ZlibModule,
+  coding: Coding,
+): Zlib.Gunzip | Zlib.Inflate | Zlib.BrotliDecompress {
+  return coding === 'gzip'
+    ? zlib.createGunzip()
+    : coding === 'deflate'
+      ? zlib.createInflate()
+      : zlib.createBrotliDecompress();
 }
 
 /**
  * Bytes in hand, decoded on zlib's thread pool (not the calling thread), at most `limit`
  * bytes out: 413 past it, 400 for data that is not of its coding.
  */
-export async function decodeBytes(zlib: ZlibModule, body: string | Uint8Array, coding: Coding, limit: number): Promise<Uint8Array> {
-  if (typeof body === 'string') throw new BodyMalformedError(`a ${coding}-encoded body must be passed as bytes, not text`, 0);
+export async function decodeBytes(
+  zlib: ZlibModule,
+  body: string | Uint8Array,
+  coding: Coding,
+  limit: number,
+): Promise<Uint8Array> {
+  if (typeof body === 'string')
+    throw new BodyMalformedError(`a ${coding}-encoded body must be passed as bytes, not text`, 0);
   const bound = { maxOutputLength: limit };
   return new Promise((resolve, reject) => {
     const done = (err: Error | null, out: Uint8Array) => {
       if (err === null) resolve(out);
-      else reject((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? new BodyTooLargeError(limit) : notDecodable(coding));
+      else
+        reject(
+          (err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE'
+            ? new BodyTooLargeError(limit)
+            : notDecodable(coding),
+        );
     };
     if (coding === 'gzip') zlib.gunzip(body, bound, done);
     else if (coding === 'deflate') zlib.inflate(body, bound, done);
@@ -46,13 +65,20 @@ export async function decodeBytes(zlib: ZlibModule, body: string | Uint8Array, c
  * 'brotli' (and refuse 'br'); 'br' is tried too, for a runtime that takes the header's name.
  * Node 20 and workerd know neither.
  */
-const FORMATS: Record<Coding, readonly string[]> = { gzip: ['gzip'], deflate: ['deflate'], br: ['brotli', 'br'] };
+const FORMATS: Record<Coding, readonly string[]> = {
+  gzip: ['gzip'],
+  deflate: ['deflate'],
+  br: ['brotli', 'br'],
+};
 
 /** The runtime's DecompressionStream for `coding`, if it has one. */
 function decompressionStream(coding: Coding): TransformStream<Uint8Array, Uint8Array> | undefined {
   for (const format of FORMATS[coding]) {
     try {
-      return new DecompressionStream(format as CompressionFormat) as unknown as TransformStream<Uint8Array, Uint8Array>;
+      return new DecompressionStream(format as CompressionFormat) as unknown as TransformStream<
+        Uint8Array,
+        Uint8Array
+      >;
     } catch {
       // Not a name this runtime knows: try the next.
     }
@@ -79,7 +105,11 @@ function builtinZlib(): ZlibModule | undefined {
  * on as it comes, stopped (413) as soon as the output passes `limit` (a small bomb would
  * otherwise decode whole before anyone counts).
  */
-function zlibTransform(zlib: ZlibModule, coding: Coding, limit: number): TransformStream<Uint8Array, Uint8Array> {
+function zlibTransform(
+  zlib: ZlibModule,
+  coding: Coding,
+  limit: number,
+): TransformStream<Uint8Array, Uint8Array> {
   const decoder = nodeDecoder(zlib, coding);
   let size = 0;
   return new TransformStream<Uint8Array, Uint8Array>({
@@ -91,7 +121,10 @@ function zlibTransform(zlib: ZlibModule, coding: Coding, limit: number): Transfo
       });
       decoder.on('error', (err) => controller.error(err));
     },
-    transform: (chunk) => new Promise<void>((resolve, reject) => void decoder.write(chunk, (err) => (err ? reject(err) : resolve()))),
+    transform: (chunk) =>
+      new Promise<void>(
+        (resolve, reject) => void decoder.write(chunk, (err) => (err ? reject(err) : resolve())),
+      ),
     flush: () =>
       new Promise<void>((resolve, reject) => {
         decoder.once('end', resolve);
@@ -105,11 +138,18 @@ function zlibTransform(zlib: ZlibModule, coding: Coding, limit: number): Transfo
  * A Fetch body stream decoded per `coding`: the runtime's DecompressionStream, else
  * node:zlib where the runtime has it (br on Node through jobhook/web), else 415.
  */
-export function webDecoded(stream: ReadableStream<Uint8Array>, coding: Coding, limit: number): ReadableStream<Uint8Array> {
+export function webDecoded(
+  stream: ReadableStream<Uint8Array>,
+  coding: Coding,
+  limit: number,
+): ReadableStream<Uint8Array> {
   const zlib = builtinZlib();
-  const decoder = decompressionStream(coding) ?? (zlib === undefined ? undefined : zlibTransform(zlib, coding, limit));
+  const decoder =
+    decompressionStream(coding) ?? (zlib === undefined ? undefined : zlibTransform(zlib, coding, limit));
   if (decoder === undefined) {
-    throw new EncodingUnsupportedError(`Content-Encoding ${coding} cannot be decoded in this runtime; send the body as is, or gzip or deflate.`);
+    throw new EncodingUnsupportedError(
+      `Content-Encoding ${coding} cannot be decoded in this runtime; send the body as is, or gzip or deflate.`,
+    );
   }
   return stream.pipeThrough(decoder);
 }

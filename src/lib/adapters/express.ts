@@ -10,22 +10,34 @@ import { RECEIVER_OPTIONS, type ReceiverOptionsBase } from '../receive/types.js'
 import { NODE_RUNTIME, VERIFIER_OPTIONS, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
 import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
 import { withControls, type ReceiverControls } from './controls.js';
-import { nodeBodySource, passOn, sendAnswer, type NextFunction, type NodeWebhookRequest } from './node-http.js';
+import {
+  nodeBodySource,
+  passOn,
+  sendAnswer,
+  type NextFunction,
+  type NodeWebhookRequest,
+} from './node-http.js';
 
 /** A handler for Express 4 and 5, Connect and node:http (`next` is optional). */
 export type NodeHandler = (req: NodeWebhookRequest, res: ServerResponse, next?: NextFunction) => void;
 
 /** Options of `createReceiver` from `jobhook/express`. */
-export interface ExpressReceiverOptions<Tx = unknown> extends NodeVerifierOptions, ReceiverOptionsBase<NodeWebhookRequest, Tx>, WorkerOptions {}
+export interface ExpressReceiverOptions<Tx = unknown>
+  extends NodeVerifierOptions, ReceiverOptionsBase<NodeWebhookRequest, Tx>, WorkerOptions {}
 
 /** `createReceiver` from `jobhook/express`. */
-export const EXPRESS_RECEIVER_OPTIONS = { ...VERIFIER_OPTIONS, ...RECEIVER_OPTIONS, ...WORKER_OPTIONS } as const satisfies OptionNamesOf<ExpressReceiverOptions>;
+export const EXPRESS_RECEIVER_OPTIONS = {
+  ...VERIFIER_OPTIONS,
+  ...RECEIVER_OPTIONS,
+  ...WORKER_OPTIONS,
+} as const satisfies OptionNamesOf<ExpressReceiverOptions>;
 
 export function createNodeReceiver<Tx>(options: ExpressReceiverOptions<Tx>): NodeHandler & ReceiverControls {
   checkOptionNames(options, EXPRESS_RECEIVER_OPTIONS);
   const receiver = new Receiver(resolveReceiverConfig(options, 'express'), NODE_RUNTIME);
   const limits = receiver.config.body;
-  const signed = async (req: NodeWebhookRequest) => signedBody(receiver.verification, nodeBodySource(req, limits), limits);
+  const signed = async (req: NodeWebhookRequest) =>
+    signedBody(receiver.verification, nodeBodySource(req, limits), limits);
   const handler: NodeHandler = (req, res, next) => {
     const started = performance.now();
     signed(req)
@@ -35,7 +47,8 @@ export function createNodeReceiver<Tx>(options: ExpressReceiverOptions<Tx>): Nod
       )
       .then(
         (answer) => sendAnswer(res, answer, req),
-        (err: unknown) => (next ? passOn(err, req, res, next, limits) : sendAnswer(res, answerForError(err), req)),
+        (err: unknown) =>
+          next ? passOn(err, req, res, next, limits) : sendAnswer(res, answerForError(err), req),
       );
   };
   return withControls(handler, receiver);

@@ -31,7 +31,10 @@ function limited(limit: number): TransformStream<Uint8Array, Uint8Array> {
  * forged request.
  */
 export function fetchBodySource(request: Request, limits: BodyLimits): BodySource {
-  return { headers: request.headers, read: (coding, ticket, declared) => readRequestBody(request, coding, limits, ticket, declared) };
+  return {
+    headers: request.headers,
+    read: (coding, ticket, declared) => readRequestBody(request, coding, limits, ticket, declared),
+  };
 }
 
 /**
@@ -39,7 +42,11 @@ export function fetchBodySource(request: Request, limits: BodyLimits): BodySourc
  * is read as it is and counted by the reading loop: two streams and a pipe per request
  * were a tenth of the Fetch path's CPU time.
  */
-function bodyStream(body: ReadableStream<Uint8Array>, coding: ContentCoding, limit: number): ReadableStream<Uint8Array> {
+function bodyStream(
+  body: ReadableStream<Uint8Array>,
+  coding: ContentCoding,
+  limit: number,
+): ReadableStream<Uint8Array> {
   if (coding === 'identity') return body;
   return webDecoded(body.pipeThrough(limited(limit)), coding, limit).pipeThrough(limited(limit));
 }
@@ -58,8 +65,20 @@ function bodyDeadline(timeoutMs: number): { expired: Promise<never>; stop: () =>
  * `maxBodyBytes`, raw or decoded; 408 when it is not complete within `timeoutMs`;
  * gzip and deflate (and br where the runtime can) decoded.
  */
-async function readRequestBody(request: Request, coding: ContentCoding, limits: BodyLimits, ticket: Ticket, declared?: number): Promise<Uint8Array> {
-  if (coding === 'identity' && declared !== undefined && declared <= WHOLE_BODY_BYTES && declared <= limits.maxBodyBytes) return readWhole(request, limits, ticket, declared);
+async function readRequestBody(
+  request: Request,
+  coding: ContentCoding,
+  limits: BodyLimits,
+  ticket: Ticket,
+  declared?: number,
+): Promise<Uint8Array> {
+  if (
+    coding === 'identity' &&
+    declared !== undefined &&
+    declared <= WHOLE_BODY_BYTES &&
+    declared <= limits.maxBodyBytes
+  )
+    return readWhole(request, limits, ticket, declared);
   if (request.body === null) return new Uint8Array(0);
   const reader = bodyStream(request.body, coding, limits.maxBodyBytes).getReader();
   const deadline = bodyDeadline(limits.timeoutMs);
@@ -71,12 +90,18 @@ async function readRequestBody(request: Request, coding: ContentCoding, limits: 
     for (;;) {
       const { done, value } = await Promise.race([reader.read(), deadline.expired]);
       if (done) break;
-      if (counted && (size += value.byteLength) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
+      if (counted && (size += value.byteLength) > limits.maxBodyBytes)
+        throw new BodyTooLargeError(limits.maxBodyBytes);
       into.add(value);
     }
   } catch (err) {
     await reader.cancel().catch(() => undefined);
-    if (err instanceof BodyTooLargeError || err instanceof BodyTimeoutError || err instanceof ReceiverBusyError) throw err;
+    if (
+      err instanceof BodyTooLargeError ||
+      err instanceof BodyTimeoutError ||
+      err instanceof ReceiverBusyError
+    )
+      throw err;
     if (coding !== 'identity') throw notDecodable(coding);
     throw err;
   } finally {
@@ -95,7 +120,12 @@ async function readRequestBody(request: Request, coding: ContentCoding, limits: 
 export const WHOLE_BODY_BYTES = 64 * 1024;
 
 /** A small unencoded body, whole: 408 past `timeoutMs`, 413 if it is larger than its limit after all. */
-async function readWhole(request: Request, limits: BodyLimits, ticket: Ticket, declared: number): Promise<Uint8Array> {
+async function readWhole(
+  request: Request,
+  limits: BodyLimits,
+  ticket: Ticket,
+  declared: number,
+): Promise<Uint8Array> {
   const deadline = bodyDeadline(limits.timeoutMs);
   try {
     const bytes = new Uint8Array(await Promise.race([request.arrayBuffer(), deadline.expired]));

@@ -26,7 +26,14 @@ export interface MiddlewareOptions extends NodeVerifierOptions, AdmissionOptions
 }
 
 /** `createMiddleware` from `jobhook/express`. */
-export const MIDDLEWARE_OPTIONS = { ...VERIFIER_OPTIONS, ...WORKER_OPTIONS, ...ADMISSION_OPTIONS, errors: true, bodyTimeoutMs: true, log: true } as const satisfies OptionNamesOf<MiddlewareOptions>;
+export const MIDDLEWARE_OPTIONS = {
+  ...VERIFIER_OPTIONS,
+  ...WORKER_OPTIONS,
+  ...ADMISSION_OPTIONS,
+  errors: true,
+  bodyTimeoutMs: true,
+  log: true,
+} as const satisfies OptionNamesOf<MiddlewareOptions>;
 
 export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
   checkOptionNames(options, MIDDLEWARE_OPTIONS);
@@ -65,7 +72,11 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
  * bytes that verified until the replay window closes on the event (the middleware never
  * learns whether the route completed, so it remembers what verified).
  */
-async function verifyRemembering(verification: Verification, body: SignedBody, o: ResolvedOptions): Promise<VerifiedDelivery> {
+async function verifyRemembering(
+  verification: Verification,
+  body: SignedBody,
+  o: ResolvedOptions,
+): Promise<VerifiedDelivery> {
   const now = o.now();
   const known = await verification.known(body.signature, body.bytes, now);
   if (known?.kind === 'refused') throw known.error;
@@ -74,7 +85,13 @@ async function verifyRemembering(verification: Verification, body: SignedBody, o
   // Until the replay window closes on its finished_at (after it, any replay is EVENT_TOO_OLD anyway).
   if (verified.own && o.maxAgeSeconds !== undefined) {
     const finished = parseRfc3339(delivery.event.finished_at) ?? now;
-    await verification.remember(body.signature, delivery.jobId, verified, body.bytes, finished + o.maxAgeSeconds * 1000);
+    await verification.remember(
+      body.signature,
+      delivery.jobId,
+      verified,
+      body.bytes,
+      finished + o.maxAgeSeconds * 1000,
+    );
   }
   return delivery;
 }

@@ -68,7 +68,9 @@ export function nodeBodySource(req: NodeWebhookRequest, limits: BodyLimits): Bod
     kept: keptBytes(req, limits.maxBodyBytes),
     read: async (coding, ticket, declared) => {
       const unzip = coding === 'identity' ? undefined : nodeDecoder(await loadZlib(), coding);
-      return new Promise<Uint8Array>((resolve, reject) => new StreamRead(req, coding, unzip, limits, ticket, declared, resolve, reject).start());
+      return new Promise<Uint8Array>((resolve, reject) =>
+        new StreamRead(req, coding, unzip, limits, ticket, declared, resolve, reject).start(),
+      );
     },
   };
 }
@@ -102,7 +104,10 @@ class StreamRead {
   }
 
   start(): void {
-    this.timer = setTimeout(() => this.fail(new BodyTimeoutError(this.limits.timeoutMs)), this.limits.timeoutMs);
+    this.timer = setTimeout(
+      () => this.fail(new BodyTimeoutError(this.limits.timeoutMs)),
+      this.limits.timeoutMs,
+    );
     const { unzip, req } = this;
     if (unzip !== undefined) {
       unzip.on('data', this.onDecoded);
@@ -135,7 +140,8 @@ class StreamRead {
 
   private readonly onDecoded = (chunk: Buffer): void => {
     this.size += chunk.length;
-    if (this.size > this.limits.maxBodyBytes) return this.fail(new BodyTooLargeError(this.limits.maxBodyBytes));
+    if (this.size > this.limits.maxBodyBytes)
+      return this.fail(new BodyTooLargeError(this.limits.maxBodyBytes));
     try {
       this.body.add(chunk);
     } catch (err) {
@@ -151,7 +157,8 @@ class StreamRead {
 
   private readonly onRaw = (chunk: Buffer): void => {
     this.rawSize += chunk.length;
-    if (this.rawSize > this.limits.maxBodyBytes) return this.fail(new BodyTooLargeError(this.limits.maxBodyBytes));
+    if (this.rawSize > this.limits.maxBodyBytes)
+      return this.fail(new BodyTooLargeError(this.limits.maxBodyBytes));
     // A socket with megabytes waiting emits them all in one turn of the event loop: after
     // each MiB, let the loop turn (copying a MiB into fresh memory took ~5–10 ms here).
     this.burst += chunk.length;
@@ -189,7 +196,13 @@ export type NextFunction = (err?: unknown) => void;
  * the connection, as jobhook's own answers do, and a handler that reads the body first
  * (Express's default one does) gets no more of it than jobhook would have read.
  */
-export function passOn(err: unknown, req: NodeWebhookRequest, res: ServerResponse, next: NextFunction, limits: BodyLimits): void {
+export function passOn(
+  err: unknown,
+  req: NodeWebhookRequest,
+  res: ServerResponse,
+  next: NextFunction,
+  limits: BodyLimits,
+): void {
   if (!req.complete) {
     closeWhenAnswered(res);
     boundUnreadBody(req, res, limits);

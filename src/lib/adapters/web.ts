@@ -4,18 +4,29 @@ import { resolveReceiverConfig } from '../receive/config.js';
 import { Receiver } from '../receive/receiver.js';
 import { signedBody } from '../receive/signed-body.js';
 import { RECEIVER_OPTIONS, type ReceiverOptionsBase } from '../receive/types.js';
-import { WEB_RUNTIME, WEB_VERIFIER_OPTIONS, type WebVerifierOptions } from '../runtime/verify/web-verifier.js';
+import {
+  WEB_RUNTIME,
+  WEB_VERIFIER_OPTIONS,
+  type WebVerifierOptions,
+} from '../runtime/verify/web-verifier.js';
 import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { fetchBodySource, toResponse } from './fetch-http.js';
 
 /** Options of `createReceiver` from `jobhook/web` (the worker options apply where it runs on Node). */
-export interface WebReceiverOptions<Tx = unknown> extends WebVerifierOptions, ReceiverOptionsBase<Request, Tx>, WorkerOptions {}
+export interface WebReceiverOptions<Tx = unknown>
+  extends WebVerifierOptions, ReceiverOptionsBase<Request, Tx>, WorkerOptions {}
 
 /** `createReceiver` from `jobhook/web`. */
-export const WEB_RECEIVER_OPTIONS = { ...WEB_VERIFIER_OPTIONS, ...RECEIVER_OPTIONS, ...WORKER_OPTIONS } as const satisfies OptionNamesOf<WebReceiverOptions>;
+export const WEB_RECEIVER_OPTIONS = {
+  ...WEB_VERIFIER_OPTIONS,
+  ...RECEIVER_OPTIONS,
+  ...WORKER_OPTIONS,
+} as const satisfies OptionNamesOf<WebReceiverOptions>;
 
-export function createFetchReceiver<Tx>(options: WebReceiverOptions<Tx>): ((request: Request) => Promise<Response>) & ReceiverControls {
+export function createFetchReceiver<Tx>(
+  options: WebReceiverOptions<Tx>,
+): ((request: Request) => Promise<Response>) & ReceiverControls {
   checkOptionNames(options, WEB_RECEIVER_OPTIONS);
   // On Node, costly bodies go to the same worker pool as the Node receivers'; elsewhere all is verified here.
   const receiver = new Receiver(resolveReceiverConfig(options, 'fetch'), WEB_RUNTIME);

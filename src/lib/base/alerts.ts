@@ -34,7 +34,13 @@ export class Alerts {
    * One occurrence of the problem `key`: `first()` is logged at `level` when it is the
    * first in the interval (details: `details()`), else it is counted for the summary.
    */
-  raise(key: string, level: AlertLevel, summary: string, first: () => string, details?: () => Record<string, unknown>): void {
+  raise(
+    key: string,
+    level: AlertLevel,
+    summary: string,
+    first: () => string,
+    details?: () => Record<string, unknown>,
+  ): void {
     const seen = this.seen.get(key);
     if (seen !== undefined) {
       seen.repeats++;

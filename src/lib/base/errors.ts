@@ -105,7 +105,9 @@ function own(err: WebhookError, key: 'status' | 'statusCode' | 'expose', value: 
 export class BodyTooLargeError extends WebhookError {
   readonly code = 'BODY_TOO_LARGE' as const;
   constructor(readonly limit: number) {
-    super(`The body is larger than the limit of ${limit} bytes (raise maxBodyBytes if such deliveries are expected).`);
+    super(
+      `The body is larger than the limit of ${limit} bytes (raise maxBodyBytes if such deliveries are expected).`,
+    );
   }
 }
 
@@ -151,7 +153,9 @@ export class CanonicalUnrepresentableError extends WebhookError {
 export class CanonicalTooLargeError extends WebhookError {
   readonly code = 'CANONICAL_TOO_LARGE' as const;
   constructor(readonly limit: number) {
-    super(`The canonical form of this body would exceed ${limit} bytes (maxCanonicalBytes), so it was not built; raise maxCanonicalBytes if such deliveries are expected.`);
+    super(
+      `The canonical form of this body would exceed ${limit} bytes (maxCanonicalBytes), so it was not built; raise maxCanonicalBytes if such deliveries are expected.`,
+    );
   }
 }
 
@@ -289,11 +293,15 @@ export type AnyWebhookError =
  * ```
  */
 export function isWebhookError(value: unknown): value is AnyWebhookError {
-  return value instanceof WebhookError || (typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true);
+  return (
+    value instanceof WebhookError ||
+    (typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true)
+  );
 }
 
 /** The codes of errors from the gateway's API (the client and the reconciler), a family apart from delivery errors. */
-export type GatewayErrorCode = 'GATEWAY_UNAUTHORIZED' | 'GATEWAY_REJECTED' | 'GATEWAY_NOT_FOUND' | 'GATEWAY_UNAVAILABLE';
+export type GatewayErrorCode =
+  'GATEWAY_UNAUTHORIZED' | 'GATEWAY_REJECTED' | 'GATEWAY_NOT_FOUND' | 'GATEWAY_UNAVAILABLE';
 
 const GATEWAY_BRAND = Symbol.for('jobhook.GatewayError');
 
@@ -342,9 +350,15 @@ export class GatewayUnavailableError extends GatewayError {
 }
 
 /** Union of the gateway error classes, for exhaustive `switch` on `code`. */
-export type AnyGatewayError = GatewayUnauthorizedError | GatewayRejectedError | GatewayNotFoundError | GatewayUnavailableError;
+export type AnyGatewayError =
+  GatewayUnauthorizedError | GatewayRejectedError | GatewayNotFoundError | GatewayUnavailableError;
 
 /** True when `value` is an error of the gateway client, also from another copy of the package. */
 export function isGatewayError(value: unknown): value is AnyGatewayError {
-  return value instanceof GatewayError || (typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[GATEWAY_BRAND] === true);
+  return (
+    value instanceof GatewayError ||
+    (typeof value === 'object' &&
+      value !== null &&
+      (value as Record<symbol, unknown>)[GATEWAY_BRAND] === true)
+  );
 }

@@ -39,23 +39,35 @@ const CONSOLE: LoggerInput = {
   error: (...args) => console.error(...args),
 };
 
-type Write = (fn: (...args: unknown[]) => unknown, source: object, message: string, details: Record<string, unknown>) => void;
+type Write = (
+  fn: (...args: unknown[]) => unknown,
+  source: object,
+  message: string,
+  details: Record<string, unknown>,
+) => void;
 
 const messageFirst: Write = (fn, source, message, details) => fn.call(source, message, details);
 const objectFirst: Write = (fn, source, message, details) => fn.call(source, details, message);
 
-const SILENT: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+const SILENT: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
 
 /** A complete logger from a partial one (default: warn and error to the console; `false`: nothing). */
 export function resolveLogger(input: LoggerInput | undefined, what = 'log'): Logger {
   if (input === false) return SILENT;
   const source = input ?? CONSOLE;
-  if (typeof source !== 'object' || source === null) throw new TypeError(`${what} must be an object with some of debug, info, warn, error`);
+  if (typeof source !== 'object' || source === null)
+    throw new TypeError(`${what} must be an object with some of debug, info, warn, error`);
   const write = isPino(source) ? objectFirst : messageFirst;
   const out = {} as Logger;
   for (const level of LEVELS) {
     const fn = source[level] as ((...args: unknown[]) => unknown) | undefined;
-    if (fn !== undefined && typeof fn !== 'function') throw new TypeError(`${what}.${level} must be a function`);
+    if (fn !== undefined && typeof fn !== 'function')
+      throw new TypeError(`${what}.${level} must be a function`);
     out[level] =
       fn === undefined
         ? () => undefined
@@ -79,7 +91,10 @@ const MAX_CAUSES = 5;
 /** `Name: message`; an AggregateError without a message (Node's failed connection attempts) says its errors'. */
 function summary(err: Error): string {
   const inner = (err as { errors?: unknown }).errors;
-  const message = err.message === '' && Array.isArray(inner) && inner.length > 0 ? inner.map((e) => (e instanceof Error ? e.message : String(e))).join('; ') : err.message;
+  const message =
+    err.message === '' && Array.isArray(inner) && inner.length > 0
+      ? inner.map((e) => (e instanceof Error ? e.message : String(e))).join('; ')
+      : err.message;
   return `${err.name}: ${message}`;
 }
 
@@ -102,7 +117,11 @@ export function errorDetails(err: unknown): Record<string, unknown> {
   if (typeof err.stack === 'string') details.stack = err.stack;
   const causes: string[] = [];
   const seen = new Set<unknown>([err]);
-  for (let cause = err.cause; cause !== undefined && !seen.has(cause) && causes.length < MAX_CAUSES; cause = cause instanceof Error ? cause.cause : undefined) {
+  for (
+    let cause = err.cause;
+    cause !== undefined && !seen.has(cause) && causes.length < MAX_CAUSES;
+    cause = cause instanceof Error ? cause.cause : undefined
+  ) {
     seen.add(cause);
     causes.push(cause instanceof Error ? oneLine(cause) : String(cause));
   }

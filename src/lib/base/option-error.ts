@@ -38,7 +38,10 @@ export class OptionError extends TypeError {
   }
 }
 
-function render(parts: ReadonlyArray<string | OptionMention>, name: (mention: OptionMention) => string): string {
+function render(
+  parts: ReadonlyArray<string | OptionMention>,
+  name: (mention: OptionMention) => string,
+): string {
   return parts.map((p) => (typeof p === 'string' ? p : name(p))).join('');
 }
 
@@ -56,7 +59,10 @@ export function enable(name: string): OptionMention {
  * Builds an {@link OptionError} from a template: `${option('url')} is not a URL: ${value}`.
  * Interpolated strings and numbers are kept as they are; mentions are rendered per audience.
  */
-export function optionError(strings: TemplateStringsArray, ...values: ReadonlyArray<string | number | OptionMention>): OptionError {
+export function optionError(
+  strings: TemplateStringsArray,
+  ...values: ReadonlyArray<string | number | OptionMention>
+): OptionError {
   const parts: Array<string | OptionMention> = [];
   strings.forEach((s, k) => {
     if (s !== '') parts.push(s);

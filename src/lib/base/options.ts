@@ -13,10 +13,17 @@ export interface NumberRule {
 export function checkNumber(value: unknown, what: string, rule: NumberRule = {}): number {
   const min = rule.min ?? 1;
   const max = rule.max ?? Number.MAX_VALUE;
-  const ok = typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max && (!rule.integer || Number.isInteger(value));
+  const ok =
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    value >= min &&
+    value <= max &&
+    (!rule.integer || Number.isInteger(value));
   if (!ok) {
     const range = max === Number.MAX_VALUE ? `≥ ${min}` : `from ${min} to ${max}`;
-    throw new TypeError(`${what} must be ${rule.integer ? 'an integer' : 'a number'} ${range}; got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`);
+    throw new TypeError(
+      `${what} must be ${rule.integer ? 'an integer' : 'a number'} ${range}; got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`,
+    );
   }
   return value;
 }
@@ -36,7 +43,8 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** An HTTP header name (RFC 9110 token), or `fallback` when undefined. */
 export function headerName(value: unknown, what: string, fallback: string): string {
   if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !HEADER_NAME.test(value)) throw new TypeError(`${what} must be an HTTP header name; got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string' || !HEADER_NAME.test(value))
+    throw new TypeError(`${what} must be an HTTP header name; got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -63,7 +71,9 @@ export function checkOptionNames(options: unknown, known: OptionNames): void {
     if (Object.hasOwn(known, name)) continue;
     const names = Object.keys(known);
     const near = nearestName(name, names);
-    throw new TypeError(`unknown option ${name}; ${near === undefined ? `the options are ${names.join(', ')}` : `did you mean ${near}?`}`);
+    throw new TypeError(
+      `unknown option ${name}; ${near === undefined ? `the options are ${names.join(', ')}` : `did you mean ${near}?`}`,
+    );
   }
 }
 
@@ -93,7 +103,8 @@ function editDistance(a: string, b: string): number {
       }
       const up = rows[i - 1]!;
       let d = Math.min(up[j]! + 1, row[j - 1]! + 1, up[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d = Math.min(d, rows[i - 2]![j - 2]! + 1);
       row.push(d);
     }
     rows.push(row);

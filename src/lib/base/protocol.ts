@@ -59,6 +59,7 @@ export function jobIdProblem(jobId: unknown): string | undefined {
   if (jobId.length === 0) return 'job_id is empty';
   if (!jobId.isWellFormed()) return 'job_id holds a lone surrogate (not well-formed Unicode)';
   if (CONTROL.test(jobId)) return 'job_id holds a control character';
-  if (jobId.length > MAX_JOB_ID_LENGTH && [...jobId].length > MAX_JOB_ID_LENGTH) return `job_id is longer than ${MAX_JOB_ID_LENGTH} characters`;
+  if (jobId.length > MAX_JOB_ID_LENGTH && [...jobId].length > MAX_JOB_ID_LENGTH)
+    return `job_id is longer than ${MAX_JOB_ID_LENGTH} characters`;
   return undefined;
 }

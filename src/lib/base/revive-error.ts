@@ -46,7 +46,8 @@ const REVIVE: Record<WebhookErrorCode, (d: ErrorData) => AnyWebhookError> = {
   SIGNATURE_MISSING: (d) => new SignatureMissingError(d.message),
   SIGNATURE_MALFORMED: (d) => new SignatureMalformedError(d.message),
   ALGORITHM_UNSUPPORTED: (d) => new AlgorithmUnsupportedError(d.message),
-  SIGNATURE_INVALID: (d) => new SignatureInvalidError(d.message, d.reason as SignatureInvalidReason | undefined),
+  SIGNATURE_INVALID: (d) =>
+    new SignatureInvalidError(d.message, d.reason as SignatureInvalidReason | undefined),
   PAYLOAD_INVALID: (d) => new PayloadInvalidError(d.message),
   EVENT_TOO_OLD: (d) => new EventTooOldError(d.message),
   EVENT_FROM_FUTURE: (d) => new EventFromFutureError(d.message),

@@ -20,7 +20,9 @@ function next(a: AttemptReport): string {
     case 'retry':
       return `retry in ${a.delayMs} ms`;
     case 'rejected':
-      return a.status !== undefined && a.status < 400 ? 'rejected (redirects are not followed)' : 'rejected (4xx: not retried)';
+      return a.status !== undefined && a.status < 400
+        ? 'rejected (redirects are not followed)'
+        : 'rejected (4xx: not retried)';
     case 'delivered':
       // As the receiver answered: a jobhook receiver says whether it ran the job.
       return a.answer === 'processed' || a.answer === 'duplicate' ? a.answer : 'delivered';

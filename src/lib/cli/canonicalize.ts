@@ -50,7 +50,8 @@ export async function canonicalizeCommand(argv: string[], io: CliIo): Promise<nu
   }
   if (positionals.length > 1) throw new TypeError('canonicalize takes one FILE (or - for standard input)');
   const dialect = assertDialect(values.dialect ?? 'orjson', '--dialect');
-  const maxBodyBytes = numberFlag(values['max-body-bytes'], '--max-body-bytes', { integer: true }) ?? DEFAULT_MAX_BODY_BYTES;
+  const maxBodyBytes =
+    numberFlag(values['max-body-bytes'], '--max-body-bytes', { integer: true }) ?? DEFAULT_MAX_BODY_BYTES;
   const o = resolveOptions({
     dialects: [dialect],
     maxBodyBytes,

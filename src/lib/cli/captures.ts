@@ -31,7 +31,8 @@ export function maxCaptureBytes(maxBodyBytes: number): number {
   return 6 * maxBodyBytes + 1024 * 1024;
 }
 
-const CAPTURE_LIMIT_WHY = 'more than a capture of a body within maxBodyBytes takes: 6 × that + 1 MiB; --max-body-bytes raises it';
+const CAPTURE_LIMIT_WHY =
+  'more than a capture of a body within maxBodyBytes takes: 6 × that + 1 MiB; --max-body-bytes raises it';
 
 /** Chunk extensions are ignored, and their total is bounded as Node's HTTP server bounds it (HPE_CHUNK_EXTENSIONS_OVERFLOW). */
 const MAX_CHUNK_EXTENSION_BYTES = 16 * 1024;
@@ -41,11 +42,24 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export function isCaptureObject(v: unknown): v is { headers: Record<string, unknown>; body?: unknown; bodyBase64?: unknown } {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && typeof (v as { headers?: unknown }).headers === 'object' && (v as { headers?: unknown }).headers !== null && ('body' in v || 'bodyBase64' in v);
+export function isCaptureObject(
+  v: unknown,
+): v is { headers: Record<string, unknown>; body?: unknown; bodyBase64?: unknown } {
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    typeof (v as { headers?: unknown }).headers === 'object' &&
+    (v as { headers?: unknown }).headers !== null &&
+    ('body' in v || 'bodyBase64' in v)
+  );
 }
 
-function fromObject(v: { headers: Record<string, unknown>; body?: unknown; bodyBase64?: unknown }, source: string, index: number): Capture {
+function fromObject(
+  v: { headers: Record<string, unknown>; body?: unknown; bodyBase64?: unknown },
+  source: string,
+  index: number,
+): Capture {
   const headers: Record<string, string> = {};
   for (const [k, value] of Object.entries(v.headers)) {
     if (typeof value === 'string') headers[k] = value;
@@ -55,7 +69,10 @@ function fromObject(v: { headers: Record<string, unknown>; body?: unknown; bodyB
   let body: Uint8Array;
   if (typeof v.bodyBase64 === 'string') body = new Uint8Array(Buffer.from(v.bodyBase64, 'base64'));
   else if (typeof v.body === 'string') body = encoder.encode(v.body);
-  else throw new UsageError(`${source}${index ? `:${index + 1}` : ''}: a capture needs "body" (text) or "bodyBase64"`);
+  else
+    throw new UsageError(
+      `${source}${index ? `:${index + 1}` : ''}: a capture needs "body" (text) or "bodyBase64"`,
+    );
   return { source, index, headers, body };
 }
 
@@ -89,10 +106,13 @@ function latin1(bytes: Uint8Array, start: number, end: number): string {
 function fieldLine(text: string, source: string, what: string): [string, string] {
   const colon = text.indexOf(':');
   if (colon <= 0 || !TOKEN.test(text.slice(0, colon))) {
-    throw new UsageError(`${source}: malformed ${what} line ${JSON.stringify(text)} (a field name, then ':' without whitespace before it)`);
+    throw new UsageError(
+      `${source}: malformed ${what} line ${JSON.stringify(text)} (a field name, then ':' without whitespace before it)`,
+    );
   }
   // CR and NUL in a field value are invalid and dangerous (RFC 9110 §5.5): refused, never passed on.
-  if (/[\r\0]/.test(text)) throw new UsageError(`${source}: the ${what} line ${JSON.stringify(text)} holds a CR or NUL`);
+  if (/[\r\0]/.test(text))
+    throw new UsageError(`${source}: the ${what} line ${JSON.stringify(text)} holds a CR or NUL`);
   return [text.slice(0, colon), text.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '')];
 }
 
@@ -136,7 +156,8 @@ function chunkExtensions(bytes: Uint8Array, at: number, end: number, fail: (why:
           else if (i < end && bytes[i] === 0x22) break;
           if (i >= end) fail('an unterminated quoted chunk extension value');
           const b = bytes[i]!;
-          if ((b < 0x20 && b !== 0x09) || b === 0x7f) fail('a control character in a quoted chunk extension value');
+          if ((b < 0x20 && b !== 0x09) || b === 0x7f)
+            fail('a control character in a quoted chunk extension value');
         }
         i++;
       }
@@ -165,52 +186,76 @@ function dechunk(bytes: Uint8Array, from: number, source: string, maxBodyBytes: 
   for (;;) {
     n++;
     const line = lineAt(bytes, at);
-    if (line === undefined) fail(at === bytes.length ? 'the capture ends before it (truncated: no last chunk "0")' : 'the chunk-size line is not terminated (truncated capture?)');
+    if (line === undefined)
+      fail(
+        at === bytes.length
+          ? 'the capture ends before it (truncated: no last chunk "0")'
+          : 'the chunk-size line is not terminated (truncated capture?)',
+      );
     const { start, end, next } = line!;
     let digitsEnd = start;
     while (digitsEnd < end && isHexDigit(bytes[digitsEnd]!)) digitsEnd++;
-    if (digitsEnd === start) fail(`no hex chunk size at the start of ${JSON.stringify(latin1(bytes, start, Math.min(end, start + 40)))}`);
+    if (digitsEnd === start)
+      fail(
+        `no hex chunk size at the start of ${JSON.stringify(latin1(bytes, start, Math.min(end, start + 40)))}`,
+      );
     let significant = start;
     while (significant < digitsEnd - 1 && bytes[significant] === 0x30) significant++;
     const hex = latin1(bytes, significant, digitsEnd);
     // 12 hex digits exceed any body a verifier takes; more are not converted (no precision loss, no overflow).
     const chunkSize = hex.length > 12 ? Infinity : parseInt(hex, 16);
     extensions += chunkExtensions(bytes, digitsEnd, end, fail);
-    if (extensions > MAX_CHUNK_EXTENSION_BYTES) fail(`chunk extensions longer than ${MAX_CHUNK_EXTENSION_BYTES} bytes in all (Node's HTTP server refuses them too)`);
+    if (extensions > MAX_CHUNK_EXTENSION_BYTES)
+      fail(
+        `chunk extensions longer than ${MAX_CHUNK_EXTENSION_BYTES} bytes in all (Node's HTTP server refuses them too)`,
+      );
     at = next;
     if (chunkSize === 0) break;
-    const declared = chunkSize === Infinity ? `a size of ${hex.length} hex digits` : `${chunkSize} bytes (0x${hex})`;
+    const declared =
+      chunkSize === Infinity ? `a size of ${hex.length} hex digits` : `${chunkSize} bytes (0x${hex})`;
     const available = bytes.length - at;
-    if (chunkSize > available) fail(`it declares ${declared} but only ${available} follow: the capture is truncated`);
+    if (chunkSize > available)
+      fail(`it declares ${declared} but only ${available} follow: the capture is truncated`);
     if (chunkSize > maxBodyBytes - size) {
-      throw new UsageError(`${source}: the chunked body is larger than maxBodyBytes (${maxBodyBytes} bytes), which the verifier refuses; --max-body-bytes raises the limit`);
+      throw new UsageError(
+        `${source}: the chunked body is larger than maxBodyBytes (${maxBodyBytes} bytes), which the verifier refuses; --max-body-bytes raises the limit`,
+      );
     }
     body.set(bytes.subarray(at, at + chunkSize), size);
     size += chunkSize;
     at += chunkSize;
-    if (at === bytes.length) fail(`the capture ends after its ${chunkSize} bytes of data (truncated: no CRLF, no last chunk)`);
+    if (at === bytes.length)
+      fail(`the capture ends after its ${chunkSize} bytes of data (truncated: no CRLF, no last chunk)`);
     if (bytes[at] === 0x0d && bytes[at + 1] === 0x0a) at += 2;
     else if (bytes[at] === 0x0a) at += 1;
     else fail(`its ${declared} of data are not followed by CRLF: the size does not match the data`);
   }
-  // Trailer fields, then the empty line that ends the message (the end of the capture will do).
+  skipTrailers(bytes, at, source);
+  return body.slice(0, size);
+}
+
+/** Trailer fields, then the empty line that ends the message (the end of the capture will do). */
+function skipTrailers(bytes: Uint8Array, from: number, source: string): void {
+  let at = from;
   for (;;) {
     const line = lineAt(bytes, at);
     if (line === undefined) {
-      if (at === bytes.length) break;
-      throw new UsageError(`${source}: chunked body: the capture ends inside the trailer section (truncated)`);
+      if (at === bytes.length) return;
+      throw new UsageError(
+        `${source}: chunked body: the capture ends inside the trailer section (truncated)`,
+      );
     }
     at = line.next;
-    if (line.start === line.end) break;
+    if (line.start === line.end) return;
     fieldLine(decoder.decode(bytes.subarray(line.start, line.end)), source, 'trailer');
   }
-  return body.slice(0, size);
 }
 
 /** The body's length from Content-Length: 1*DIGIT, or a list of one value repeated (RFC 9110 §8.6). */
 function contentLength(value: string, source: string): number {
   const values = value.split(',').map((v) => v.trim());
-  if (!values.every((v) => /^\d+$/.test(v) && Number(v) === Number(values[0]))) throw new UsageError(`${source}: invalid Content-Length ${JSON.stringify(value)}`);
+  if (!values.every((v) => /^\d+$/.test(v) && Number(v) === Number(values[0])))
+    throw new UsageError(`${source}: invalid Content-Length ${JSON.stringify(value)}`);
   return Number(values[0]);
 }
 
@@ -222,14 +267,16 @@ function fromHttpDump(bytes: Uint8Array, source: string, maxBodyBytes: number): 
   let at = requestLine.next;
   for (;;) {
     const line = lineAt(bytes, at);
-    if (line === undefined) throw new UsageError(`${source}: HTTP request without the blank line that ends the headers`);
+    if (line === undefined)
+      throw new UsageError(`${source}: HTTP request without the blank line that ends the headers`);
     at = line.next;
     if (line.start === line.end) break;
     const text = decoder.decode(bytes.subarray(line.start, line.end));
     if (text[0] === ' ' || text[0] === '\t') {
       // obs-fold (RFC 9112 §5.2): a continuation of the previous field's value, replaced by a space
       if (last === undefined) throw new UsageError(`${source}: whitespace before the first header line`);
-      if (/[\r\0]/.test(text)) throw new UsageError(`${source}: the header line ${JSON.stringify(text)} holds a CR or NUL`);
+      if (/[\r\0]/.test(text))
+        throw new UsageError(`${source}: the header line ${JSON.stringify(text)} holds a CR or NUL`);
       headers[last] += ` ${text.trim()}`;
       continue;
     }
@@ -251,14 +298,26 @@ function fromHttpDump(bytes: Uint8Array, source: string, maxBodyBytes: number): 
   let body: Uint8Array;
   if (te !== undefined) {
     // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3); chunked must be the final coding, once.
-    const codings = te.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '');
+    const codings = te
+      .split(',')
+      .map((c) => c.trim().toLowerCase())
+      .filter((c) => c !== '');
     const other = codings.find((c) => c !== 'chunked');
-    if (other !== undefined) throw new UsageError(`${source}: Transfer-Encoding ${JSON.stringify(te)}: only chunked is read, not ${JSON.stringify(other)}`);
-    if (codings.length !== 1) throw new UsageError(`${source}: Transfer-Encoding ${JSON.stringify(te)}: ${codings.length === 0 ? 'no coding named' : 'chunked applied more than once'}`);
+    if (other !== undefined)
+      throw new UsageError(
+        `${source}: Transfer-Encoding ${JSON.stringify(te)}: only chunked is read, not ${JSON.stringify(other)}`,
+      );
+    if (codings.length !== 1)
+      throw new UsageError(
+        `${source}: Transfer-Encoding ${JSON.stringify(te)}: ${codings.length === 0 ? 'no coding named' : 'chunked applied more than once'}`,
+      );
     body = dechunk(bytes, at, source, maxBodyBytes);
   } else if (cl !== undefined) {
     const length = contentLength(cl, source);
-    if (length > bytes.length - at) throw new UsageError(`${source}: Content-Length is ${length} but only ${bytes.length - at} bytes follow the headers: the capture is truncated`);
+    if (length > bytes.length - at)
+      throw new UsageError(
+        `${source}: Content-Length is ${length} but only ${bytes.length - at} bytes follow the headers: the capture is truncated`,
+      );
     body = bytes.slice(at, at + length);
   } else {
     body = bytes.slice(at);
@@ -271,9 +330,16 @@ function fromHttpDump(bytes: Uint8Array, source: string, maxBodyBytes: number): 
 
 function bare(bytes: Uint8Array, source: string, options: CaptureOptions, index = 0): Capture {
   if (options.signature === undefined) {
-    throw new UsageError(`${source}: a bare JSON body has no headers; pass its signature with --signature HEX (or give a capture object {"headers":…,"body":…})`);
+    throw new UsageError(
+      `${source}: a bare JSON body has no headers; pass its signature with --signature HEX (or give a capture object {"headers":…,"body":…})`,
+    );
   }
-  return { source, index, headers: { [options.signatureHeader ?? DEFAULT_SIGNATURE_HEADER]: options.signature }, body: bytes };
+  return {
+    source,
+    index,
+    headers: { [options.signatureHeader ?? DEFAULT_SIGNATURE_HEADER]: options.signature },
+    body: bytes,
+  };
 }
 
 function* jsonLines(text: string, source: string): Generator<Capture> {
@@ -301,7 +367,8 @@ function single(bytes: Uint8Array, source: string, options: CaptureOptions): Cap
     try {
       v = JSON.parse(text);
     } catch (err) {
-      if (/\.har$/i.test(source)) throw new UsageError(`${source}: not a HAR file (${(err as Error).message})`);
+      if (/\.har$/i.test(source))
+        throw new UsageError(`${source}: not a HAR file (${(err as Error).message})`);
       // Several capture objects, one per line, without the .jsonl name?
       const first = trimmed.split('\n', 1)[0]!;
       try {
@@ -362,8 +429,11 @@ class LineReader {
   }
 
   private tooLong(): never {
-    if (!this.jsonl) throw new UsageError(`${this.source}: longer than ${this.limit} bytes (${CAPTURE_LIMIT_WHY})`);
-    throw new UsageError(`${this.source}:${this.count + 1}: a line longer than ${this.limit} bytes (${CAPTURE_LIMIT_WHY})`);
+    if (!this.jsonl)
+      throw new UsageError(`${this.source}: longer than ${this.limit} bytes (${CAPTURE_LIMIT_WHY})`);
+    throw new UsageError(
+      `${this.source}:${this.count + 1}: a line longer than ${this.limit} bytes (${CAPTURE_LIMIT_WHY})`,
+    );
   }
 
   async next(): Promise<Line | undefined> {
@@ -383,7 +453,9 @@ class LineReader {
       if (r.done) {
         this.chunk = new Uint8Array(0);
         this.at = 0;
-        return pieces.length === 0 ? undefined : { bytes: join(pieces, size), index: this.count++, newline: false };
+        return pieces.length === 0
+          ? undefined
+          : { bytes: join(pieces, size), index: this.count++, newline: false };
       }
       this.chunk = r.value;
       this.at = 0;
@@ -392,10 +464,15 @@ class LineReader {
 
   /** `first` (the line read already) and everything after it, whole, at most `limit` bytes. */
   async rest(first: Line): Promise<Uint8Array> {
-    const pieces = [first.bytes, ...(first.newline ? [new Uint8Array([0x0a])] : []), this.chunk.subarray(this.at)];
+    const pieces = [
+      first.bytes,
+      ...(first.newline ? [new Uint8Array([0x0a])] : []),
+      this.chunk.subarray(this.at),
+    ];
     let size = pieces.reduce((n, p) => n + p.length, 0);
     for (;;) {
-      if (size > this.limit) throw new UsageError(`${this.source}: longer than ${this.limit} bytes (${CAPTURE_LIMIT_WHY})`);
+      if (size > this.limit)
+        throw new UsageError(`${this.source}: longer than ${this.limit} bytes (${CAPTURE_LIMIT_WHY})`);
       const r = await this.chunks.next();
       if (r.done) return join(pieces, size);
       pieces.push(r.value);
@@ -445,9 +522,17 @@ function captureObjectLine(bytes: Uint8Array): Parameters<typeof fromObject>[0] 
  * time, in memory bounded by the longest line; any other input is read whole. A line,
  * or an input, longer than `maxCaptureBytes` is refused.
  */
-export async function* readCaptures(chunks: AsyncIterable<Uint8Array>, path: string | undefined, options: CaptureOptions = {}): AsyncGenerator<Capture> {
+export async function* readCaptures(
+  chunks: AsyncIterable<Uint8Array>,
+  path: string | undefined,
+  options: CaptureOptions = {},
+): AsyncGenerator<Capture> {
   const source = inputName(path);
-  const lines = new LineReader(chunks, maxCaptureBytes(options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES), source);
+  const lines = new LineReader(
+    chunks,
+    maxCaptureBytes(options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES),
+    source,
+  );
   if (isJsonl(source, options)) {
     yield* streamLines(lines, source);
     return;
@@ -465,7 +550,11 @@ export async function* readCaptures(chunks: AsyncIterable<Uint8Array>, path: str
  * own so that the first line and its parsed object (each as large as the body) are
  * not kept alive in the generator while the delivery they made is verified.
  */
-async function begin(lines: LineReader, source: string, options: CaptureOptions): Promise<{ captures: Capture[]; next?: Line }> {
+async function begin(
+  lines: LineReader,
+  source: string,
+  options: CaptureOptions,
+): Promise<{ captures: Capture[]; next?: Line }> {
   const first = await lines.next();
   if (first === undefined) return { captures: single(new Uint8Array(0), source, options) };
   const object = captureObjectLine(first.bytes);

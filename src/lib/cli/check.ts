@@ -77,13 +77,20 @@ const FLAGS = {
 type Values = ReturnType<typeof parseArgs<{ options: typeof FLAGS }>>['values'];
 
 /** The library's option names as this command's flags. */
-const OPTION_FLAGS = { privateKey: '--key', allowInsecure: '--allow-http', url: 'the receiver URL', maxAgeSeconds: '--max-age', dialects: '--dialect' } as const;
+const OPTION_FLAGS = {
+  privateKey: '--key',
+  allowInsecure: '--allow-http',
+  url: 'the receiver URL',
+  maxAgeSeconds: '--max-age',
+  dialects: '--dialect',
+} as const;
 
 function sizesFlag(value: string | undefined): number[] | undefined {
   if (value === undefined) return undefined;
   return value.split(',').map((part) => {
     const bytes = parseBytes(part);
-    if (bytes === undefined) throw new UsageError(`--sizes: ${JSON.stringify(part)} is not a size (e.g. 1kB, 150kB, 1.5MB, 25MB)`);
+    if (bytes === undefined)
+      throw new UsageError(`--sizes: ${JSON.stringify(part)} is not a size (e.g. 1kB, 150kB, 1.5MB, 25MB)`);
     return bytes;
   });
 }
@@ -92,7 +99,9 @@ function encodingsFlag(value: string | undefined): CheckOptions['encodings'] {
   if (value === undefined) return undefined;
   if (value === 'none') return [];
   const list = value.split(',').map((e) => e.trim());
-  for (const e of list) if (e !== 'gzip' && e !== 'br') throw new UsageError(`--encodings takes gzip, br or none; got ${JSON.stringify(e)}`);
+  for (const e of list)
+    if (e !== 'gzip' && e !== 'br')
+      throw new UsageError(`--encodings takes gzip, br or none; got ${JSON.stringify(e)}`);
   return list as Array<'gzip' | 'br'>;
 }
 
@@ -101,8 +110,12 @@ function header(value: string | undefined, flag: string): string | undefined {
 }
 
 async function options(values: Values): Promise<CheckOptions> {
-  if (values.key === undefined) throw new UsageError('--key PRIVATE.pem is required (the key whose public key the receiver trusts)');
-  const ms = (flag: 'timeout-ms' | 'backoff-ms' | 'max-backoff-ms' | 'effects-wait-ms' | 'time-limit-ms', min = 0) => numberFlag(values[flag], `--${flag}`, { min, integer: true });
+  if (values.key === undefined)
+    throw new UsageError('--key PRIVATE.pem is required (the key whose public key the receiver trusts)');
+  const ms = (
+    flag: 'timeout-ms' | 'backoff-ms' | 'max-backoff-ms' | 'effects-wait-ms' | 'time-limit-ms',
+    min = 0,
+  ) => numberFlag(values[flag], `--${flag}`, { min, integer: true });
   return {
     privateKey: await readFile(values.key, 'utf8'),
     effects: values.effects,
@@ -130,7 +143,10 @@ export async function checkCommand(argv: string[], io: CliIo): Promise<number> {
     io.stdout(CHECK_HELP);
     return 0;
   }
-  if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'the URL of the receiver is required' : 'check takes one URL');
+  if (positionals.length !== 1)
+    throw new UsageError(
+      positionals.length === 0 ? 'the URL of the receiver is required' : 'check takes one URL',
+    );
   const url = positionals[0]!;
   const opts = await options(values);
   const report = await withFlags(OPTION_FLAGS, () => checkReceiver(url, opts));

@@ -22,7 +22,8 @@ export async function loadKeyFile(path: string): Promise<NodePublicKeyInput> {
 }
 
 export async function loadKeys(paths: string[] | undefined): Promise<NodePublicKeyInput[]> {
-  if (paths === undefined || paths.length === 0) throw new UsageError('--key FILE is required (repeat it for a key rotation)');
+  if (paths === undefined || paths.length === 0)
+    throw new UsageError('--key FILE is required (repeat it for a key rotation)');
   return Promise.all(paths.map(loadKeyFile));
 }
 
@@ -31,7 +32,11 @@ export async function loadKeys(paths: string[] | undefined): Promise<NodePublicK
  * decoded as its Content-Encoding says: JSON lines are verified while the rest is still
  * being read. UsageError when there is none.
  */
-export async function* captureStream(inputs: string[], io: CliIo, options: CaptureOptions): AsyncGenerator<Capture> {
+export async function* captureStream(
+  inputs: string[],
+  io: CliIo,
+  options: CaptureOptions,
+): AsyncGenerator<Capture> {
   let found = false;
   for (const path of inputs.length === 0 ? ['-'] : inputs) {
     for await (const capture of readCaptures(inputChunks(path, io), path, options)) {
@@ -48,7 +53,9 @@ export function numberFlag(value: string | undefined, what: string, rule?: Numbe
   return checkNumber(value.trim() === '' || Number.isNaN(Number(value)) ? value : Number(value), what, rule);
 }
 
-export function dialectOption(value: string | undefined): readonly import('../core/canonical/dialects.js').DialectName[] | undefined {
+export function dialectOption(
+  value: string | undefined,
+): readonly import('../core/canonical/dialects.js').DialectName[] | undefined {
   if (value === undefined || value === 'auto') return undefined;
   return [value as import('../core/canonical/dialects.js').DialectName];
 }

@@ -39,17 +39,25 @@ function where(c: Capture): string {
 export function decodedCapture(c: Capture, maxBodyBytes: number): Capture {
   const value = headerValue(c.headers, 'content-encoding');
   if (value === undefined) return c;
-  const codings = value.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '' && s !== 'identity');
+  const codings = value
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter((s) => s !== '' && s !== 'identity');
   if (codings.length === 0) return c;
   let body = c.body;
   for (const coding of codings.reverse()) {
     const decode = DECODERS[coding];
-    if (decode === undefined) throw new UsageError(`${where(c)}: Content-Encoding ${JSON.stringify(value)}: ${coding} is not one jobhook reads (gzip, deflate, br)`);
+    if (decode === undefined)
+      throw new UsageError(
+        `${where(c)}: Content-Encoding ${JSON.stringify(value)}: ${coding} is not one jobhook reads (gzip, deflate, br)`,
+      );
     try {
       body = new Uint8Array(decode(body, { maxOutputLength: maxBodyBytes }));
     } catch (err) {
       if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') {
-        throw new UsageError(`${where(c)}: the body is larger than maxBodyBytes (${maxBodyBytes} bytes) once decoded (Content-Encoding: ${value}), which the verifier refuses; --max-body-bytes raises the limit`);
+        throw new UsageError(
+          `${where(c)}: the body is larger than maxBodyBytes (${maxBodyBytes} bytes) once decoded (Content-Encoding: ${value}), which the verifier refuses; --max-body-bytes raises the limit`,
+        );
       }
       if (body === c.body && startsAsJson(body)) return c; // kept decoded by the tool that captured it
       throw new UsageError(`${where(c)}: the body is not valid ${coding} data, as its Content-Encoding says`);

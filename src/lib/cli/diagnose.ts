@@ -12,7 +12,12 @@ import { createHash } from 'node:crypto';
 import { DIALECTS, type DialectName } from '../core/canonical/dialects.js';
 import { provablySame, unrepresentableReason } from '../core/canonical/serialize.js';
 import { CanonicalTooLargeError, isWebhookError } from '../base/errors.js';
-import { importNodeKey, sha256OfHex, type ImportedNodeKey, type NodePublicKeyInput } from '../runtime/crypto/node.js';
+import {
+  importNodeKey,
+  sha256OfHex,
+  type ImportedNodeKey,
+  type NodePublicKeyInput,
+} from '../runtime/crypto/node.js';
 import { boundedSink, parseBody, type CanonicalChunk, type ParsedBody } from '../core/verify/core.js';
 import { resolveOptions, type ResolvedOptions } from '../core/verify/options.js';
 import { hexToBytes } from '../core/verify/signature.js';
@@ -109,7 +114,14 @@ export interface Explanation {
   /** Keys whose integer values, written as floats (1 → 1.0), make the signature verify. */
   repairedFloats?: { keys: string[]; dialect: DialectName };
   /** First difference from an expected canonical text. */
-  expected?: { dialect: DialectName; identical: boolean; offset?: number; got?: string; want?: string; unrepresentable?: string };
+  expected?: {
+    dialect: DialectName;
+    identical: boolean;
+    offset?: number;
+    got?: string;
+    want?: string;
+    unrepresentable?: string;
+  };
   causes: Cause[];
 }
 
@@ -140,7 +152,8 @@ function bodyTraits(text: string): BodyFinding {
   return {
     prettyPrinted: /^[{[]\s*\n\s+"/.test(text),
     jsStyleIndent: /^\{\n {2}"/.test(text) || /^\[\n {2}\S/.test(text),
-    escapedNonAscii: /\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})/.test(text),
+    escapedNonAscii:
+      /\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})/.test(text),
     zeroFractionFloats: count(FLOAT_TOKEN_ZERO, text),
     integersBeyond2p53: count(BIG_INTEGER, text, (n) => !Number.isSafeInteger(Number(n))),
   };
@@ -161,7 +174,8 @@ interface NumberMember {
 function* numberMembers(text: string): Generator<NumberMember> {
   const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
   const blanks = (i: number) => {
-    while (i < text.length && (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t')) i++;
+    while (i < text.length && (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t'))
+      i++;
     return i;
   };
   let i = 0;
@@ -180,8 +194,9 @@ function* numberMembers(text: string): Generator<NumberMember> {
     let j = i + 1;
     while (isDigit(text.charCodeAt(j))) j++;
     const intEnd = j;
-    if (text[j] === '.') for (j++; isDigit(text.charCodeAt(j)); ) j++;
-    if (text[j] === 'e' || text[j] === 'E') for (j += text[j + 1] === '+' || text[j + 1] === '-' ? 2 : 1; isDigit(text.charCodeAt(j)); ) j++;
+    if (text[j] === '.') for (j++; isDigit(text.charCodeAt(j));) j++;
+    if (text[j] === 'e' || text[j] === 'E')
+      for (j += text[j + 1] === '+' || text[j + 1] === '-' ? 2 : 1; isDigit(text.charCodeAt(j));) j++;
     yield { key, end: j, float: j !== intEnd };
     i = j;
   }
@@ -192,7 +207,22 @@ function floatLikeKeys(text: string): string[] {
   const floats = new Set<string>();
   const ints = new Set<string>();
   for (const m of numberMembers(text)) (m.float ? floats : ints).add(m.key);
-  const common = ['confidence', 'score', 'probability', 'x', 'y', 'w', 'h', 'left', 'top', 'width', 'height', 'start', 'end', 'duration'];
+  const common = [
+    'confidence',
+    'score',
+    'probability',
+    'x',
+    'y',
+    'w',
+    'h',
+    'left',
+    'top',
+    'width',
+    'height',
+    'start',
+    'end',
+    'duration',
+  ];
   return [...ints].filter((k) => floats.has(k) || common.includes(k));
 }
 
@@ -226,9 +256,19 @@ function signatureTraits(raw: string): { finding: SignatureFinding; compact: str
 }
 
 /** Per key: the signature's length against the modulus, and whether the key opens it. */
-function keyFindings(keys: readonly ImportedNodeKey[], signature: SignatureFinding, compact: string, bytes: Uint8Array | undefined): KeyFinding[] {
+function keyFindings(
+  keys: readonly ImportedNodeKey[],
+  signature: SignatureFinding,
+  compact: string,
+  bytes: Uint8Array | undefined,
+): KeyFinding[] {
   return keys.map((k, index) => {
-    const finding: KeyFinding = { index, modulusBits: k.modulusBytes * 8, expectedHexDigits: k.modulusBytes * 2, lengthMatches: compact.length === k.modulusBytes * 2 && !signature.nonHex };
+    const finding: KeyFinding = {
+      index,
+      modulusBits: k.modulusBytes * 8,
+      expectedHexDigits: k.modulusBytes * 2,
+      lengthMatches: compact.length === k.modulusBytes * 2 && !signature.nonHex,
+    };
     if (finding.lengthMatches && bytes !== undefined) {
       const hash = k.open(bytes);
       finding.wellFormed = hash !== undefined;
@@ -242,9 +282,17 @@ function keyFindings(keys: readonly ImportedNodeKey[], signature: SignatureFindi
 class Enough {}
 
 /** Streams `dialect`'s canonical form (at most `maxCanonicalBytes`) to `take`; CANONICAL_TOO_LARGE past it. */
-function writeCanonical(parsed: ParsedBody, dialect: DialectName, o: ResolvedOptions, take: (chunk: CanonicalChunk) => void): void {
+function writeCanonical(
+  parsed: ParsedBody,
+  dialect: DialectName,
+  o: ResolvedOptions,
+  take: (chunk: CanonicalChunk) => void,
+): void {
   try {
-    parsed.write(dialect, boundedSink(o.maxCanonicalBytes, (chunk) => take(chunk)));
+    parsed.write(
+      dialect,
+      boundedSink(o.maxCanonicalBytes, (chunk) => take(chunk)),
+    );
   } catch (err) {
     if (!(err instanceof Enough)) throw err;
   }
@@ -262,7 +310,11 @@ function signedHashOf(digest: string): string {
 }
 
 /** Per dialect: the canonical digest, a repeat of an earlier dialect, the keys whose signed hash it has. */
-function dialectFindings(parsed: ParsedBody, keys: readonly KeyFinding[], o: ResolvedOptions): DialectFinding[] {
+function dialectFindings(
+  parsed: ParsedBody,
+  keys: readonly KeyFinding[],
+  o: ResolvedOptions,
+): DialectFinding[] {
   const findings: DialectFinding[] = [];
   for (const dialect of DIALECTS) {
     const reason = unrepresentableReason(parsed.flags, dialect);
@@ -271,9 +323,16 @@ function dialectFindings(parsed: ParsedBody, keys: readonly KeyFinding[], o: Res
       continue;
     }
     // An earlier dialect the parser's flags prove byte-identical is not written again.
-    const proven = findings.find((f) => f.canonicalSha256 !== undefined && f.sameAs === undefined && provablySame(parsed.flags, f.dialect, dialect));
+    const proven = findings.find(
+      (f) =>
+        f.canonicalSha256 !== undefined &&
+        f.sameAs === undefined &&
+        provablySame(parsed.flags, f.dialect, dialect),
+    );
     const digest = proven?.canonicalSha256 ?? canonicalDigest(parsed, dialect, o);
-    const sameAs = proven?.dialect ?? findings.find((f) => f.canonicalSha256 === digest && f.sameAs === undefined)?.dialect;
+    const sameAs =
+      proven?.dialect ??
+      findings.find((f) => f.canonicalSha256 === digest && f.sameAs === undefined)?.dialect;
     const signed = signedHashOf(digest);
     const verifiesWith = keys.filter((k) => k.signedHash === signed).map((k) => k.index);
     findings.push({ dialect, canonicalSha256: digest, ...(sameAs ? { sameAs } : {}), verifiesWith });
@@ -284,7 +343,12 @@ function dialectFindings(parsed: ParsedBody, keys: readonly KeyFinding[], o: Res
 const CONTEXT = 24;
 
 /** Where `dialect`'s canonical form first differs from `want`, with 24 bytes of context either side; stops writing soon after. */
-function compareExpected(parsed: ParsedBody, want: Uint8Array, dialect: DialectName, o: ResolvedOptions): NonNullable<Explanation['expected']> {
+function compareExpected(
+  parsed: ParsedBody,
+  want: Uint8Array,
+  dialect: DialectName,
+  o: ResolvedOptions,
+): NonNullable<Explanation['expected']> {
   let offset = 0;
   let differs = false;
   const after: Uint8Array[] = [];
@@ -308,11 +372,20 @@ function compareExpected(parsed: ParsedBody, want: Uint8Array, dialect: DialectN
   // Up to `offset` both are the same bytes: the context before it is taken from `want`.
   const before = want.subarray(Math.max(0, offset - CONTEXT), offset);
   const text = (b: Uint8Array) => JSON.stringify(Buffer.from(b).toString('utf8'));
-  return { dialect, identical: false, offset, got: text(Buffer.concat([before, ...after])), want: text(want.subarray(Math.max(0, offset - CONTEXT), offset + CONTEXT)) };
+  return {
+    dialect,
+    identical: false,
+    offset,
+    got: text(Buffer.concat([before, ...after])),
+    want: text(want.subarray(Math.max(0, offset - CONTEXT), offset + CONTEXT)),
+  };
 }
 
 /** The body parsed within the verifier's limits, or why it cannot be. */
-function parseWithin(body: Uint8Array | string, o: ResolvedOptions): ParsedBody | { malformed: string } | { tooLarge: number } {
+function parseWithin(
+  body: Uint8Array | string,
+  o: ResolvedOptions,
+): ParsedBody | { malformed: string } | { tooLarge: number } {
   try {
     return parseBody(body, o);
   } catch (err) {
@@ -332,7 +405,8 @@ function repairFloats(text: string, signedHash: string, o: ResolvedOptions): Exp
   try {
     for (const dialect of DIALECTS) {
       if (unrepresentableReason(parsed.flags, dialect) !== undefined) continue;
-      if (signedHashOf(canonicalDigest(parsed, dialect, o)) === signedHash) return { keys: candidates, dialect };
+      if (signedHashOf(canonicalDigest(parsed, dialect, o)) === signedHash)
+        return { keys: candidates, dialect };
     }
   } catch (err) {
     if (!(err instanceof CanonicalTooLargeError)) throw err;
@@ -350,9 +424,15 @@ function signatureCauses(e: Explanation): Cause[] {
   if (s.whitespace) causes.push({ kind: 'whitespace' });
   if (s.nonHex) causes.push({ kind: 'non-hex' });
   if (!s.nonHex && !e.keys.some((k) => k.lengthMatches)) {
-    causes.push({ kind: 'length', hexDigits: s.hexDigits, wanted: [...new Set(e.keys.map((k) => k.expectedHexDigits))], truncated: e.keys.every((k) => s.hexDigits < k.expectedHexDigits) });
+    causes.push({
+      kind: 'length',
+      hexDigits: s.hexDigits,
+      wanted: [...new Set(e.keys.map((k) => k.expectedHexDigits))],
+      truncated: e.keys.every((k) => s.hexDigits < k.expectedHexDigits),
+    });
   }
-  if (e.keys.some((k) => k.lengthMatches) && !e.keys.some((k) => k.wellFormed)) causes.push({ kind: 'wrong-key' });
+  if (e.keys.some((k) => k.lengthMatches) && !e.keys.some((k) => k.wellFormed))
+    causes.push({ kind: 'wrong-key' });
   return causes;
 }
 
@@ -360,7 +440,11 @@ function signatureCauses(e: Explanation): Cause[] {
 function conclude(e: Explanation, text: string, o: ResolvedOptions): Cause[] {
   const verified = e.dialects.find((d) => d.verifiesWith.length > 0);
   if (verified !== undefined) {
-    return [e.signature.whitespace ? { kind: 'valid-but-whitespace', keyIndex: verified.verifiesWith[0]!, dialect: verified.dialect } : { kind: 'valid', dialect: verified.dialect }];
+    return [
+      e.signature.whitespace
+        ? { kind: 'valid-but-whitespace', keyIndex: verified.verifiesWith[0]!, dialect: verified.dialect }
+        : { kind: 'valid', dialect: verified.dialect },
+    ];
   }
   const causes = signatureCauses(e);
   const rightKey = e.keys.find((k) => k.wellFormed)!;
@@ -368,7 +452,12 @@ function conclude(e: Explanation, text: string, o: ResolvedOptions): Cause[] {
   const how: ReserializedHow = body.prettyPrinted && body.jsStyleIndent ? 'pretty-printed' : 'reserialized';
   e.repairedFloats = repairFloats(text, rightKey.signedHash!, o);
   if (e.repairedFloats !== undefined) {
-    causes.push({ kind: 'floats-written-as-integers', how, keys: e.repairedFloats.keys, dialect: e.repairedFloats.dialect });
+    causes.push({
+      kind: 'floats-written-as-integers',
+      how,
+      keys: e.repairedFloats.keys,
+      dialect: e.repairedFloats.dialect,
+    });
     return causes;
   }
   const before = causes.length;
@@ -387,15 +476,35 @@ function conclude(e: Explanation, text: string, o: ResolvedOptions): Cause[] {
  * dialect the canonical digest, signs of re-serialization, and a repair attempt for
  * floats written as integers. Bounded by the verifier's limits (see the module comment).
  */
-export function explainDelivery(body: Uint8Array, headers: HeadersInput, publicKeys: readonly NodePublicKeyInput[], options: ExplainOptions = {}): Explanation {
-  const o = resolveOptions({ signatureHeader: options.signatureHeader, maxBodyBytes: options.maxBodyBytes, maxCanonicalBytes: options.maxCanonicalBytes, maxDepth: options.maxDepth, maxAgeSeconds: false });
+export function explainDelivery(
+  body: Uint8Array,
+  headers: HeadersInput,
+  publicKeys: readonly NodePublicKeyInput[],
+  options: ExplainOptions = {},
+): Explanation {
+  const o = resolveOptions({
+    signatureHeader: options.signatureHeader,
+    maxBodyBytes: options.maxBodyBytes,
+    maxCanonicalBytes: options.maxCanonicalBytes,
+    maxDepth: options.maxDepth,
+    maxAgeSeconds: false,
+  });
   const keys = publicKeys.map((k) => importNodeKey(k));
   const { finding: signature, compact } = signatureTraits(getHeader(headers, o.signatureHeader) ?? '');
   const bytes = !signature.nonHex && compact.length % 2 === 0 ? hexToBytes(compact) : undefined;
-  const e: Explanation = { valid: false, signature, keys: keyFindings(keys, signature, compact, bytes), dialects: [], causes: [] };
+  const e: Explanation = {
+    valid: false,
+    signature,
+    keys: keyFindings(keys, signature, compact, bytes),
+    dialects: [],
+    causes: [],
+  };
   if (body.byteLength > o.maxBodyBytes) {
     e.skipped = { reason: 'body-too-large', bytes: body.byteLength, limit: o.maxBodyBytes };
-    e.causes = [{ kind: 'body-too-large', bytes: body.byteLength, limit: o.maxBodyBytes }, ...signatureCauses(e)];
+    e.causes = [
+      { kind: 'body-too-large', bytes: body.byteLength, limit: o.maxBodyBytes },
+      ...signatureCauses(e),
+    ];
     return e;
   }
   if (!e.keys.some((k) => k.wellFormed)) {
@@ -422,9 +531,13 @@ export function explainDelivery(body: Uint8Array, headers: HeadersInput, publicK
     // The verifier takes the header only as clean hex: whitespace inside makes it invalid even if the digits verify.
     e.valid = e.dialects.some((d) => d.verifiesWith.length > 0) && !signature.whitespace && !signature.nonHex;
     if (options.expectedCanonical !== undefined) {
-      const dialect = options.dialect ?? e.dialects.find((d) => d.verifiesWith.length > 0)?.dialect ?? 'orjson';
+      const dialect =
+        options.dialect ?? e.dialects.find((d) => d.verifiesWith.length > 0)?.dialect ?? 'orjson';
       const reason = unrepresentableReason(parsed.flags, dialect);
-      e.expected = reason === undefined ? compareExpected(parsed, options.expectedCanonical, dialect, o) : { dialect, identical: false, unrepresentable: reason };
+      e.expected =
+        reason === undefined
+          ? compareExpected(parsed, options.expectedCanonical, dialect, o)
+          : { dialect, identical: false, unrepresentable: reason };
     }
   } finally {
     parsed.dispose();

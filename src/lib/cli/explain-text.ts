@@ -54,7 +54,8 @@ export function describeCause(c: Cause): string {
 }
 
 const SKIPPED: Record<Skipped['reason'], string> = {
-  'no-key-opens': 'not analysed: no key opens the signature, so no body can match it (the verifier stops here too); canonical forms skipped',
+  'no-key-opens':
+    'not analysed: no key opens the signature, so no body can match it (the verifier stops here too); canonical forms skipped',
   'body-too-large': 'not analysed: larger than maxBodyBytes',
   malformed: 'not analysed further: not strict JSON',
   'canonical-too-large': 'not analysed further: its canonical form would exceed maxCanonicalBytes',
@@ -65,27 +66,50 @@ export function formatExplanation(e: Explanation, keyNames: readonly string[]): 
   const lines: string[] = [];
   lines.push(e.valid ? 'VALID' : 'INVALID');
   const s = e.signature;
-  lines.push(`signature header: ${s.present ? `${s.hexDigits} hex digits${s.uppercase ? ', uppercase' : ''}${s.whitespace ? ', CONTAINS WHITESPACE' : ''}${s.nonHex ? ', CONTAINS NON-HEX CHARACTERS' : ''}` : 'MISSING'}`);
+  lines.push(
+    `signature header: ${s.present ? `${s.hexDigits} hex digits${s.uppercase ? ', uppercase' : ''}${s.whitespace ? ', CONTAINS WHITESPACE' : ''}${s.nonHex ? ', CONTAINS NON-HEX CHARACTERS' : ''}` : 'MISSING'}`,
+  );
   for (const k of e.keys) {
-    const opens = k.wellFormed === undefined ? '' : k.wellFormed ? ', opens the signature (right key)' : ', does not open the signature (wrong key?)';
-    lines.push(`key ${k.index} (${keyNames[k.index] ?? 'key'}): RSA ${k.modulusBits}-bit, needs ${k.expectedHexDigits} hex digits: length ${k.lengthMatches ? 'matches' : 'DOES NOT MATCH'}${opens}`);
+    const opens =
+      k.wellFormed === undefined
+        ? ''
+        : k.wellFormed
+          ? ', opens the signature (right key)'
+          : ', does not open the signature (wrong key?)';
+    lines.push(
+      `key ${k.index} (${keyNames[k.index] ?? 'key'}): RSA ${k.modulusBits}-bit, needs ${k.expectedHexDigits} hex digits: length ${k.lengthMatches ? 'matches' : 'DOES NOT MATCH'}${opens}`,
+    );
   }
   if (e.malformed !== undefined) lines.push(`body: NOT STRICT JSON: ${e.malformed}`);
   else if (e.skipped !== undefined) lines.push(`body: ${SKIPPED[e.skipped.reason]}`);
   for (const d of e.dialects) {
     const name = d.dialect.padEnd(13);
-    if (d.unrepresentable !== undefined) lines.push(`dialect ${name} cannot represent this body (${d.unrepresentable})`);
-    else lines.push(`dialect ${name} sha256 ${d.canonicalSha256}${d.sameAs ? ` (same bytes as ${d.sameAs})` : ''}  ${d.verifiesWith.length ? `VERIFIES with key ${d.verifiesWith.join(', ')}` : 'does not verify'}`);
+    if (d.unrepresentable !== undefined)
+      lines.push(`dialect ${name} cannot represent this body (${d.unrepresentable})`);
+    else
+      lines.push(
+        `dialect ${name} sha256 ${d.canonicalSha256}${d.sameAs ? ` (same bytes as ${d.sameAs})` : ''}  ${d.verifiesWith.length ? `VERIFIES with key ${d.verifiesWith.join(', ')}` : 'does not verify'}`,
+      );
   }
   const b = e.body;
   if (b !== undefined) {
-    lines.push(`body: ${b.prettyPrinted ? 'pretty-printed' : 'compact'}, non-ASCII escaped: ${b.escapedNonAscii ? 'yes' : 'no'}, floats like 1.0: ${b.zeroFractionFloats}, integers beyond 2^53: ${b.integersBeyond2p53}`);
+    lines.push(
+      `body: ${b.prettyPrinted ? 'pretty-printed' : 'compact'}, non-ASCII escaped: ${b.escapedNonAscii ? 'yes' : 'no'}, floats like 1.0: ${b.zeroFractionFloats}, integers beyond 2^53: ${b.integersBeyond2p53}`,
+    );
   }
   const x = e.expected;
   if (x !== undefined) {
     if (x.identical) lines.push(`expected canonical (${x.dialect}): identical`);
-    else if (x.unrepresentable !== undefined) lines.push(`expected canonical (${x.dialect}): this dialect cannot write this body (${x.unrepresentable})`);
-    else lines.push(`expected canonical (${x.dialect}): first difference at byte ${x.offset}`, `  ours:     ${x.got}`, `  expected: ${x.want}`);
+    else if (x.unrepresentable !== undefined)
+      lines.push(
+        `expected canonical (${x.dialect}): this dialect cannot write this body (${x.unrepresentable})`,
+      );
+    else
+      lines.push(
+        `expected canonical (${x.dialect}): first difference at byte ${x.offset}`,
+        `  ours:     ${x.got}`,
+        `  expected: ${x.want}`,
+      );
   }
   for (const c of e.causes) lines.push(`CAUSE: ${describeCause(c)}`);
   return lines.map(escapeControls).join('\n') + '\n';

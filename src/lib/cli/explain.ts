@@ -47,10 +47,16 @@ async function oneDelivery(captures: AsyncIterable<Capture>, index: number | und
       indexes.push(c.index);
       continue;
     }
-    if (capture !== undefined) throw new UsageError('explain takes one delivery; the input holds more than one: pick one with --index N (verify --json shows each index; verify takes many)');
+    if (capture !== undefined)
+      throw new UsageError(
+        'explain takes one delivery; the input holds more than one: pick one with --index N (verify --json shows each index; verify takes many)',
+      );
     capture = c;
   }
-  if (index !== undefined) throw new UsageError(`no delivery with --index ${index} in the input (its deliveries: ${indexes.slice(0, 20).join(', ')}${indexes.length > 20 ? ', …' : ''})`);
+  if (index !== undefined)
+    throw new UsageError(
+      `no delivery with --index ${index} in the input (its deliveries: ${indexes.slice(0, 20).join(', ')}${indexes.length > 20 ? ', …' : ''})`,
+    );
   return capture!;
 }
 
@@ -66,12 +72,20 @@ export async function explainCommand(argv: string[], io: CliIo): Promise<number>
   }
   const keyPaths = values.key ?? [];
   const keys = await loadKeys(keyPaths);
-  if (positionals.length > 1) throw new UsageError('explain takes one delivery (one FILE, or - for standard input)');
+  if (positionals.length > 1)
+    throw new UsageError('explain takes one delivery (one FILE, or - for standard input)');
   const signatureHeader = values['signature-header'];
-  const maxBodyBytes = numberFlag(values['max-body-bytes'], '--max-body-bytes', { integer: true }) ?? DEFAULT_MAX_BODY_BYTES;
+  const maxBodyBytes =
+    numberFlag(values['max-body-bytes'], '--max-body-bytes', { integer: true }) ?? DEFAULT_MAX_BODY_BYTES;
   const index = numberFlag(values.index, '--index', { min: 0, integer: true });
-  const c = await oneDelivery(captureStream(positionals, io, { signature: values.signature, signatureHeader, maxBodyBytes }), index);
-  const expected = values['expected-canonical'] === undefined ? undefined : new Uint8Array(await readFile(values['expected-canonical']));
+  const c = await oneDelivery(
+    captureStream(positionals, io, { signature: values.signature, signatureHeader, maxBodyBytes }),
+    index,
+  );
+  const expected =
+    values['expected-canonical'] === undefined
+      ? undefined
+      : new Uint8Array(await readFile(values['expected-canonical']));
   const explanation = explainDelivery(c.body, c.headers, keys, {
     maxBodyBytes,
     ...(signatureHeader ? { signatureHeader } : {}),

@@ -42,7 +42,8 @@ export async function readInput(path: string | undefined, io: CliIo, limit = Inf
   let size = 0;
   for await (const chunk of inputChunks(path, io)) {
     size += chunk.byteLength;
-    if (size > limit) throw new UsageError(`${inputName(path)} is larger than ${limit} bytes (--max-body-bytes)`);
+    if (size > limit)
+      throw new UsageError(`${inputName(path)} is larger than ${limit} bytes (--max-body-bytes)`);
     chunks.push(chunk);
   }
   return chunks.length === 1 ? chunks[0]! : new Uint8Array(Buffer.concat(chunks));

@@ -10,14 +10,23 @@ import { loadWasmEngine } from '../core/canonical/wasm/lazy.js';
 type Command = (argv: string[], io: CliIo) => Promise<number>;
 
 const COMMANDS: Record<string, { run: Command; summary: string }> = {
-  verify: { run: verifyCommand, summary: 'verify captured deliveries (capture objects, HTTP dumps, JSONL, bare bodies)' },
+  verify: {
+    run: verifyCommand,
+    summary: 'verify captured deliveries (capture objects, HTTP dumps, JSONL, bare bodies)',
+  },
   explain: { run: explainCommand, summary: 'explain why a delivery does not verify' },
   canonicalize: { run: canonicalizeCommand, summary: 'print the canonical JSON (or its SHA-256) of a body' },
   keygen: { run: keygenCommand, summary: 'write a TEST-ONLY RSA key pair' },
   sign: { run: signCommand, summary: 'sign a payload as the gateway does (prints a capture object)' },
   send: { run: sendCommand, summary: "POST a signed delivery with the gateway's retry policy" },
-  simulate: { run: async (argv, io) => (await import('./simulate.js')).simulateCommand(argv, io), summary: 'run a local gateway that creates jobs and sends signed webhooks' },
-  check: { run: async (argv, io) => (await import('./check.js')).checkCommand(argv, io), summary: 'prove a deployed receiver takes what the gateway sends (a scorecard)' },
+  simulate: {
+    run: async (argv, io) => (await import('./simulate.js')).simulateCommand(argv, io),
+    summary: 'run a local gateway that creates jobs and sends signed webhooks',
+  },
+  check: {
+    run: async (argv, io) => (await import('./check.js')).checkCommand(argv, io),
+    summary: 'prove a deployed receiver takes what the gateway sends (a scorecard)',
+  },
 };
 
 export const MAIN_HELP = `Usage: jobhook <command> [options]
@@ -67,9 +76,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
 function describeError(err: unknown): string {
   if (isWebhookError(err)) return `${err.code}: ${err.message}`;
-  if (err instanceof UsageError || err instanceof TypeError || (err as { code?: string })?.code?.startsWith('ERR_PARSE_ARGS')) return (err as Error).message;
+  if (
+    err instanceof UsageError ||
+    err instanceof TypeError ||
+    (err as { code?: string })?.code?.startsWith('ERR_PARSE_ARGS')
+  )
+    return (err as Error).message;
   const e = err as NodeJS.ErrnoException;
   if (e && typeof e.code === 'string' && typeof e.message === 'string') return e.message;
   return String(err);
 }
-

@@ -53,7 +53,8 @@ Example:
 function whole(value: string | undefined, flag: string, max?: number): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n > (max ?? Number.MAX_SAFE_INTEGER)) throw new UsageError(`${flag} must be a whole number ${max === undefined ? '≥ 0' : `from 0 to ${max}`}`);
+  if (!/^\d+$/.test(value) || n > (max ?? Number.MAX_SAFE_INTEGER))
+    throw new UsageError(`${flag} must be a whole number ${max === undefined ? '≥ 0' : `from 0 to ${max}`}`);
   return n;
 }
 
@@ -81,19 +82,37 @@ function stopRequested(signal: AbortSignal | undefined): Promise<string> {
 }
 
 function attemptLine(a: DeliveryAttempt, delivery: SimulatedDelivery): string {
-  const label = sendingLabel(a.sending, { twice: delivery.twice, replay: delivery.replayAfterMs !== undefined });
+  const label = sendingLabel(a.sending, {
+    twice: delivery.twice,
+    replay: delivery.replayAfterMs !== undefined,
+  });
   return `job ${a.jobId} ${label}attempt ${a.attempt} → ${a.url}: ${describeAttempt(a)}\n`;
 }
 
 /** The `delivery` option the flags ask for. */
-function deliveryFlags(values: { gzip?: boolean; br?: boolean; twice?: string; tampered?: boolean; 'replay-after-ms'?: string }): SimulatedDelivery {
+function deliveryFlags(values: {
+  gzip?: boolean;
+  br?: boolean;
+  twice?: string;
+  tampered?: boolean;
+  'replay-after-ms'?: string;
+}): SimulatedDelivery {
   const replayAfterMs = whole(values['replay-after-ms'], '--replay-after-ms', 2 ** 31 - 1);
-  return { ...variantFlags(values), ...(values.tampered === true ? { tampered: true } : {}), ...(replayAfterMs === undefined ? {} : { replayAfterMs }) };
+  return {
+    ...variantFlags(values),
+    ...(values.tampered === true ? { tampered: true } : {}),
+    ...(replayAfterMs === undefined ? {} : { replayAfterMs }),
+  };
 }
 
 /** `gzip, twice at once`: the delivery in words, for the introduction. */
 function deliveryWords(d: SimulatedDelivery): string {
-  const words = [d.encoding, d.twice === undefined ? undefined : `twice ${d.twice.replace(/-/g, ' ')}`, d.tampered ? 'tampered' : undefined, d.replayAfterMs === undefined ? undefined : `replayed ${d.replayAfterMs} ms later`];
+  const words = [
+    d.encoding,
+    d.twice === undefined ? undefined : `twice ${d.twice.replace(/-/g, ' ')}`,
+    d.tampered ? 'tampered' : undefined,
+    d.replayAfterMs === undefined ? undefined : `replayed ${d.replayAfterMs} ms later`,
+  ];
   const said = words.filter((w) => w !== undefined);
   return said.length === 0 ? 'once, as the gateway' : said.join(', ');
 }
@@ -129,13 +148,32 @@ export async function simulateCommand(argv: string[], io: LongRunningIo): Promis
   const out = values.out ?? mkdtempSync(join(tmpdir(), 'jobhook-simulate-'));
 
   const gateway = await withFlags({ privateKey: '--key' }, () =>
-    startGatewaySimulator({ port, delayMs, dialect, privateKey, token: values.token, delivery, onAttempt: (a) => io.stdout(attemptLine(a, delivery)) }),
+    startGatewaySimulator({
+      port,
+      delayMs,
+      dialect,
+      privateKey,
+      token: values.token,
+      delivery,
+      onAttempt: (a) => io.stdout(attemptLine(a, delivery)),
+    }),
   );
   try {
     mkdirSync(out, { recursive: true });
     const keyFile = join(out, 'gateway-public.pem');
-    writeFileSync(keyFile, 'TEST-ONLY KEY of `jobhook simulate`: for tests of a webhook receiver, never for anything real.\n' + gateway.publicKey);
-    io.stdout(introduction(gateway, keyFile, `${dialect}; jobs finish after ${delayMs ?? 200} ms; webhooks sent ${deliveryWords(delivery)}`, values.receiver ?? DEFAULT_RECEIVER));
+    writeFileSync(
+      keyFile,
+      'TEST-ONLY KEY of `jobhook simulate`: for tests of a webhook receiver, never for anything real.\n' +
+        gateway.publicKey,
+    );
+    io.stdout(
+      introduction(
+        gateway,
+        keyFile,
+        `${dialect}; jobs finish after ${delayMs ?? 200} ms; webhooks sent ${deliveryWords(delivery)}`,
+        values.receiver ?? DEFAULT_RECEIVER,
+      ),
+    );
     const why = await stopRequested(io.signal);
     io.stdout(`stopping (${why})\n`);
   } finally {
@@ -144,7 +182,12 @@ export async function simulateCommand(argv: string[], io: LongRunningIo): Promis
   return 0;
 }
 
-function introduction(gateway: { url: string; jobsUrl: string; token: string }, keyFile: string, how: string, receiver: string): string {
+function introduction(
+  gateway: { url: string; jobsUrl: string; token: string },
+  keyFile: string,
+  how: string,
+  receiver: string,
+): string {
   const auth = shellQuote(`Authorization: Bearer ${gateway.token}`);
   const job = JSON.stringify({
     model: 'ocr/ocr_async/amazon',

@@ -10,7 +10,14 @@ import { OptionError, type OptionMention } from '../base/option-error.js';
 import { examplePayload } from '../testing/payload.js';
 import { isCaptureObject, parseCaptures } from './captures.js';
 import { readInput, UsageError, type CliIo } from './io.js';
-import { compressedForSending, sendingLabel, VARIANT_HELP, VARIANT_OPTIONS, variantFlags, withTwiceValue } from './variants.js';
+import {
+  compressedForSending,
+  sendingLabel,
+  VARIANT_HELP,
+  VARIANT_OPTIONS,
+  variantFlags,
+  withTwiceValue,
+} from './variants.js';
 
 /**
  * The library names options (`url`, `allowInsecure: true`); a command says the same
@@ -19,12 +26,16 @@ import { compressedForSending, sendingLabel, VARIANT_HELP, VARIANT_OPTIONS, vari
  */
 export function inFlagTerms(err: unknown, flags: Readonly<Record<string, string>> = {}): unknown {
   if (!(err instanceof OptionError)) return err;
-  const flag = (m: OptionMention) => flags[m.option] ?? '--' + m.option.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+  const flag = (m: OptionMention) =>
+    flags[m.option] ?? '--' + m.option.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
   return new UsageError(err.describe(flag));
 }
 
 /** Runs `fn`, re-wording option errors with the command's flags. */
-export async function withFlags<T>(flags: Readonly<Record<string, string>>, fn: () => Promise<T>): Promise<T> {
+export async function withFlags<T>(
+  flags: Readonly<Record<string, string>>,
+  fn: () => Promise<T>,
+): Promise<T> {
   try {
     return await fn();
   } catch (err) {
@@ -45,7 +56,15 @@ Example:
 `;
 
 export async function keygenCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { out: { type: 'string' }, bits: { type: 'string' }, force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      out: { type: 'string' },
+      bits: { type: 'string' },
+      force: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
   if (values.help) {
     io.stdout(KEYGEN_HELP);
     return 0;
@@ -54,7 +73,9 @@ export async function keygenCommand(argv: string[], io: CliIo): Promise<number> 
   const out = values.out;
   const bits = values.bits === undefined ? 2048 : Number(values.bits);
   const files = await withFlags({}, async () => writeTestKeyPair(out, { bits, force: values.force }));
-  io.stdout(`wrote TEST-ONLY keys:\n  ${files.privateKey}\n  ${files.publicKey}\n  ${files.publicKeyPkcs1}\n`);
+  io.stdout(
+    `wrote TEST-ONLY keys:\n  ${files.privateKey}\n  ${files.publicKey}\n  ${files.publicKeyPkcs1}\n`,
+  );
   return 0;
 }
 
@@ -69,10 +90,15 @@ const PAYLOAD_OPTIONS = {
 type PayloadValues = { key?: string; dialect?: string; status?: string; 'job-id'?: string };
 
 /** The body to sign: a FILE (or -), or a generated payload. */
-async function payload(values: PayloadValues, file: string | undefined, io: CliIo): Promise<Uint8Array | string> {
+async function payload(
+  values: PayloadValues,
+  file: string | undefined,
+  io: CliIo,
+): Promise<Uint8Array | string> {
   const generate = values.status !== undefined || values['job-id'] !== undefined;
   if (file !== undefined && generate) throw new UsageError('give a FILE or --status/--job-id, not both');
-  if (values.status !== undefined && values.status !== 'success' && values.status !== 'fail') throw new UsageError('--status must be success or fail');
+  if (values.status !== undefined && values.status !== 'success' && values.status !== 'fail')
+    throw new UsageError('--status must be success or fail');
   if (file !== undefined) return readInput(file, io);
   return examplePayload({ status: values.status as 'success' | 'fail' | undefined, jobId: values['job-id'] });
 }
@@ -154,12 +180,26 @@ export const RETRY_FLAGS = {
   'max-backoff-ms': { type: 'string' },
 } as const;
 
-const SEND_OPTIONS = { ...PAYLOAD_OPTIONS, ...VARIANT_OPTIONS, ...RETRY_FLAGS, to: { type: 'string' }, 'allow-insecure': { type: 'boolean' } } as const;
+const SEND_OPTIONS = {
+  ...PAYLOAD_OPTIONS,
+  ...VARIANT_OPTIONS,
+  ...RETRY_FLAGS,
+  to: { type: 'string' },
+  'allow-insecure': { type: 'boolean' },
+} as const;
 
-type SendValues = { retries?: string; 'timeout-ms'?: string; 'backoff-ms'?: string; 'max-backoff-ms'?: string; 'allow-insecure'?: boolean };
+type SendValues = {
+  retries?: string;
+  'timeout-ms'?: string;
+  'backoff-ms'?: string;
+  'max-backoff-ms'?: string;
+  'allow-insecure'?: boolean;
+};
 
 /** The gateway's retry policy, as the flags change it. */
-function sendPolicy(values: SendValues): Pick<SendOptions, 'retries' | 'timeoutMs' | 'backoffMs' | 'maxBackoffMs' | 'allowInsecure'> {
+function sendPolicy(
+  values: SendValues,
+): Pick<SendOptions, 'retries' | 'timeoutMs' | 'backoffMs' | 'maxBackoffMs' | 'allowInsecure'> {
   return {
     retries: count(values.retries, '--retries', 3),
     timeoutMs: count(values['timeout-ms'], '--timeout-ms', 30_000),
@@ -170,7 +210,11 @@ function sendPolicy(values: SendValues): Pick<SendOptions, 'retries' | 'timeoutM
 }
 
 export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args: withTwiceValue(argv), allowPositionals: true, options: SEND_OPTIONS });
+  const { values, positionals } = parseArgs({
+    args: withTwiceValue(argv),
+    allowPositionals: true,
+    options: SEND_OPTIONS,
+  });
   if (values.help) {
     io.stdout(SEND_HELP);
     return 0;
@@ -184,13 +228,19 @@ export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
   const signedDelivery = capture ?? (await signed(values, body));
   const delivery = encoding === undefined ? signedDelivery : compressedForSending(signedDelivery, encoding);
   const to = values.to;
-  const print = (a: Parameters<typeof describeAttempt>[0], copy: number) => io.stdout(`${sendingLabel(copy, { twice })}attempt ${a.attempt}: ${describeAttempt(a)}\n`);
-  const results = await withFlags({ ...KEY_FLAGS, url: '--to' }, () => sendCopies({ url: to, headers: delivery.headers, body: delivery.body, ...policy }, twice, print));
+  const print = (a: Parameters<typeof describeAttempt>[0], copy: number) =>
+    io.stdout(`${sendingLabel(copy, { twice })}attempt ${a.attempt}: ${describeAttempt(a)}\n`);
+  const results = await withFlags({ ...KEY_FLAGS, url: '--to' }, () =>
+    sendCopies({ url: to, headers: delivery.headers, body: delivery.body, ...policy }, twice, print),
+  );
   return results.every((r) => r.delivered) ? 0 : 1;
 }
 
 /** A FILE that already is a capture object is sent as it is. */
-function parseCapture(bytes: Uint8Array, source: string): { headers: Record<string, string>; body: Uint8Array } | undefined {
+function parseCapture(
+  bytes: Uint8Array,
+  source: string,
+): { headers: Record<string, string>; body: Uint8Array } | undefined {
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder().decode(bytes));

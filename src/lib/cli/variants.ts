@@ -1,5 +1,12 @@
 /** The flags of `send` and `simulate` that send a delivery otherwise than once: --gzip, --br, --twice [at-once]. */
-import { encodedDelivery, SENT_ENCODINGS, TWICE, type SentEncoding, type Twice, type WireDelivery } from '../testing/variants.js';
+import {
+  encodedDelivery,
+  SENT_ENCODINGS,
+  TWICE,
+  type SentEncoding,
+  type Twice,
+  type WireDelivery,
+} from '../testing/variants.js';
 import { UsageError } from './io.js';
 
 /** parseArgs options shared by `send` and `simulate`. */
@@ -32,18 +39,32 @@ export function withTwiceValue(argv: readonly string[]): string[] {
 }
 
 /** What the flags ask for, checked. */
-export function variantFlags(values: { gzip?: boolean; br?: boolean; twice?: string }): { encoding?: SentEncoding; twice?: Twice } {
+export function variantFlags(values: { gzip?: boolean; br?: boolean; twice?: string }): {
+  encoding?: SentEncoding;
+  twice?: Twice;
+} {
   if (values.gzip === true && values.br === true) throw new UsageError('give --gzip or --br, not both');
   const encoding = SENT_ENCODINGS.find((coding) => values[coding] === true);
   const { twice } = values;
-  if (twice !== undefined && !(TWICE as readonly string[]).includes(twice)) throw new UsageError(`--twice takes at-once or in-a-row (or nothing: in a row), got ${JSON.stringify(twice)}`);
-  return { ...(encoding === undefined ? {} : { encoding }), ...(twice === undefined ? {} : { twice: twice as Twice }) };
+  if (twice !== undefined && !(TWICE as readonly string[]).includes(twice))
+    throw new UsageError(
+      `--twice takes at-once or in-a-row (or nothing: in a row), got ${JSON.stringify(twice)}`,
+    );
+  return {
+    ...(encoding === undefined ? {} : { encoding }),
+    ...(twice === undefined ? {} : { twice: twice as Twice }),
+  };
 }
 
 /** The delivery compressed for sending; a capture that already says how its body is encoded is refused. */
 export function compressedForSending(delivery: WireDelivery, coding: SentEncoding): WireDelivery {
-  const declared = Object.entries(delivery.headers).find(([name]) => name.toLowerCase() === 'content-encoding');
-  if (declared !== undefined) throw new UsageError(`the capture already has Content-Encoding: ${declared[1]}; send it as it is, without --${coding}`);
+  const declared = Object.entries(delivery.headers).find(
+    ([name]) => name.toLowerCase() === 'content-encoding',
+  );
+  if (declared !== undefined)
+    throw new UsageError(
+      `the capture already has Content-Encoding: ${declared[1]}; send it as it is, without --${coding}`,
+    );
   return encodedDelivery(delivery, coding);
 }
 

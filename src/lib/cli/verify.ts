@@ -60,26 +60,20 @@ export async function verifyCommand(argv: string[], io: CliIo): Promise<number> 
     ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }),
     ...(signatureHeader ? { signatureHeader } : {}),
   });
-  const captures = captureStream(positionals, io, { jsonl: values.jsonl, signature: values.signature, signatureHeader, maxBodyBytes: verifier.options.maxBodyBytes });
+  const captures = captureStream(positionals, io, {
+    jsonl: values.jsonl,
+    signature: values.signature,
+    signatureHeader,
+    maxBodyBytes: verifier.options.maxBodyBytes,
+  });
   // One result per delivery as it is read (JSONL is streamed), written in blocks of 64 KiB.
   let count = 0;
   let invalid = 0;
   let out = '';
   try {
     for await (const c of captures) {
-      let line: string;
-      try {
-        const r = verifier.verify(c.body, c.headers);
-        line = values.json
-          ? jsonText({ source: c.source, index: c.index, valid: true, code: null, dialect: r.dialect, keyIndex: r.keyIndex, jobId: r.jobId })
-          : escapeControls(`VALID ${r.jobId} ${r.dialect} ${keyPaths[r.keyIndex]}`);
-      } catch (err) {
-        if (!isWebhookError(err)) throw err;
-        invalid++;
-        line = values.json
-          ? jsonText({ source: c.source, index: c.index, valid: false, code: err.code, dialect: null, keyIndex: null, jobId: null })
-          : escapeControls(`INVALID ${err.code} ${err.message}`);
-      }
+      const { line, valid } = resultLine(verifier, c, keyPaths, values.json === true);
+      if (!valid) invalid++;
       out += line + '\n';
       if (out.length > 64 * 1024) {
         io.stdout(out);
@@ -94,4 +88,28 @@ export async function verifyCommand(argv: string[], io: CliIo): Promise<number> 
   }
   if (io.isTTY && count >= 1000) io.stderr(`\rverified ${count}/${count}, ${invalid} invalid\n`);
   return invalid > 0 ? 1 : 0;
+}
+
+/** One delivery's line: VALID or INVALID, as text or JSON. */
+function resultLine(
+  verifier: ReturnType<typeof createNodeVerifier>,
+  c: { source: string; index: number; body: string | Uint8Array; headers: Record<string, string> },
+  keyPaths: string[],
+  json: boolean,
+): { line: string; valid: boolean } {
+  const { source, index } = c;
+  try {
+    const r = verifier.verify(c.body, c.headers);
+    const { dialect, keyIndex, jobId } = r;
+    const line = json
+      ? jsonText({ source, index, valid: true, code: null, dialect, keyIndex, jobId })
+      : escapeControls(`VALID ${jobId} ${dialect} ${keyPaths[keyIndex]}`);
+    return { line, valid: true };
+  } catch (err) {
+    if (!isWebhookError(err)) throw err;
+    const line = json
+      ? jsonText({ source, index, valid: false, code: err.code, dialect: null, keyIndex: null, jobId: null })
+      : escapeControls(`INVALID ${err.code} ${err.message}`);
+    return { line, valid: false };
+  }
 }

@@ -51,7 +51,9 @@ function isObject(v: unknown): v is JsonObjectValue {
 }
 
 function invalid(what: string): never {
-  throw new PayloadInvalidError(`The signature is valid but the payload is not an async_job_completed event jobhook can hand over: ${what}.`);
+  throw new PayloadInvalidError(
+    `The signature is valid but the payload is not an async_job_completed event jobhook can hand over: ${what}.`,
+  );
 }
 
 /** Runtime check of a verified payload; returns it typed or throws PayloadInvalidError. */
@@ -59,19 +61,23 @@ export function validateEvent(value: JsonValue): JobCompletedEvent {
   if (!isObject(value)) invalid('the body is not a JSON object');
   const problem = jobIdProblem(value.job_id);
   if (problem !== undefined) invalid(value.job_id === undefined ? 'job_id is missing' : problem);
-  if (value.event !== 'async_job_completed') invalid(`event is ${JSON.stringify(value.event ?? null)}, expected "async_job_completed"`);
+  if (value.event !== 'async_job_completed')
+    invalid(`event is ${JSON.stringify(value.event ?? null)}, expected "async_job_completed"`);
   if (value.status === 'success') {
     if (!isObject(value.output)) invalid('status is "success" but output is not an object');
   } else if (value.status === 'fail') {
-    if (!isObject(value.error) || typeof value.error.message !== 'string') invalid('status is "fail" but error.message is not a string');
+    if (!isObject(value.error) || typeof value.error.message !== 'string')
+      invalid('status is "fail" but error.message is not a string');
   } else {
     invalid(`status is ${JSON.stringify(value.status ?? null)}, expected "success" or "fail"`);
   }
   for (const field of ['feature', 'subfeature', 'provider', 'created_at', 'finished_at'] as const) {
     if (value[field] !== undefined && typeof value[field] !== 'string') invalid(`${field} is not a string`);
   }
-  if (value.model !== undefined && value.model !== null && typeof value.model !== 'string') invalid('model is not a string or null');
-  if (value.user_parameters !== undefined && !isObject(value.user_parameters)) invalid('user_parameters is not an object');
+  if (value.model !== undefined && value.model !== null && typeof value.model !== 'string')
+    invalid('model is not a string or null');
+  if (value.user_parameters !== undefined && !isObject(value.user_parameters))
+    invalid('user_parameters is not an object');
   return value as unknown as JobCompletedEvent;
 }
 
@@ -92,8 +98,28 @@ export function parseRfc3339(text: unknown): number | undefined {
   const minute = digits(text, 14, 2);
   const second = digits(text, 17, 2);
   const t = text.charCodeAt(10);
-  if (text.charCodeAt(4) !== 0x2d || text.charCodeAt(7) !== 0x2d || (t !== 0x54 && t !== 0x74 && t !== 0x20) || text.charCodeAt(13) !== 0x3a || text.charCodeAt(16) !== 0x3a) return undefined;
-  if (year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 60) return undefined;
+  if (
+    text.charCodeAt(4) !== 0x2d ||
+    text.charCodeAt(7) !== 0x2d ||
+    (t !== 0x54 && t !== 0x74 && t !== 0x20) ||
+    text.charCodeAt(13) !== 0x3a ||
+    text.charCodeAt(16) !== 0x3a
+  )
+    return undefined;
+  if (
+    year < 0 ||
+    month < 1 ||
+    month > 12 ||
+    day < 1 ||
+    day > daysIn(year, month) ||
+    hour < 0 ||
+    hour > 23 ||
+    minute < 0 ||
+    minute > 59 ||
+    second < 0 ||
+    second > 60
+  )
+    return undefined;
   let at = 19;
   let fraction = 0;
   if (text.charCodeAt(at) === 0x2e) {
@@ -125,7 +151,8 @@ function digits(text: string, at: number, n: number): number {
 function offsetMs(text: string, at: number): number | undefined {
   const c = text.charCodeAt(at);
   if (c === 0x5a || c === 0x7a) return at + 1 === text.length ? 0 : undefined;
-  if ((c !== 0x2b && c !== 0x2d) || at + 6 !== text.length || text.charCodeAt(at + 3) !== 0x3a) return undefined;
+  if ((c !== 0x2b && c !== 0x2d) || at + 6 !== text.length || text.charCodeAt(at + 3) !== 0x3a)
+    return undefined;
   const oh = digits(text, at + 1, 2);
   const om = digits(text, at + 4, 2);
   if (oh < 0 || oh > 23 || om < 0 || om > 59) return undefined;

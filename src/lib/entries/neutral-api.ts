@@ -6,13 +6,29 @@
  * `jobhook/errors`, the gateway client and reconciler in `jobhook/gateway`, the store
  * contract in `jobhook/store`.
  */
-import { canonicalizeBytes, canonicalizeText, parseJsonValue, type CanonicalizeOptions, type ParseJsonOptions } from '../core/canonical/index.js';
+import {
+  canonicalizeBytes,
+  canonicalizeText,
+  parseJsonValue,
+  type CanonicalizeOptions,
+  type ParseJsonOptions,
+} from '../core/canonical/index.js';
 import type { JsonValue } from '../core/canonical/to-value.js';
-import { createJobRunner as createJobRunnerCore, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
+import {
+  createJobRunner as createJobRunnerCore,
+  type JobRunner,
+  type JobRunnerOptions,
+} from '../jobs/runner.js';
 
 export { DIALECTS, type DialectName } from '../core/canonical/dialects.js';
 export type { JsonValue } from '../core/canonical/to-value.js';
-export { isWebhookError, STATUS_BY_CODE, WebhookError, type AnyWebhookError, type WebhookErrorCode } from '../base/errors.js';
+export {
+  isWebhookError,
+  STATUS_BY_CODE,
+  WebhookError,
+  type AnyWebhookError,
+  type WebhookErrorCode,
+} from '../base/errors.js';
 export {
   DEFAULT_ALGORITHM_HEADER,
   DEFAULT_BODY_TIMEOUT_MS,
@@ -32,7 +48,13 @@ export type { JobCompletedEvent, JobFailedEvent, JobSucceededEvent, JsonObjectVa
 export type { AgnosticReceiver, ReceiverOptions, ReceiverRequest } from '../adapters/agnostic.js';
 export type { ReceiverControls, ReceiverHealth } from '../adapters/controls.js';
 export type { ReceiverAnswer } from '../receive/answers.js';
-export type { DeliveryOutcome, EventContext, FailureStage, ReceiverOptionsBase, WebhookEventContext } from '../receive/types.js';
+export type {
+  DeliveryOutcome,
+  EventContext,
+  FailureStage,
+  ReceiverOptionsBase,
+  WebhookEventContext,
+} from '../receive/types.js';
 export type { EventContextBase, PollEventContext } from '../jobs/context.js';
 export type { TelemetryOptions } from '../runtime/telemetry.js';
 export type { Logger, LoggerInput } from '../base/log.js';

@@ -4,14 +4,18 @@
  * and read a job's resource.
  */
 import type { JsonValue } from '../core/canonical/to-value.js';
-import { GatewayNotFoundError, GatewayRejectedError, GatewayUnauthorizedError, GatewayUnavailableError } from '../base/errors.js';
+import {
+  GatewayNotFoundError,
+  GatewayRejectedError,
+  GatewayUnauthorizedError,
+  GatewayUnavailableError,
+} from '../base/errors.js';
 import type { JsonObjectValue } from '../core/event.js';
 import type { IdempotencyStore } from '../jobs/store.js';
 import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../base/log.js';
 import { optionalNumber } from '../base/options.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { JOBS_PATH } from '../base/protocol.js';
-
 
 /** `POST /v3/universal-ai/async`, as the gateway takes it. */
 export interface CreateJobRequest {
@@ -74,10 +78,17 @@ export interface GatewayClient {
 function errorFrom(status: number, body: unknown, what: string): Error {
   const e = (body as { error?: { message?: unknown; field?: unknown } } | undefined)?.error;
   const said = typeof e?.message === 'string' ? `: ${e.message}` : '';
-  if (status === 401 || status === 403) return new GatewayUnauthorizedError(`The gateway refused the token (${status}) ${what}${said}`, status);
-  if (status === 404) return new GatewayNotFoundError(`The gateway does not know ${what} (404)${said}`, status);
-  if (status >= 500) return new GatewayUnavailableError(`The gateway failed (${status}) ${what}${said}`, status);
-  return new GatewayRejectedError(`The gateway refused ${what} (${status})${said}`, status, typeof e?.field === 'string' ? e.field : undefined);
+  if (status === 401 || status === 403)
+    return new GatewayUnauthorizedError(`The gateway refused the token (${status}) ${what}${said}`, status);
+  if (status === 404)
+    return new GatewayNotFoundError(`The gateway does not know ${what} (404)${said}`, status);
+  if (status >= 500)
+    return new GatewayUnavailableError(`The gateway failed (${status}) ${what}${said}`, status);
+  return new GatewayRejectedError(
+    `The gateway refused ${what} (${status})${said}`,
+    status,
+    typeof e?.field === 'string' ? e.field : undefined,
+  );
 }
 
 /** The client's options, checked and resolved once at construction. */
@@ -97,38 +108,64 @@ type PendingTracker = Required<Pick<IdempotencyStore, 'trackPending'>>;
 /** Checks the options (TypeError for mistakes) and resolves them into a frozen record. */
 function resolveClient(options: GatewayClientOptions): ClientSettings {
   checkOptionNames(options, GATEWAY_CLIENT_OPTIONS);
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with baseUrl and token');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('options must be an object with baseUrl and token');
   let base: URL;
   try {
     base = new URL(options.baseUrl);
   } catch {
     throw new TypeError(`baseUrl must be a URL; got ${JSON.stringify(options.baseUrl)}`);
   }
-  if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new TypeError(`baseUrl must be http(s); got ${base.protocol}`);
-  if (typeof options.token !== 'string' || options.token === '') throw new TypeError('token must be a non-empty string');
+  if (base.protocol !== 'https:' && base.protocol !== 'http:')
+    throw new TypeError(`baseUrl must be http(s); got ${base.protocol}`);
+  if (typeof options.token !== 'string' || options.token === '')
+    throw new TypeError('token must be a non-empty string');
   const timeoutMs = optionalNumber(options.timeoutMs, 'timeoutMs', 30_000);
   const doFetch = options.fetch ?? globalThis.fetch;
   const log = resolveLogger(options.log);
   const store = options.store;
-  if (store !== undefined && typeof store.trackPending !== 'function') throw new TypeError('store must track pending jobs (trackPending): all of jobhook\'s stores do');
-  return Object.freeze({ root: base.href.replace(/\/+$/, ''), token: options.token, timeoutMs, fetch: doFetch, log, store: store as PendingTracker | undefined });
+  if (store !== undefined && typeof store.trackPending !== 'function')
+    throw new TypeError("store must track pending jobs (trackPending): all of jobhook's stores do");
+  return Object.freeze({
+    root: base.href.replace(/\/+$/, ''),
+    token: options.token,
+    timeoutMs,
+    fetch: doFetch,
+    log,
+    store: store as PendingTracker | undefined,
+  });
 }
 
 /** One request to the gateway: the job resource it answers, or a GatewayError. */
-async function call(s: ClientSettings, method: 'GET' | 'POST', path: string, what: string, body?: unknown): Promise<JobResource> {
+async function call(
+  s: ClientSettings,
+  method: 'GET' | 'POST',
+  path: string,
+  what: string,
+  body?: unknown,
+): Promise<JobResource> {
   const { fetch: doFetch, timeoutMs } = s;
   let res: Response;
   try {
     res = await doFetch(s.root + path, {
       method,
-      headers: { authorization: `Bearer ${s.token}`, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${s.token}`,
+        accept: 'application/json',
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(timeoutMs),
       redirect: 'error',
     });
   } catch (err) {
-    const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
-    throw new GatewayUnavailableError(`The gateway could not be reached ${what}: ${reason}`, undefined, { cause: err });
+    const reason =
+      (err as Error).name === 'TimeoutError'
+        ? `no answer within ${timeoutMs} ms`
+        : ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
+    throw new GatewayUnavailableError(`The gateway could not be reached ${what}: ${reason}`, undefined, {
+      cause: err,
+    });
   }
   return jobResource(res, await res.text(), what);
 }
@@ -143,22 +180,35 @@ function jobResource(res: Response, text: string, what: string): JobResource {
   }
   if (!res.ok) throw errorFrom(res.status, json, what);
   if (typeof json !== 'object' || json === null || typeof (json as JobResource).public_id !== 'string') {
-    throw new GatewayUnavailableError(`The gateway answered ${res.status} ${what} without a job resource`, res.status);
+    throw new GatewayUnavailableError(
+      `The gateway answered ${res.status} ${what} without a job resource`,
+      res.status,
+    );
   }
   return json as JobResource;
 }
 
 /** Records a created job as pending, for the reconciler; a failure is logged, never thrown. */
-async function trackCreated(log: Logger, store: PendingTracker, job: JobResource, request: CreateJobRequest): Promise<void> {
+async function trackCreated(
+  log: Logger,
+  store: PendingTracker,
+  job: JobResource,
+  request: CreateJobRequest,
+): Promise<void> {
   const created = job.created_at === undefined ? NaN : Date.parse(job.created_at);
   try {
     await store.trackPending(job.public_id, {
       since: Number.isNaN(created) ? Date.now() : created,
-      ...(request.user_webhook_parameters === undefined ? {} : { userParameters: request.user_webhook_parameters }),
+      ...(request.user_webhook_parameters === undefined
+        ? {}
+        : { userParameters: request.user_webhook_parameters }),
     });
   } catch (err) {
     // The job exists at the gateway: failing here would have callers create it twice.
-    log.error(`jobhook: job ${job.public_id} was created but could not be recorded as pending; if its webhook never comes, the reconciler will not find it.`, errorDetails(err));
+    log.error(
+      `jobhook: job ${job.public_id} was created but could not be recorded as pending; if its webhook never comes, the reconciler will not find it.`,
+      errorDetails(err),
+    );
   }
 }
 
@@ -166,7 +216,8 @@ export function createGatewayClientCore(options: GatewayClientOptions): GatewayC
   const s = resolveClient(options);
   return {
     async createJob(request) {
-      if (typeof request !== 'object' || request === null || typeof request.model !== 'string') throw new TypeError('createJob takes { model, input, … }');
+      if (typeof request !== 'object' || request === null || typeof request.model !== 'string')
+        throw new TypeError('createJob takes { model, input, … }');
       const job = await call(s, 'POST', JOBS_PATH, 'to create the job', request);
       if (s.store?.trackPending !== undefined) await trackCreated(s.log, s.store, job, request);
       return job;
@@ -179,4 +230,11 @@ export function createGatewayClientCore(options: GatewayClientOptions): GatewayC
 }
 
 /** The names of {@link GatewayClientOptions}. */
-export const GATEWAY_CLIENT_OPTIONS = { baseUrl: true, token: true, store: true, timeoutMs: true, log: true, fetch: true } as const satisfies OptionNamesOf<GatewayClientOptions>;
+export const GATEWAY_CLIENT_OPTIONS = {
+  baseUrl: true,
+  token: true,
+  store: true,
+  timeoutMs: true,
+  log: true,
+  fetch: true,
+} as const satisfies OptionNamesOf<GatewayClientOptions>;

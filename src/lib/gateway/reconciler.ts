@@ -12,7 +12,14 @@ import { optionalNumber } from '../base/options.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { eventContext, type PollEventContext } from '../jobs/context.js';
 import { fail, TELEMETRY_OPTIONS, type Telemetry, type TelemetryOptions } from '../runtime/telemetry.js';
-import { logBesideRunner, runnerFor, type FailureStage, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
+import {
+  logBesideRunner,
+  runnerFor,
+  type FailureStage,
+  type JobRunner,
+  type JobRunnerOptions,
+  type RunResult,
+} from '../jobs/runner.js';
 import type { GatewayClient, JobResource } from './client.js';
 
 export interface ReconcilerOptions<Tx = unknown> extends TelemetryOptions {
@@ -77,9 +84,24 @@ export interface Reconciler {
 }
 
 /** The `async_job_completed` event a finished job's resource stands for. */
-export function eventFromJob(job: JobResource, userParameters: JsonObjectValue | undefined): JobCompletedEvent {
-  const event: Record<string, unknown> = { event: 'async_job_completed', job_id: job.public_id, status: job.status };
-  for (const field of ['feature', 'subfeature', 'provider', 'model', 'created_at', 'finished_at', 'original_response'] as const) {
+export function eventFromJob(
+  job: JobResource,
+  userParameters: JsonObjectValue | undefined,
+): JobCompletedEvent {
+  const event: Record<string, unknown> = {
+    event: 'async_job_completed',
+    job_id: job.public_id,
+    status: job.status,
+  };
+  for (const field of [
+    'feature',
+    'subfeature',
+    'provider',
+    'model',
+    'created_at',
+    'finished_at',
+    'original_response',
+  ] as const) {
     if (job[field] !== undefined) event[field] = job[field];
   }
   if (job.status === 'success') event.output = job.output;
@@ -94,8 +116,14 @@ const NOT_FOUND_ROUNDS = 3;
 type TrackingStore = Omit<PendingStore, 'deferPending'> & Pick<IdempotencyStore, 'deferPending'>;
 
 function pendingStore(store: IdempotencyStore): TrackingStore {
-  if (typeof store?.listPending !== 'function' || typeof store.forgetPending !== 'function' || typeof store.trackPending !== 'function') {
-    throw new TypeError("store must track pending jobs (trackPending, listPending, forgetPending): all of jobhook's stores do");
+  if (
+    typeof store?.listPending !== 'function' ||
+    typeof store.forgetPending !== 'function' ||
+    typeof store.trackPending !== 'function'
+  ) {
+    throw new TypeError(
+      "store must track pending jobs (trackPending, listPending, forgetPending): all of jobhook's stores do",
+    );
   }
   return store as TrackingStore;
 }
@@ -121,10 +149,16 @@ interface ReconcilerSettings<Tx> {
 /** Checks the options (TypeError for mistakes), takes or makes the runner, and resolves the rest into a frozen record. */
 function resolveReconciler<Tx>(options: ReconcilerOptions<Tx>): ReconcilerSettings<Tx> {
   checkOptionNames(options, RECONCILER_OPTIONS);
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with client, store (or runner) and onEvent');
-  if (typeof options.client?.getJob !== 'function') throw new TypeError('client must have getJob(id) (createGatewayClient)');
-  if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
-  if (options.runner === undefined && options.store === undefined) throw new TypeError("store (or runner) is required: the receivers' store, so a job runs once whichever path delivers it");
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('options must be an object with client, store (or runner) and onEvent');
+  if (typeof options.client?.getJob !== 'function')
+    throw new TypeError('client must have getJob(id) (createGatewayClient)');
+  if (typeof options.onEvent !== 'function')
+    throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
+  if (options.runner === undefined && options.store === undefined)
+    throw new TypeError(
+      "store (or runner) is required: the receivers' store, so a job runs once whichever path delivers it",
+    );
   const runner = runnerFor(options as JobRunnerOptions & { runner?: JobRunner });
   return Object.freeze({
     client: options.client,
@@ -145,7 +179,9 @@ function resolveReconciler<Tx>(options: ReconcilerOptions<Tx>): ReconcilerSettin
 export function createReconcilerCore<Tx>(options: ReconcilerOptions<Tx>): Reconciler {
   const settings = resolveReconciler(options);
   if (typeof settings.store.deferPending !== 'function') {
-    settings.log.warn('jobhook: the store has no deferPending(): jobs that stay unfinished are polled first every round, and more of them than batchSize keep the others from being polled.');
+    settings.log.warn(
+      'jobhook: the store has no deferPending(): jobs that stay unfinished are polled first every round, and more of them than batchSize keep the others from being polled.',
+    );
   }
   const reconciler = new ReconcilerCore(settings);
   // Each method usable on its own (`process.on('SIGTERM', reconciler.stop)`).
@@ -173,7 +209,9 @@ class ReconcilerCore<Tx> {
   start(): void {
     if (this.timer !== undefined) return;
     this.timer = setInterval(() => {
-      this.runOnce().catch((err: unknown) => this.s.log.error('jobhook: a reconciliation round failed', errorDetails(err)));
+      this.runOnce().catch((err: unknown) =>
+        this.s.log.error('jobhook: a reconciliation round failed', errorDetails(err)),
+      );
     }, this.s.intervalMs);
     this.timer.unref?.();
   }
@@ -188,14 +226,25 @@ class ReconcilerCore<Tx> {
 
   private async runRound(): Promise<ReconcileReport> {
     const { store, now, graceMs, batchSize, concurrency, log } = this.s;
-    const report: ReconcileReport = { checked: 0, processed: 0, duplicates: 0, pending: 0, failed: 0, forgotten: [] };
+    const report: ReconcileReport = {
+      checked: 0,
+      processed: 0,
+      duplicates: 0,
+      pending: 0,
+      failed: 0,
+      forgotten: [],
+    };
     const due = await store.listPending({ before: now() - graceMs, limit: batchSize });
     let next = 0;
     const worker = async () => {
       while (next < due.length) await this.poll(due[next++]!, report);
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, worker));
-    if (report.checked > 0) log.info(`jobhook: reconciled ${report.checked} pending job(s)`, { ...report, forgotten: report.forgotten.length });
+    if (report.checked > 0)
+      log.info(`jobhook: reconciled ${report.checked} pending job(s)`, {
+        ...report,
+        forgotten: report.forgotten.length,
+      });
     return report;
   }
 
@@ -217,7 +266,10 @@ class ReconcilerCore<Tx> {
     try {
       await this.s.store.deferPending?.(p.jobId, { since: this.s.now() - this.s.graceMs });
     } catch (err) {
-      this.s.log.debug(`jobhook: could not move pending job ${p.jobId} back (it is polled first again)`, errorDetails(err));
+      this.s.log.debug(
+        `jobhook: could not move pending job ${p.jobId} back (it is polled first again)`,
+        errorDetails(err),
+      );
     }
   }
 
@@ -240,7 +292,11 @@ class ReconcilerCore<Tx> {
       event = eventFromJob(job, p.userParameters);
     } catch (err) {
       report.failed++;
-      this.s.runner.report('poll', err instanceof PayloadInvalidError ? err : new PayloadInvalidError(String(err)), p.jobId);
+      this.s.runner.report(
+        'poll',
+        err instanceof PayloadInvalidError ? err : new PayloadInvalidError(String(err)),
+        p.jobId,
+      );
       return true;
     }
     return this.tally(p, await this.runJob(p, event), report);
@@ -254,12 +310,16 @@ class ReconcilerCore<Tx> {
       if (times < NOT_FOUND_ROUNDS) {
         this.notFound.set(p.jobId, times);
         report.pending++;
-        log.warn(`jobhook: the gateway does not know pending job ${p.jobId} (404, ${times} of ${NOT_FOUND_ROUNDS} rounds before it is forgotten).`);
+        log.warn(
+          `jobhook: the gateway does not know pending job ${p.jobId} (404, ${times} of ${NOT_FOUND_ROUNDS} rounds before it is forgotten).`,
+        );
         return true;
       }
       this.notFound.delete(p.jobId);
       report.forgotten.push(p.jobId);
-      log.warn(`jobhook: the gateway does not know pending job ${p.jobId} (404 in ${NOT_FOUND_ROUNDS} rounds); it is no longer polled.`);
+      log.warn(
+        `jobhook: the gateway does not know pending job ${p.jobId} (404 in ${NOT_FOUND_ROUNDS} rounds); it is no longer polled.`,
+      );
       await this.s.store.forgetPending(p.jobId);
       return false;
     }
@@ -275,7 +335,9 @@ class ReconcilerCore<Tx> {
     const payload = event as unknown as JsonObjectValue;
     const result = await telemetry.within('jobhook.reconcile', 'consumer', undefined, async (span) => {
       span?.setAttribute('jobhook.job_id', p.jobId);
-      const r = await runner.run(p.jobId, (claim) => onEvent(event, eventContext<Tx, { source: 'poll' }>({ source: 'poll' }, p.jobId, payload, claim)));
+      const r = await runner.run(p.jobId, (claim) =>
+        onEvent(event, eventContext<Tx, { source: 'poll' }>({ source: 'poll' }, p.jobId, payload, claim)),
+      );
       if (r.kind !== 'processed' && r.kind !== 'duplicate') fail(span, undefined, r.kind);
       return r;
     });

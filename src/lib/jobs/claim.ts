@@ -140,8 +140,13 @@ export class HeldClaim {
     this.fenceTimer = setTimeout(() => {
       if (this.state !== 'held' && this.state !== 'finishing') return;
       if (this.holds()) return this.armFence();
-      if (this.state === 'held' && this.abortedWith === undefined) this.owner.lostClaim(this.jobId, 'unconfirmed');
-      this.abort(new ClaimLostError(`The lease on job ${this.jobId} could not be confirmed in time (the store did not answer, or this process was paused).`));
+      if (this.state === 'held' && this.abortedWith === undefined)
+        this.owner.lostClaim(this.jobId, 'unconfirmed');
+      this.abort(
+        new ClaimLostError(
+          `The lease on job ${this.jobId} could not be confirmed in time (the store did not answer, or this process was paused).`,
+        ),
+      );
     }, wait);
     (this.fenceTimer as { unref?: () => void }).unref?.();
   }
@@ -162,7 +167,12 @@ export class HeldClaim {
   private async beat(): Promise<boolean> {
     const sentAt = this.owner.clock.monotonic();
     try {
-      const reply = renewReply(await this.owner.store.renew!(this.jobId, this.token, { leaseMs: this.owner.leaseMs, fence: this.fence }));
+      const reply = renewReply(
+        await this.owner.store.renew!(this.jobId, this.token, {
+          leaseMs: this.owner.leaseMs,
+          fence: this.fence,
+        }),
+      );
       this.failures = 0;
       if (this.state === 'ended' || this.state === 'lost') return false;
       if (reply === 'renewed') {
@@ -179,7 +189,11 @@ export class HeldClaim {
       return false;
     } catch (err) {
       // The first failure in a row is reported; the rest repeat it while the store is down.
-      if (this.failures++ === 0 && this.state === 'held') this.owner.renewFailed(this.jobId, err instanceof Error ? err : new StoreUnavailableError(String(err)));
+      if (this.failures++ === 0 && this.state === 'held')
+        this.owner.renewFailed(
+          this.jobId,
+          err instanceof Error ? err : new StoreUnavailableError(String(err)),
+        );
       return true;
     }
   }

@@ -1,7 +1,17 @@
 import { StoreUnavailableError } from '../base/errors.js';
 import { resolveLogger, type Logger, type LoggerInput } from '../base/log.js';
 import { optionalNumber } from '../base/options.js';
-import { transition, type CompletedRecord, type CompleteReply, type HeldRecord, type JobRecord, type JobReply, type JobRequest, type ReleasedRecord, type RenewReply } from './model.js';
+import {
+  transition,
+  type CompletedRecord,
+  type CompleteReply,
+  type HeldRecord,
+  type JobRecord,
+  type JobReply,
+  type JobRequest,
+  type ReleasedRecord,
+  type RenewReply,
+} from './model.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import {
   checkJobId,
@@ -105,9 +115,14 @@ export class MemoryIdempotencyStore implements PendingStore {
   async claim(jobId: string, options: ClaimOptions): Promise<ClaimResult> {
     const { leaseMs, token, graceMs } = claimArgs(jobId, options);
     const reply = this.apply(jobId, { op: 'claim', token, leaseMs, graceMs });
-    if (reply.status === 'acquired') return { status: 'acquired', token, fence: reply.fence, ...(reply.tookOver ? { tookOver: true } : {}) };
+    if (reply.status === 'acquired')
+      return { status: 'acquired', token, fence: reply.fence, ...(reply.tookOver ? { tookOver: true } : {}) };
     if (reply.status === 'completed') return { status: 'completed' };
-    return { status: 'in_progress', retryAfterMs: reply.retryAfterMs, ...(reply.stale ? { stale: true } : {}) };
+    return {
+      status: 'in_progress',
+      retryAfterMs: reply.retryAfterMs,
+      ...(reply.stale ? { stale: true } : {}),
+    };
   }
 
   async renew(jobId: string, token: string, options: RenewOptions): Promise<RenewReply> {
@@ -131,7 +146,9 @@ export class MemoryIdempotencyStore implements PendingStore {
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
     const { since, userParameters } = trackArgs(jobId, options);
     if (!this.pending.has(jobId) && this.pending.size >= this.maxEntries) {
-      throw new StoreUnavailableError(`The memory idempotency store holds ${this.maxEntries} pending jobs and cannot track another; raise maxEntries or use a shared store.`);
+      throw new StoreUnavailableError(
+        `The memory idempotency store holds ${this.maxEntries} pending jobs and cannot track another; raise maxEntries or use a shared store.`,
+      );
     }
     this.pending.set(jobId, { jobId, since, ...(userParameters === undefined ? {} : { userParameters }) });
   }
@@ -177,9 +194,12 @@ export class MemoryIdempotencyStore implements PendingStore {
       }
     }
     // Leases of different lengths can leave an expired claim behind a live one: look at all.
-    if (this.size >= this.maxEntries) for (const [id, e] of this.claims) if (e.leaseEnd <= now) this.claims.delete(id);
+    if (this.size >= this.maxEntries)
+      for (const [id, e] of this.claims) if (e.leaseEnd <= now) this.claims.delete(id);
     if (this.size >= this.maxEntries) {
-      throw new StoreUnavailableError(`The memory idempotency store holds ${this.maxEntries} jobs in progress and cannot take another; raise maxEntries or use a shared store.`);
+      throw new StoreUnavailableError(
+        `The memory idempotency store holds ${this.maxEntries} jobs in progress and cannot take another; raise maxEntries or use a shared store.`,
+      );
     }
   }
 }
@@ -198,4 +218,8 @@ function end(r: JobRecord): number {
 }
 
 /** The names of {@link MemoryStoreOptions}. */
-export const MEMORY_STORE_OPTIONS = { maxEntries: true, now: true, log: true } as const satisfies OptionNamesOf<MemoryStoreOptions>;
+export const MEMORY_STORE_OPTIONS = {
+  maxEntries: true,
+  now: true,
+  log: true,
+} as const satisfies OptionNamesOf<MemoryStoreOptions>;

@@ -91,7 +91,12 @@ export type JobRequest =
 
 export type ClaimReply =
   /** `tookOver`: the job was taken from a holder whose lease lapsed, or released by one that had taken it over (it may have applied its effect). */
-  | { readonly status: 'acquired'; readonly token: string; readonly fence: number; readonly tookOver: boolean }
+  | {
+      readonly status: 'acquired';
+      readonly token: string;
+      readonly fence: number;
+      readonly tookOver: boolean;
+    }
   /** Another token holds it: `retryAfterMs` until its lease or (when `stale`) the takeover grace ends. */
   | { readonly status: 'in_progress'; readonly retryAfterMs: number; readonly stale: boolean }
   | { readonly status: 'completed' };
@@ -137,7 +142,12 @@ export function lapsed(record: HeldRecord, now: number): boolean {
 }
 
 /** The protocol's one transition: `request` applied to a job's `record` at `now`. */
-export function transition<R extends JobRequest>(stored: JobRecord | undefined, request: R, now: number, fences: FenceCounter): Transition<R> {
+export function transition<R extends JobRequest>(
+  stored: JobRecord | undefined,
+  request: R,
+  now: number,
+  fences: FenceCounter,
+): Transition<R> {
   const record = current(stored, now);
   switch (request.op) {
     case 'claim':
@@ -162,32 +172,54 @@ function nextFence(record: JobRecord | undefined, fences: FenceCounter): number 
   return old === undefined || next > old ? next : old + 1;
 }
 
-function acquired(token: string, fence: number, leaseEnd: number, tookOver: boolean): Transition<Extract<JobRequest, { op: 'claim' }>> {
-  return { record: held(token, fence, leaseEnd, tookOver), reply: { status: 'acquired', token, fence, tookOver } };
+function acquired(
+  token: string,
+  fence: number,
+  leaseEnd: number,
+  tookOver: boolean,
+): Transition<Extract<JobRequest, { op: 'claim' }>> {
+  return {
+    record: held(token, fence, leaseEnd, tookOver),
+    reply: { status: 'acquired', token, fence, tookOver },
+  };
 }
 
-function claim(record: JobRecord | undefined, r: Extract<JobRequest, { op: 'claim' }>, now: number, fences: FenceCounter): Transition<typeof r> {
+function claim(
+  record: JobRecord | undefined,
+  r: Extract<JobRequest, { op: 'claim' }>,
+  now: number,
+  fences: FenceCounter,
+): Transition<typeof r> {
   if (record?.state === 'completed') return { record, reply: { status: 'completed' } };
   // Released: free, but a claim that had taken the job over left it tainted.
-  if (record?.state === 'released') return acquired(r.token, nextFence(record, fences), now + r.leaseMs, record.tainted);
+  if (record?.state === 'released')
+    return acquired(r.token, nextFence(record, fences), now + r.leaseMs, record.tainted);
   if (record?.state === 'held') {
     // Its own holder claiming again (a claim whose reply was lost): a fresh lease, same number, same taint.
     if (record.token === r.token) return acquired(r.token, record.fence, now + r.leaseMs, record.tookOver);
-    if (!lapsed(record, now)) return { record, reply: { status: 'in_progress', retryAfterMs: record.leaseEnd - now, stale: false } };
+    if (!lapsed(record, now))
+      return { record, reply: { status: 'in_progress', retryAfterMs: record.leaseEnd - now, stale: false } };
     // The first claim to find the lease over starts the grace (unless the lease ended
     // longer than the grace window ago); later ones do not restart it.
     if (r.graceMs > 0 && (record.staleAt !== undefined || now < record.leaseEnd + GRACE_WINDOW_MS)) {
       const marked: HeldRecord = record.staleAt === undefined ? { ...record, staleAt: now } : record;
       const wait = marked.staleAt! + r.graceMs - now;
-      if (wait > 0) return { record: marked, reply: { status: 'in_progress', retryAfterMs: wait, stale: true } };
+      if (wait > 0)
+        return { record: marked, reply: { status: 'in_progress', retryAfterMs: wait, stale: true } };
     }
     return acquired(r.token, nextFence(record, fences), now + r.leaseMs, true);
   }
   return acquired(r.token, nextFence(record, fences), now + r.leaseMs, false);
 }
 
-function renew(record: JobRecord | undefined, r: Extract<JobRequest, { op: 'renew' }>, now: number, fences: FenceCounter): Transition<typeof r> {
-  if (record?.state === 'completed') return { record, reply: record.token === r.token ? 'completed' : 'superseded' };
+function renew(
+  record: JobRecord | undefined,
+  r: Extract<JobRequest, { op: 'renew' }>,
+  now: number,
+  fences: FenceCounter,
+): Transition<typeof r> {
+  if (record?.state === 'completed')
+    return { record, reply: record.token === r.token ? 'completed' : 'superseded' };
   // Released (by this token or after it lost the job): a late renewal never holds it again.
   if (record?.state === 'released') return { record, reply: 'superseded' };
   if (record?.state === 'held') {
@@ -199,7 +231,11 @@ function renew(record: JobRecord | undefined, r: Extract<JobRequest, { op: 'rene
   return { record: held(r.token, r.fence ?? fences(), now + r.leaseMs, false), reply: 'renewed' };
 }
 
-function complete(record: JobRecord | undefined, r: Extract<JobRequest, { op: 'complete' }>, now: number): Transition<typeof r> {
+function complete(
+  record: JobRecord | undefined,
+  r: Extract<JobRequest, { op: 'complete' }>,
+  now: number,
+): Transition<typeof r> {
   const done = (superseded: boolean): CompletedRecord => ({
     state: 'completed',
     token: r.token,
@@ -210,7 +246,10 @@ function complete(record: JobRecord | undefined, r: Extract<JobRequest, { op: 'c
   if (record?.state === 'completed') {
     // Done by this token before (a retried completion: the same reply again), or by a version that kept no token.
     if (record.token === undefined) return { record, reply: 'completed' };
-    return { record, reply: record.token === r.token && record.superseded !== true ? 'completed' : 'superseded' };
+    return {
+      record,
+      reply: record.token === r.token && record.superseded !== true ? 'completed' : 'superseded',
+    };
   }
   // Released: this claim was given up (or taken over and given up by the taker). Nobody
   // holds the job, and this holder did the work: record it, and say it may have run twice.
@@ -223,9 +262,19 @@ function complete(record: JobRecord | undefined, r: Extract<JobRequest, { op: 'c
   return { record: done(false), reply: 'completed' };
 }
 
-function release(record: JobRecord | undefined, r: Extract<JobRequest, { op: 'release' }>, now: number): Transition<typeof r> {
+function release(
+  record: JobRecord | undefined,
+  r: Extract<JobRequest, { op: 'release' }>,
+  now: number,
+): Transition<typeof r> {
   if (record?.state === 'held' && record.token === r.token) {
-    const released: ReleasedRecord = { state: 'released', token: r.token, fence: record.fence, until: now + r.keepMs, tainted: record.tookOver || r.tainted === true };
+    const released: ReleasedRecord = {
+      state: 'released',
+      token: r.token,
+      fence: record.fence,
+      until: now + r.keepMs,
+      tainted: record.tookOver || r.tainted === true,
+    };
     return { record: released, reply: 'released' };
   }
   return { record, reply: 'not_held' };

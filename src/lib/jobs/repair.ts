@@ -87,12 +87,42 @@ export class RepairQueue {
    * outcome is unknown. `tainted`: see the store's `release`.
    */
   release(kind: 'undo' | 'release', jobId: string, token: string, forMs: number, tainted = false): void {
-    this.add({ kind, jobId, token, fence: undefined, state: 'queued', until: this.now + forMs, retainMs: 0, tainted, attempts: 0, dueAt: this.now + FIRST_RETRY_MS, settled: undefined });
+    this.add({
+      kind,
+      jobId,
+      token,
+      fence: undefined,
+      state: 'queued',
+      until: this.now + forMs,
+      retainMs: 0,
+      tainted,
+      attempts: 0,
+      dueAt: this.now + FIRST_RETRY_MS,
+      settled: undefined,
+    });
   }
 
   /** Records `jobId`'s completion once the store answers; meanwhile `completing(jobId)` is true. */
-  complete(jobId: string, token: string, fence: number, retainMs: number, settled?: (reply: 'completed' | 'superseded' | undefined) => void): void {
-    this.add({ kind: 'complete', jobId, token, fence, state: 'queued', until: this.now + retainMs, retainMs, tainted: false, attempts: 0, dueAt: this.now + FIRST_RETRY_MS, settled });
+  complete(
+    jobId: string,
+    token: string,
+    fence: number,
+    retainMs: number,
+    settled?: (reply: 'completed' | 'superseded' | undefined) => void,
+  ): void {
+    this.add({
+      kind: 'complete',
+      jobId,
+      token,
+      fence,
+      state: 'queued',
+      until: this.now + retainMs,
+      retainMs,
+      tainted: false,
+      attempts: 0,
+      dueAt: this.now + FIRST_RETRY_MS,
+      settled,
+    });
   }
 
   /** True while this runner holds a completion of the job, not yet stored: the job is done. */
@@ -135,11 +165,15 @@ export class RepairQueue {
     const waiting = () => [...this.tasks.values()].some((t) => t.state !== 'not_found');
     while (waiting() && this.now < end) {
       await Promise.all([...this.tasks.values()].map((t) => this.attempt(t)));
-      if (this.tasks.size > 0) await new Promise((r) => setTimeout(r, Math.min(MAX_RETRY_MS / 4, Math.max(0, end - this.now))));
+      if (this.tasks.size > 0)
+        await new Promise((r) => setTimeout(r, Math.min(MAX_RETRY_MS / 4, Math.max(0, end - this.now))));
     }
     const left = [...this.tasks.values()].filter((t) => t.state !== 'not_found');
     if (left.length > 0) {
-      this.o.log.error(`jobhook: shutting down with ${left.length} store operation(s) not done (the store did not answer).`, { jobs: left.slice(0, 20).map((t) => t.jobId) });
+      this.o.log.error(
+        `jobhook: shutting down with ${left.length} store operation(s) not done (the store did not answer).`,
+        { jobs: left.slice(0, 20).map((t) => t.jobId) },
+      );
     }
   }
 
@@ -177,14 +211,18 @@ export class RepairQueue {
     for (const t of this.tasks.values()) {
       if (t.kind !== 'complete') {
         this.end(t, undefined);
-        this.o.log.warn(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the release of job ${t.jobId}, which waits for its lease (and takeover grace) to end instead.`);
+        this.o.log.warn(
+          `jobhook: too many store operations waiting (${this.maxTasks}); dropped the release of job ${t.jobId}, which waits for its lease (and takeover grace) to end instead.`,
+        );
         return;
       }
     }
     const [t] = this.tasks.values();
     if (t !== undefined) {
       this.end(t, undefined);
-      this.o.log.error(`jobhook: too many store operations waiting (${this.maxTasks}); dropped the completion of job ${t.jobId}: a redelivery after its lease may run it again.`);
+      this.o.log.error(
+        `jobhook: too many store operations waiting (${this.maxTasks}); dropped the completion of job ${t.jobId}: a redelivery after its lease may run it again.`,
+      );
     }
   }
 
@@ -224,21 +262,40 @@ export class RepairQueue {
     const { log } = this.o;
     if (this.now > t.until) {
       this.end(t, undefined);
-      if (t.kind === 'complete') log.error(`jobhook: gave up recording the completion of job ${t.jobId}: the store did not answer within the retention.`);
-      else log.debug(`jobhook: the lease and takeover grace of job ${t.jobId} are over; its claim no longer blocks it.`);
+      if (t.kind === 'complete')
+        log.error(
+          `jobhook: gave up recording the completion of job ${t.jobId}: the store did not answer within the retention.`,
+        );
+      else
+        log.debug(
+          `jobhook: the lease and takeover grace of job ${t.jobId} are over; its claim no longer blocks it.`,
+        );
       return;
     }
     if (t.state === 'queued') t.state = 'sent';
     let reply: 'released' | 'not_held' | 'completed' | 'superseded';
     try {
       if (t.kind === 'complete') {
-        reply = completeReply(await this.o.store.complete(t.jobId, t.token, { retainMs: t.retainMs, ...(t.fence === undefined ? {} : { fence: t.fence }) }));
+        reply = completeReply(
+          await this.o.store.complete(t.jobId, t.token, {
+            retainMs: t.retainMs,
+            ...(t.fence === undefined ? {} : { fence: t.fence }),
+          }),
+        );
       } else {
-        reply = (await (t.tainted ? this.o.store.release(t.jobId, t.token, { tainted: true }) : this.o.store.release(t.jobId, t.token))) ? 'released' : 'not_held';
+        reply = (await (t.tainted
+          ? this.o.store.release(t.jobId, t.token, { tainted: true })
+          : this.o.store.release(t.jobId, t.token)))
+          ? 'released'
+          : 'not_held';
       }
     } catch (err) {
       this.retryLater(t);
-      if (t.attempts === 1) log.debug(`jobhook: ${t.kind} of job ${t.jobId} failed again; retrying in the background`, errorDetails(err));
+      if (t.attempts === 1)
+        log.debug(
+          `jobhook: ${t.kind} of job ${t.jobId} failed again; retrying in the background`,
+          errorDetails(err),
+        );
       return;
     }
     if (t.kind === 'undo' && reply === 'not_held') {
@@ -249,7 +306,12 @@ export class RepairQueue {
     }
     this.end(t, reply === 'completed' || reply === 'superseded' ? reply : undefined);
     if (t.kind !== 'complete') log.debug(`jobhook: released the claim on job ${t.jobId}.`);
-    else if (reply === 'completed') log.info(`jobhook: recorded the completion of job ${t.jobId} after ${t.attempts + 1} attempt(s).`);
-    else this.o.superseded(t.jobId, 'its completion, retried while the store was unavailable, found the job taken over by another delivery (or its claim released)');
+    else if (reply === 'completed')
+      log.info(`jobhook: recorded the completion of job ${t.jobId} after ${t.attempts + 1} attempt(s).`);
+    else
+      this.o.superseded(
+        t.jobId,
+        'its completion, retried while the store was unavailable, found the job taken over by another delivery (or its claim released)',
+      );
   }
 }

@@ -11,7 +11,14 @@
  */
 import { isWebhookError, JobSupersededError } from '../base/errors.js';
 import { MemoryIdempotencyStore } from './memory-store.js';
-import { checkGraceMs, newToken, type ClaimResult, type IdempotencyStore, type StoreTransaction, type TransactionalStore } from './store.js';
+import {
+  checkGraceMs,
+  newToken,
+  type ClaimResult,
+  type IdempotencyStore,
+  type StoreTransaction,
+  type TransactionalStore,
+} from './store.js';
 import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../base/log.js';
 import { checkMs, checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { DEFAULT_LEASE_MS, DEFAULT_RETAIN_MS, DEFAULT_TAKEOVER_GRACE_MS } from '../base/protocol.js';
@@ -20,11 +27,17 @@ import { systemClock, type Clock } from './clock.js';
 import { completeReply } from './replies.js';
 import { FailureLog } from './failure-log.js';
 import { RepairQueue } from './repair.js';
-import { createTelemetry, TELEMETRY_OPTIONS, type Telemetry, type TelemetryOptions } from '../runtime/telemetry.js';
+import {
+  createTelemetry,
+  TELEMETRY_OPTIONS,
+  type Telemetry,
+  type TelemetryOptions,
+} from '../runtime/telemetry.js';
 import { timedStore } from './timed-store.js';
 
 /** Where a failure happened, for `onError` and the log. `superseded`: a job that may have run twice. */
-export type FailureStage = 'body' | 'claim' | 'handler' | 'renew' | 'complete' | 'release' | 'poll' | 'superseded';
+export type FailureStage =
+  'body' | 'claim' | 'handler' | 'renew' | 'complete' | 'release' | 'poll' | 'superseded';
 
 /** `onError`'s signature. */
 export type ErrorListener = (error: unknown, context: { jobId?: string; stage: FailureStage }) => void;
@@ -126,7 +139,11 @@ export interface JobRunner {
   /** The options, resolved once. */
   readonly options: ResolvedRunnerOptions;
   /** Claims `jobId` and runs `handler` once it is held. */
-  run(jobId: string, handler: (claim: ClaimContext) => void | Promise<void>, options?: RunOptions): Promise<RunResult>;
+  run(
+    jobId: string,
+    handler: (claim: ClaimContext) => void | Promise<void>,
+    options?: RunOptions,
+  ): Promise<RunResult>;
   /** Reports a failure to the log and `onError` (never throws). */
   report(stage: FailureStage, error: unknown, jobId?: string): void;
   /** Finishes the store operations still waiting (graceful shutdown), `timeoutMs` at most (default 10 s). */
@@ -151,17 +168,24 @@ function isTransactional(store: IdempotencyStore): store is TransactionalStore {
 }
 
 /** Checks the options (TypeError for mistakes) and resolves them once. */
-export function resolveRunnerOptions(options: JobRunnerOptions, clock: Clock = systemClock): ResolvedRunnerOptions {
+export function resolveRunnerOptions(
+  options: JobRunnerOptions,
+  clock: Clock = systemClock,
+): ResolvedRunnerOptions {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
   const log = resolveLogger(options.log);
-  if (options.onError !== undefined && typeof options.onError !== 'function') throw new TypeError('onError must be a function (error, context) => void');
+  if (options.onError !== undefined && typeof options.onError !== 'function')
+    throw new TypeError('onError must be a function (error, context) => void');
   // The default store logs to the runner's log, resolved once above.
   const store = options.store ?? new MemoryIdempotencyStore({ log });
   for (const m of ['claim', 'complete', 'release'] as const) {
-    if (typeof (store as unknown as Record<string, unknown>)[m] !== 'function') throw new TypeError(`store must implement ${m}()`);
+    if (typeof (store as unknown as Record<string, unknown>)[m] !== 'function')
+      throw new TypeError(`store must implement ${m}()`);
   }
   if (typeof store.renew !== 'function') {
-    log.warn('jobhook: the idempotency store has no renew(): leases are not renewed, so a handler slower than leaseMs may run twice.');
+    log.warn(
+      'jobhook: the idempotency store has no renew(): leases are not renewed, so a handler slower than leaseMs may run twice.',
+    );
   }
   const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkMs(options.leaseMs, 'leaseMs');
   return Object.freeze({
@@ -201,7 +225,15 @@ export function createJobRunner(options: JobRunnerOptions = {}, clock?: Clock): 
 }
 
 /** Options that belong to the job runner: given beside a `runner`, they would be ignored. */
-const RUNNER_OWN = ['store', 'leaseMs', 'takeoverGraceMs', 'retainMs', 'onError', 'meterProvider', 'tracerProvider'] as const;
+const RUNNER_OWN = [
+  'store',
+  'leaseMs',
+  'takeoverGraceMs',
+  'retainMs',
+  'onError',
+  'meterProvider',
+  'tracerProvider',
+] as const;
 
 /**
  * The runner of a receiver, the reconciler or a queue worker: the shared one it was given
@@ -210,9 +242,13 @@ const RUNNER_OWN = ['store', 'leaseMs', 'takeoverGraceMs', 'retainMs', 'onError'
  */
 export function runnerFor(options: JobRunnerOptions & { runner?: JobRunner }): JobRunner {
   if (options.runner === undefined) return jobRunner(resolveRunnerOptions(options));
-  if (typeof options.runner?.run !== 'function') throw new TypeError('runner must be a job runner made by createJobRunner()');
+  if (typeof options.runner?.run !== 'function')
+    throw new TypeError('runner must be a job runner made by createJobRunner()');
   const given = RUNNER_OWN.filter((k) => options[k] !== undefined);
-  if (given.length > 0) throw new TypeError(`${given.join(', ')} belong${given.length === 1 ? 's' : ''} to the job runner: give ${given.length === 1 ? 'it' : 'them'} to createJobRunner(), not with runner`);
+  if (given.length > 0)
+    throw new TypeError(
+      `${given.join(', ')} belong${given.length === 1 ? 's' : ''} to the job runner: give ${given.length === 1 ? 'it' : 'them'} to createJobRunner(), not with runner`,
+    );
   return options.runner;
 }
 
@@ -220,8 +256,13 @@ export function runnerFor(options: JobRunnerOptions & { runner?: JobRunner }): J
  * The log of what runs on a runner (a receiver, the reconciler): the runner's, resolved
  * once with it, unless a shared runner was given and the user has a log of its own.
  */
-export function logBesideRunner(options: { runner?: JobRunner; log?: LoggerInput }, runner: JobRunner): Logger {
-  return options.runner !== undefined && options.log !== undefined ? resolveLogger(options.log) : runner.options.log;
+export function logBesideRunner(
+  options: { runner?: JobRunner; log?: LoggerInput },
+  runner: JobRunner,
+): Logger {
+  return options.runner !== undefined && options.log !== undefined
+    ? resolveLogger(options.log)
+    : runner.options.log;
 }
 
 /** The runner for resolved options: its methods, each usable on its own (`const { run } = runner`). */
@@ -270,7 +311,9 @@ function failureText(stage: FailureStage): string {
  * The gateway retries both.
  */
 function failed(err: unknown): RunResult {
-  return isWebhookError(err) && err.code === 'STORE_UNAVAILABLE' ? { kind: 'store_unavailable' } : { kind: 'handler_failed' };
+  return isWebhookError(err) && err.code === 'STORE_UNAVAILABLE'
+    ? { kind: 'store_unavailable' }
+    : { kind: 'handler_failed' };
 }
 
 /**
@@ -279,19 +322,37 @@ function failed(err: unknown): RunResult {
  * of its own (it ended the transaction with COMMIT), which a retry repeats.
  */
 function handlersFault(err: unknown): { error: Error; tainted: boolean } | undefined {
-  const cause = ((err as { cause?: unknown })?.cause ?? err) as { code?: unknown; ended?: unknown; message?: unknown } | undefined;
+  const cause = ((err as { cause?: unknown })?.cause ?? err) as
+    { code?: unknown; ended?: unknown; message?: unknown } | undefined;
   const code = cause?.code;
-  const fault = (message: string, tainted = false) => ({ error: new Error(message, { cause: err }), tainted });
-  if (code === '25P02') return fault(`the handler's transaction was aborted by an SQL error (caught, so onEvent resolved): every later statement fails. Take a SAVEPOINT around a statement that may fail, or let the error reach jobhook.`);
-  if (code === '40001' || code === '40P01') return fault(`the handler's transaction could not be serialized (${String(code)}): keep it at READ COMMITTED (the lease renewals update the job's row while it runs).`);
+  const fault = (message: string, tainted = false) => ({
+    error: new Error(message, { cause: err }),
+    tainted,
+  });
+  if (code === '25P02')
+    return fault(
+      `the handler's transaction was aborted by an SQL error (caught, so onEvent resolved): every later statement fails. Take a SAVEPOINT around a statement that may fail, or let the error reach jobhook.`,
+    );
+  if (code === '40001' || code === '40P01')
+    return fault(
+      `the handler's transaction could not be serialized (${String(code)}): keep it at READ COMMITTED (the lease renewals update the job's row while it runs).`,
+    );
   if (code === '25P01') {
     // Ended by the handler (the store saw another transaction, or none, where it began one).
     return cause!.ended === 'COMMIT'
-      ? fault(`the handler ended the transaction (COMMIT) on context.transaction: its writes were committed without the job's completion, and a retry runs it again (reported as a job that may have run twice). Never end context.transaction: jobhook commits it.`, true)
-      : fault(`the handler ended the transaction (ROLLBACK) on context.transaction: nothing it wrote there was applied. Never end context.transaction: throw to roll it back.`);
+      ? fault(
+          `the handler ended the transaction (COMMIT) on context.transaction: its writes were committed without the job's completion, and a retry runs it again (reported as a job that may have run twice). Never end context.transaction: jobhook commits it.`,
+          true,
+        )
+      : fault(
+          `the handler ended the transaction (ROLLBACK) on context.transaction: nothing it wrote there was applied. Never end context.transaction: throw to roll it back.`,
+        );
   }
   // A constraint checked at COMMIT (a deferred one): the handler's data, refused.
-  if (typeof code === 'string' && code.startsWith('23')) return fault(`the handler's writes broke a constraint checked at COMMIT (${code}: ${String(cause?.message ?? '')}): nothing was applied.`);
+  if (typeof code === 'string' && code.startsWith('23'))
+    return fault(
+      `the handler's writes broke a constraint checked at COMMIT (${code}: ${String(cause?.message ?? '')}): nothing was applied.`,
+    );
   return undefined;
 }
 
@@ -314,10 +375,20 @@ async function pingStore(store: IdempotencyStore, timeoutMs: number): Promise<Ru
   const started = performance.now();
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    await Promise.race([ping(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)))]);
+    await Promise.race([
+      ping(),
+      new Promise(
+        (_, reject) =>
+          (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)),
+      ),
+    ]);
     return { ok: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
   } catch (err) {
-    return { ok: false, error: (err as Error)?.message ?? String(err), ...(isWebhookError(err) ? { code: err.code } : {}) };
+    return {
+      ok: false,
+      error: (err as Error)?.message ?? String(err),
+      ...(isWebhookError(err) ? { code: err.code } : {}),
+    };
   } finally {
     clearTimeout(timer);
   }
@@ -340,9 +411,18 @@ class Runner {
     const { clock, log, telemetry } = o;
     this.store = timedStore(o.store, telemetry);
     this.failures = new FailureLog(log);
-    const repair = new RepairQueue({ store: this.store, log, clock, superseded: (jobId, detail) => this.superseded(jobId, detail) });
+    const repair = new RepairQueue({
+      store: this.store,
+      log,
+      clock,
+      superseded: (jobId, detail) => this.superseded(jobId, detail),
+    });
     this.repair = repair;
-    telemetry.gauge('jobhook.repair.queue', 'Store operations (completions, releases) waiting to be retried', () => repair.size);
+    telemetry.gauge(
+      'jobhook.repair.queue',
+      'Store operations (completions, releases) waiting to be retried',
+      () => repair.size,
+    );
     this.owner = {
       store: this.store,
       leaseMs: o.leaseMs,
@@ -390,10 +470,15 @@ class Runner {
     if (claimed.tookOver === true) {
       // Also when this claim is one whose reply was lost (claimed again with its token), or
       // follows the release of such a claim: the store keeps the takeover's taint.
-      this.superseded(jobId, 'it was taken over from a holder whose lease ran out (or from the release of a claim that had taken it over); if that holder had applied its effect, the job runs twice');
+      this.superseded(
+        jobId,
+        'it was taken over from a holder whose lease ran out (or from the release of a claim that had taken it over); if that holder had applied its effect, the job runs twice',
+      );
     }
     const claim = new HeldClaim(this.owner, jobId, token, fence, sentAt);
-    return o.transactional ? this.runInTransaction(claim, handler, retainMs) : this.runPlain(claim, handler, retainMs);
+    return o.transactional
+      ? this.runInTransaction(claim, handler, retainMs)
+      : this.runPlain(claim, handler, retainMs);
   }
 
   async health(timeoutMs = 1000): Promise<RunnerHealth> {
@@ -412,7 +497,11 @@ class Runner {
     const { o } = this;
     const sentAt = o.clock.monotonic();
     try {
-      const result = await this.store.claim(jobId, { leaseMs: o.leaseMs, token, takeoverGraceMs: o.takeoverGraceMs });
+      const result = await this.store.claim(jobId, {
+        leaseMs: o.leaseMs,
+        token,
+        takeoverGraceMs: o.takeoverGraceMs,
+      });
       this.repair.kick();
       return { result, sentAt };
     } catch (err) {
@@ -434,7 +523,11 @@ class Runner {
     const { clock, takeoverGraceMs } = this.o;
     let got = await this.claimJob(jobId, token);
     const end = clock.monotonic() + takeoverGraceMs + STALE_POLL_MS;
-    for (let left = graceLeft(got.result); left !== undefined && left <= takeoverGraceMs && clock.monotonic() < end; left = graceLeft(got.result)) {
+    for (
+      let left = graceLeft(got.result);
+      left !== undefined && left <= takeoverGraceMs && clock.monotonic() < end;
+      left = graceLeft(got.result)
+    ) {
       await new Promise((r) => setTimeout(r, Math.min(STALE_POLL_MS, left + 5)));
       if (this.repair.completing(jobId)) return 'completing';
       got = await this.claimJob(jobId, token);
@@ -451,9 +544,17 @@ class Runner {
   private async release(claim: HeldClaim, tainted = false): Promise<void> {
     await claim.end();
     try {
-      await (tainted ? this.store.release(claim.jobId, claim.token, { tainted }) : this.store.release(claim.jobId, claim.token));
+      await (tainted
+        ? this.store.release(claim.jobId, claim.token, { tainted })
+        : this.store.release(claim.jobId, claim.token));
     } catch (err) {
-      this.repair.release('release', claim.jobId, claim.token, this.o.leaseMs + this.o.takeoverGraceMs, tainted);
+      this.repair.release(
+        'release',
+        claim.jobId,
+        claim.token,
+        this.o.leaseMs + this.o.takeoverGraceMs,
+        tainted,
+      );
       this.report('release', err, claim.jobId);
     }
   }
@@ -461,7 +562,11 @@ class Runner {
   // --- The handler and the completion
 
   /** The handler, in a `jobhook.handler` span (the application's spans stay in the delivery's context), timed. */
-  private async handle(claim: HeldClaim, handler: Handler, transaction: StoreTransaction | undefined): Promise<void> {
+  private async handle(
+    claim: HeldClaim,
+    handler: Handler,
+    transaction: StoreTransaction | undefined,
+  ): Promise<void> {
     const { telemetry } = this.o;
     const started = performance.now();
     try {
@@ -487,7 +592,11 @@ class Runner {
     const { jobId, token, fence } = claim;
     let reply;
     try {
-      reply = completeReply(await this.o.telemetry.phase('jobhook.complete', () => this.store.complete(jobId, token, { retainMs, fence })));
+      reply = completeReply(
+        await this.o.telemetry.phase('jobhook.complete', () =>
+          this.store.complete(jobId, token, { retainMs, fence }),
+        ),
+      );
     } catch (err) {
       // Done, but not yet recorded: answer as processed (a 5xx would bring the job back),
       // keep answering duplicate for it here, keep its lease alive, and record it when the
@@ -498,7 +607,10 @@ class Runner {
     }
     await claim.end();
     if (reply === 'superseded') {
-      this.superseded(jobId, 'its handler finished here, but another delivery had taken the job over (this holder was cut off, paused, or slower than its lease)');
+      this.superseded(
+        jobId,
+        'its handler finished here, but another delivery had taken the job over (this holder was cut off, paused, or slower than its lease)',
+      );
       return { kind: 'processed', superseded: true };
     }
     return { kind: 'processed' };
@@ -526,7 +638,10 @@ class Runner {
    */
   private async begin(claim: HeldClaim): Promise<StoreTransaction | undefined> {
     try {
-      const tx = await (this.store as TransactionalStore).begin(claim.jobId, claim.token, { fence: claim.fence, leaseMs: this.o.leaseMs });
+      const tx = await (this.store as TransactionalStore).begin(claim.jobId, claim.token, {
+        fence: claim.fence,
+        leaseMs: this.o.leaseMs,
+      });
       if (typeof tx.keepAlive === 'function') claim.onRenewed = () => tx.keepAlive!();
       return tx;
     } catch (err) {
@@ -540,14 +655,21 @@ class Runner {
    * Writes the completion inside the transaction, while the claim still holds. Undefined:
    * ready to commit; otherwise the run ends here, rolled back.
    */
-  private async completeInTransaction(claim: HeldClaim, tx: StoreTransaction, retainMs: number): Promise<RunResult | undefined> {
+  private async completeInTransaction(
+    claim: HeldClaim,
+    tx: StoreTransaction,
+    retainMs: number,
+  ): Promise<RunResult | undefined> {
     const { jobId } = claim;
     // No renewal may wait on the row this transaction is about to lock.
     claim.finishing();
     claim.stopRenewing();
     if (!claim.holds()) {
       await this.rollBackAndRelease(claim, tx, true);
-      return this.rolledBack(jobId, 'its lease could not be confirmed in time (the store did not answer, or this process was paused)');
+      return this.rolledBack(
+        jobId,
+        'its lease could not be confirmed in time (the store did not answer, or this process was paused)',
+      );
     }
     let reply;
     try {
@@ -574,7 +696,11 @@ class Runner {
   }
 
   /** The handler's own use of the transaction failed it (refused by the server): rolled back, the claim released, 500. */
-  private async handlersFailure(claim: HeldClaim, fault: { error: Error; tainted: boolean }, tx: StoreTransaction | undefined): Promise<RunResult> {
+  private async handlersFailure(
+    claim: HeldClaim,
+    fault: { error: Error; tainted: boolean },
+    tx: StoreTransaction | undefined,
+  ): Promise<RunResult> {
     this.o.log.warn(`jobhook: job ${claim.jobId}: ${fault.error.message}`);
     this.report('handler', fault.error, claim.jobId);
     if (tx === undefined) await this.release(claim, fault.tainted);
@@ -623,7 +749,9 @@ class Runner {
    * takes over a tainted release), never silent; without a retry nothing ran twice.
    */
   private rolledBack(jobId: string, why: string): RunResult {
-    this.o.log.warn(`jobhook: rolled back the transaction of job ${jobId}: ${why}. Nothing written through context.transaction was applied; a retry processes the job (reported: what the handler did outside context.transaction runs again).`);
+    this.o.log.warn(
+      `jobhook: rolled back the transaction of job ${jobId}: ${why}. Nothing written through context.transaction was applied; a retry processes the job (reported: what the handler did outside context.transaction runs again).`,
+    );
     return { kind: 'claim_lost', retryAfterMs: this.o.leaseMs };
   }
 
@@ -633,11 +761,24 @@ class Runner {
    * e-mail, a call to another system) happened, and the taker does it again: reported.
    */
   private lost(jobId: string, why: string): RunResult {
-    this.o.log.warn(`jobhook: rolled back the transaction of job ${jobId}: ${why}. Nothing written through context.transaction was applied; a retry processes the job.`);
-    this.superseded(jobId, `its transaction was rolled back after onEvent finished (${why}): what the handler did outside context.transaction will run again`);
+    this.o.log.warn(
+      `jobhook: rolled back the transaction of job ${jobId}: ${why}. Nothing written through context.transaction was applied; a retry processes the job.`,
+    );
+    this.superseded(
+      jobId,
+      `its transaction was rolled back after onEvent finished (${why}): what the handler did outside context.transaction will run again`,
+    );
     return { kind: 'claim_lost', retryAfterMs: this.o.leaseMs };
   }
 }
 
 /** `createJobRunner` from `jobhook`. */
-export const JOB_RUNNER_OPTIONS = { ...TELEMETRY_OPTIONS, store: true, leaseMs: true, takeoverGraceMs: true, retainMs: true, log: true, onError: true } as const satisfies OptionNamesOf<JobRunnerOptions>;
+export const JOB_RUNNER_OPTIONS = {
+  ...TELEMETRY_OPTIONS,
+  store: true,
+  leaseMs: true,
+  takeoverGraceMs: true,
+  retainMs: true,
+  log: true,
+  onError: true,
+} as const satisfies OptionNamesOf<JobRunnerOptions>;

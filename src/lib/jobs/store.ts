@@ -164,7 +164,11 @@ export interface TransactionalStore<Client = unknown> extends IdempotencyStore {
    * the claim's lease; the transaction then ends if left idle longer than it plus a
    * margin, unless `keepAlive()` is called after each renewal.
    */
-  begin(jobId: string, token: string, options: { fence: number; leaseMs?: number }): Promise<StoreTransaction<Client>>;
+  begin(
+    jobId: string,
+    token: string,
+    options: { fence: number; leaseMs?: number },
+  ): Promise<StoreTransaction<Client>>;
 }
 
 /** The transaction client a store hands to handlers (`undefined` for stores without transactions). */
@@ -199,19 +203,22 @@ export interface ListPendingOptions {
 }
 
 /** The stores that track pending jobs (all of jobhook's do). */
-export type PendingStore = IdempotencyStore & Required<Pick<IdempotencyStore, 'trackPending' | 'listPending' | 'forgetPending' | 'deferPending'>>;
+export type PendingStore = IdempotencyStore &
+  Required<Pick<IdempotencyStore, 'trackPending' | 'listPending' | 'forgetPending' | 'deferPending'>>;
 
 /** The `since` of a pending record: a finite epoch ms, now by default. */
 function checkSince(since: unknown, what = 'since'): number {
   if (since === undefined) return Date.now();
-  if (typeof since !== 'number' || !Number.isFinite(since)) throw new TypeError(`${what} must be epoch milliseconds; got ${String(since)}`);
+  if (typeof since !== 'number' || !Number.isFinite(since))
+    throw new TypeError(`${what} must be epoch milliseconds; got ${String(since)}`);
   return Math.floor(since);
 }
 
 /** `userParameters` as a JSON object, or undefined. */
 function checkUserParameters(value: unknown): JsonObjectValue | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError('userParameters must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new TypeError('userParameters must be a JSON object');
   return value as JsonObjectValue;
 }
 
@@ -220,7 +227,10 @@ function checkUserParameters(value: unknown): JsonObjectValue | undefined {
  * (TypeError for a mistake): the stores differ only in how they keep things.
  */
 
-export function claimArgs(jobId: unknown, options: ClaimOptions): { leaseMs: number; token: string; graceMs: number } {
+export function claimArgs(
+  jobId: unknown,
+  options: ClaimOptions,
+): { leaseMs: number; token: string; graceMs: number } {
   checkJobId(jobId);
   return {
     leaseMs: checkMs(options?.leaseMs, 'leaseMs'),
@@ -245,13 +255,21 @@ export function checkGraceMs(value: unknown, fallback: number): number {
   return Math.ceil(optionalNumber(value, 'takeoverGraceMs', fallback, { min: 0 }));
 }
 
-export function renewArgs(jobId: unknown, token: unknown, options: RenewOptions): { leaseMs: number; fence: number | undefined } {
+export function renewArgs(
+  jobId: unknown,
+  token: unknown,
+  options: RenewOptions,
+): { leaseMs: number; fence: number | undefined } {
   checkJobId(jobId);
   checkToken(token);
   return { leaseMs: checkMs(options?.leaseMs, 'leaseMs'), fence: checkFence(options?.fence) };
 }
 
-export function completeArgs(jobId: unknown, token: unknown, options: CompleteOptions): { retainMs: number; fence: number | undefined } {
+export function completeArgs(
+  jobId: unknown,
+  token: unknown,
+  options: CompleteOptions,
+): { retainMs: number; fence: number | undefined } {
   checkJobId(jobId);
   checkToken(token);
   return { retainMs: checkMs(options?.retainMs, 'retainMs'), fence: checkFence(options?.fence) };
@@ -260,7 +278,8 @@ export function completeArgs(jobId: unknown, token: unknown, options: CompleteOp
 /** A fencing number: a non-negative safe integer, or undefined. */
 function checkFence(fence: unknown): number | undefined {
   if (fence === undefined) return undefined;
-  if (typeof fence !== 'number' || !Number.isSafeInteger(fence) || fence < 0) throw new TypeError(`fence must be a non-negative integer; got ${String(fence)}`);
+  if (typeof fence !== 'number' || !Number.isSafeInteger(fence) || fence < 0)
+    throw new TypeError(`fence must be a non-negative integer; got ${String(fence)}`);
   return fence;
 }
 
@@ -268,23 +287,31 @@ export function releaseArgs(jobId: unknown, token: unknown, options?: ReleaseOpt
   checkJobId(jobId);
   checkToken(token);
   const tainted = options?.tainted;
-  if (tainted !== undefined && typeof tainted !== 'boolean') throw new TypeError(`tainted must be true or false; got ${String(tainted)}`);
+  if (tainted !== undefined && typeof tainted !== 'boolean')
+    throw new TypeError(`tainted must be true or false; got ${String(tainted)}`);
   return { tainted: tainted === true };
 }
 
-export function trackArgs(jobId: unknown, options: TrackPendingOptions | undefined): { since: number; userParameters: JsonObjectValue | undefined } {
+export function trackArgs(
+  jobId: unknown,
+  options: TrackPendingOptions | undefined,
+): { since: number; userParameters: JsonObjectValue | undefined } {
   checkJobId(jobId);
   return { since: checkSince(options?.since), userParameters: checkUserParameters(options?.userParameters) };
 }
 
 export function deferArgs(jobId: unknown, options: DeferPendingOptions): { since: number } {
   checkJobId(jobId);
-  if (options?.since === undefined) throw new TypeError('options.since is required: the epoch ms the pending record moves to');
+  if (options?.since === undefined)
+    throw new TypeError('options.since is required: the epoch ms the pending record moves to');
   return { since: checkSince(options.since) };
 }
 
 export function listArgs(options: ListPendingOptions): { before: number; limit: number } {
-  return { before: checkSince(options?.before, 'before'), limit: optionalNumber(options?.limit, 'limit', 100, { integer: true }) };
+  return {
+    before: checkSince(options?.before, 'before'),
+    limit: optionalNumber(options?.limit, 'limit', 100, { integer: true }),
+  };
 }
 
 /**
@@ -301,7 +328,10 @@ const TOKEN = /^[A-Za-z0-9_-]{8,128}$/;
 
 /** An owner token: 8–128 characters of letters, digits, `-` and `_` (a UUID fits). */
 export function checkToken(token: unknown, what = 'token'): string {
-  if (typeof token !== 'string' || !TOKEN.test(token)) throw new TypeError(`${what} must be 8–128 characters of letters, digits, - and _; got ${JSON.stringify(token)}`);
+  if (typeof token !== 'string' || !TOKEN.test(token))
+    throw new TypeError(
+      `${what} must be 8–128 characters of letters, digits, - and _; got ${JSON.stringify(token)}`,
+    );
   return token;
 }
 

@@ -8,7 +8,11 @@ import { AttributeSets, type Telemetry } from '../runtime/telemetry.js';
 /** A short name for the store in attributes: memory, redis, postgres, or the class name. */
 export function storeName(store: IdempotencyStore): string {
   const name = (store as object).constructor?.name ?? 'custom';
-  const known: Record<string, string> = { MemoryIdempotencyStore: 'memory', RedisIdempotencyStore: 'redis', PostgresIdempotencyStore: 'postgres' };
+  const known: Record<string, string> = {
+    MemoryIdempotencyStore: 'memory',
+    RedisIdempotencyStore: 'redis',
+    PostgresIdempotencyStore: 'postgres',
+  };
   return known[name] ?? name;
 }
 
@@ -45,10 +49,18 @@ export function timedStore(store: IdempotencyStore, telemetry: Telemetry): Idemp
     );
   const out: IdempotencyStore & Partial<TransactionalStore> = {
     claim: (jobId, options) => timed('claim', performance.now(), store.claim(jobId, options)),
-    complete: (jobId, token, options) => timed('complete', performance.now(), store.complete(jobId, token, options)),
-    release: (jobId, token, options) => timed('release', performance.now(), options === undefined ? store.release(jobId, token) : store.release(jobId, token, options)),
+    complete: (jobId, token, options) =>
+      timed('complete', performance.now(), store.complete(jobId, token, options)),
+    release: (jobId, token, options) =>
+      timed(
+        'release',
+        performance.now(),
+        options === undefined ? store.release(jobId, token) : store.release(jobId, token, options),
+      ),
   };
-  if (typeof store.renew === 'function') out.renew = (jobId, token, options) => timed('renew', performance.now(), store.renew!(jobId, token, options));
+  if (typeof store.renew === 'function')
+    out.renew = (jobId, token, options) =>
+      timed('renew', performance.now(), store.renew!(jobId, token, options));
   const tx = store as Partial<TransactionalStore>;
   if (typeof tx.begin === 'function') {
     Object.defineProperty(out, 'transactional', { get: () => tx.transactional, enumerable: true });

@@ -8,7 +8,18 @@ import type { JobsOptions, Worker, WorkerOptions } from 'bullmq';
 import type { JsonObjectValue, JobCompletedEvent } from '../core/event.js';
 import { requirePeer } from '../runtime/peer.js';
 import type { RunResult } from '../jobs/runner.js';
-import { acknowledged, checkRetainMs, checkTimeoutMs, eventData, queuedEvent, resolveWorker, retryDelayMs, runQueued, type QueueHandoff, type QueueWorkerOptionsBase } from './contract.js';
+import {
+  acknowledged,
+  checkRetainMs,
+  checkTimeoutMs,
+  eventData,
+  queuedEvent,
+  resolveWorker,
+  retryDelayMs,
+  runQueued,
+  type QueueHandoff,
+  type QueueWorkerOptionsBase,
+} from './contract.js';
 
 /** The job name every event is added under. */
 export const BULLMQ_JOB_NAME = 'async_job_completed';
@@ -54,13 +65,18 @@ function forgetsSooner(value: JobsOptions['removeOnComplete'], retainSeconds: nu
   if (value === undefined || value === false) return undefined;
   if (value === true) return 'true (removed at once)';
   if (typeof value === 'number') return `${value} (a count: a busy queue removes a job at once)`;
-  if ('age' in value && typeof value.age === 'number' && value.count === undefined) return value.age < retainSeconds ? `{ age: ${value.age} }` : undefined;
+  if ('age' in value && typeof value.age === 'number' && value.count === undefined)
+    return value.age < retainSeconds ? `{ age: ${value.age} }` : undefined;
   return `${JSON.stringify(value)} (a count: a busy queue removes a job at once)`;
 }
 
 /** Checks the options (TypeError for mistakes) and builds the job options of every add, once. */
-export function resolveBullMQHandler(queue: BullMQQueueLike, options: BullMQHandlerOptions = {}): { jobOptions: JobsOptions; timeoutMs: number } {
-  if (typeof queue !== 'object' || queue === null || typeof queue.add !== 'function') throw new TypeError('queue must be a BullMQ Queue');
+export function resolveBullMQHandler(
+  queue: BullMQQueueLike,
+  options: BullMQHandlerOptions = {},
+): { jobOptions: JobsOptions; timeoutMs: number } {
+  if (typeof queue !== 'object' || queue === null || typeof queue.add !== 'function')
+    throw new TypeError('queue must be a BullMQ Queue');
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
   const retainMs = checkRetainMs(options.retainMs);
   const timeoutMs = checkTimeoutMs(options.timeoutMs);
@@ -79,7 +95,10 @@ export function resolveBullMQHandler(queue: BullMQQueueLike, options: BullMQHand
     backoff: { type: 'exponential', delay: 1_000 },
     ...given,
     // Over the queue's defaults too (BullMQ merges job options over them).
-    removeOnComplete: given.removeOnComplete === undefined || given.removeOnComplete === false ? { age: retainSeconds } : given.removeOnComplete,
+    removeOnComplete:
+      given.removeOnComplete === undefined || given.removeOnComplete === false
+        ? { age: retainSeconds }
+        : given.removeOnComplete,
   };
   return { jobOptions, timeoutMs };
 }
@@ -89,11 +108,18 @@ export function resolveBullMQHandler(queue: BullMQQueueLike, options: BullMQHand
  * `bullmqJobId(job_id)` and returns once Redis acknowledged it (the receiver answers
  * 200); a job already there counts as added.
  */
-export function createBullMQHandoff(queue: BullMQQueueLike, options: BullMQHandlerOptions = {}): QueueHandoff {
+export function createBullMQHandoff(
+  queue: BullMQQueueLike,
+  options: BullMQHandlerOptions = {},
+): QueueHandoff {
   const { jobOptions, timeoutMs } = resolveBullMQHandler(queue, options);
   return async (_event, { jobId, payload }) => {
     const jobIdInQueue = bullmqJobId(jobId);
-    await acknowledged(queue.add(BULLMQ_JOB_NAME, eventData(payload), { ...jobOptions, jobId: jobIdInQueue }), timeoutMs, `adding job ${jobIdInQueue} to the BullMQ queue "${queue.name}"`);
+    await acknowledged(
+      queue.add(BULLMQ_JOB_NAME, eventData(payload), { ...jobOptions, jobId: jobIdInQueue }),
+      timeoutMs,
+      `adding job ${jobIdInQueue} to the BullMQ queue "${queue.name}"`,
+    );
   };
 }
 
@@ -121,17 +147,27 @@ export type BullMQProcessorOptions<Tx = unknown> = QueueWorkerOptionsBase<Tx>;
  * claim was lost: the job is delayed and tried again without using an attempt. A job
  * that is not an event of `createBullMQHandler` fails for good.
  */
-export function createBullMQProcessor<Tx = unknown>(options: BullMQProcessorOptions<Tx>): (job: BullMQJobLike, token?: string) => Promise<QueuedRunOutcome> {
+export function createBullMQProcessor<Tx = unknown>(
+  options: BullMQProcessorOptions<Tx>,
+): (job: BullMQJobLike, token?: string) => Promise<QueuedRunOutcome> {
   const { runner, onEvent } = resolveWorker(options);
-  const { DelayedError, UnrecoverableError } = requirePeer<typeof import('bullmq')>('bullmq', 'createBullMQProcessor');
+  const { DelayedError, UnrecoverableError } = requirePeer<typeof import('bullmq')>(
+    'bullmq',
+    'createBullMQProcessor',
+  );
   return async (job, token) => {
     let event: JobCompletedEvent;
     try {
       event = queuedEvent(job.data);
-      if (job.id !== undefined && job.id !== bullmqJobId(event.job_id)) throw new TypeError(`the job's id ${job.id} is not the one jobhook derives from its job_id (${bullmqJobId(event.job_id)})`);
+      if (job.id !== undefined && job.id !== bullmqJobId(event.job_id))
+        throw new TypeError(
+          `the job's id ${job.id} is not the one jobhook derives from its job_id (${bullmqJobId(event.job_id)})`,
+        );
     } catch (err) {
       runner.report('body', err, job.id);
-      throw new UnrecoverableError(`not a jobhook event: ${err instanceof Error ? err.message : String(err)}`);
+      throw new UnrecoverableError(
+        `not a jobhook event: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
     // attemptsStarted counts every start (a retry, a stalled job's restart); BullMQ before 5 had attemptsMade only.
     const delivery = Math.max(1, job.attemptsStarted ?? job.attemptsMade + 1);
@@ -154,9 +190,15 @@ export function createBullMQProcessor<Tx = unknown>(options: BullMQProcessorOpti
 export type BullMQWorkerOptions = WorkerOptions;
 
 /** A BullMQ `Worker` on `queueName` running `createBullMQProcessor(options)`. */
-export function createBullMQWorkerCore<Tx = unknown>(queueName: string, options: BullMQProcessorOptions<Tx>, workerOptions: BullMQWorkerOptions): Worker {
-  if (typeof queueName !== 'string' || queueName === '') throw new TypeError('queueName must be the name of the BullMQ queue');
-  if (typeof workerOptions !== 'object' || workerOptions === null) throw new TypeError("workerOptions must be BullMQ's worker options, with connection");
+export function createBullMQWorkerCore<Tx = unknown>(
+  queueName: string,
+  options: BullMQProcessorOptions<Tx>,
+  workerOptions: BullMQWorkerOptions,
+): Worker {
+  if (typeof queueName !== 'string' || queueName === '')
+    throw new TypeError('queueName must be the name of the BullMQ queue');
+  if (typeof workerOptions !== 'object' || workerOptions === null)
+    throw new TypeError("workerOptions must be BullMQ's worker options, with connection");
   const { Worker: WorkerClass } = requirePeer<typeof import('bullmq')>('bullmq', 'createBullMQWorker');
   const processor = createBullMQProcessor(options);
   return new WorkerClass(queueName, (job, token) => processor(job, token), workerOptions);

@@ -21,7 +21,13 @@ import type { IdempotencyStore, TransactionalStore } from '../jobs/store.js';
 import { checkMs } from '../base/options.js';
 import { jobIdProblem, MAX_JOB_ID_LENGTH } from '../base/protocol.js';
 import { eventContext, type EventContextBase } from '../jobs/context.js';
-import { runnerFor, type ClaimContext, type JobRunner, type JobRunnerOptions, type RunResult } from '../jobs/runner.js';
+import {
+  runnerFor,
+  type ClaimContext,
+  type JobRunner,
+  type JobRunnerOptions,
+  type RunResult,
+} from '../jobs/runner.js';
 
 /**
  * How long after a delivery's first attempt the gateway can still send it again: 4
@@ -56,7 +62,10 @@ export function checkRetainMs(value: unknown): number {
 export function checkTimeoutMs(value: unknown): number {
   if (value === undefined) return DEFAULT_PUBLISH_TIMEOUT_MS;
   const ms = checkMs(value, 'timeoutMs');
-  if (ms >= 30_000) throw new TypeError(`timeoutMs must be less than 30,000 ms (the gateway gives an attempt 30 s); got ${ms}`);
+  if (ms >= 30_000)
+    throw new TypeError(
+      `timeoutMs must be less than 30,000 ms (the gateway gives an attempt 30 s); got ${ms}`,
+    );
   return ms;
 }
 
@@ -68,13 +77,18 @@ export function checkTimeoutMs(value: unknown): number {
 export async function acknowledged<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreUnavailableError(`${what}: no acknowledgement within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(
+      () => reject(new StoreUnavailableError(`${what}: no acknowledgement within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
   });
   try {
     return await Promise.race([promise, late]);
   } catch (err) {
     if (err instanceof StoreUnavailableError) throw err;
-    throw new StoreUnavailableError(`${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new StoreUnavailableError(`${what} failed: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
   } finally {
     clearTimeout(timer);
     // A late rejection of the operation itself must not become an unhandled one.
@@ -110,9 +124,13 @@ export function eventData(payload: JsonObjectValue): JsonObjectValue {
  */
 export function queuedEvent(data: unknown): JobCompletedEvent {
   const value = typeof data === 'string' ? (JSON.parse(data) as unknown) : data;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError('the queued message is not a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new TypeError('the queued message is not a JSON object');
   const event = value as { event?: unknown; job_id?: unknown };
-  if (event.event !== 'async_job_completed') throw new TypeError(`the queued message is not an async_job_completed event (event: ${JSON.stringify(event.event)})`);
+  if (event.event !== 'async_job_completed')
+    throw new TypeError(
+      `the queued message is not an async_job_completed event (event: ${JSON.stringify(event.event)})`,
+    );
   const problem = jobIdProblem(event.job_id);
   if (problem !== undefined) throw new TypeError(`the queued message has no usable job_id: ${problem}`);
   return value as JobCompletedEvent;
@@ -127,14 +145,19 @@ const WORK = 'work:';
  * too long for that (over 251 characters) is keyed `work#` + its SHA-256 in hex.
  */
 export function workKey(jobId: string): string {
-  return [...jobId].length + WORK.length <= MAX_JOB_ID_LENGTH ? WORK + jobId : `work#${createHash('sha256').update(jobId, 'utf8').digest('hex')}`;
+  return [...jobId].length + WORK.length <= MAX_JOB_ID_LENGTH
+    ? WORK + jobId
+    : `work#${createHash('sha256').update(jobId, 'utf8').digest('hex')}`;
 }
 
 /**
  * A receiver's `onEvent` that hands the event to a queue: it needs only the job id and
  * the event as a JSON object, so it fits receivers and the reconciler alike.
  */
-export type QueueHandoff = (event: JobCompletedEvent, context: Pick<EventContextBase, 'jobId' | 'payload'>) => Promise<void>;
+export type QueueHandoff = (
+  event: JobCompletedEvent,
+  context: Pick<EventContextBase, 'jobId' | 'payload'>,
+) => Promise<void>;
 
 /** What a worker's function gets besides the event. */
 export interface QueuedEventContext<Tx = unknown> extends EventContextBase<Tx> {
@@ -144,7 +167,10 @@ export interface QueuedEventContext<Tx = unknown> extends EventContextBase<Tx> {
 }
 
 /** The user's function on the working side. Throw to have the broker deliver the event again. */
-export type QueuedEventHandler<Tx = unknown> = (event: JobCompletedEvent, context: QueuedEventContext<Tx>) => void | Promise<void>;
+export type QueuedEventHandler<Tx = unknown> = (
+  event: JobCompletedEvent,
+  context: QueuedEventContext<Tx>,
+) => void | Promise<void>;
 
 /** Options shared by every worker helper: the function, and the job runner (given, or made from its options). */
 export interface QueueWorkerOptionsBase<Tx = unknown> extends JobRunnerOptions {
@@ -156,18 +182,40 @@ export interface QueueWorkerOptionsBase<Tx = unknown> extends JobRunnerOptions {
   runner?: JobRunner;
 }
 
-
 /** Checks the worker options (TypeError for mistakes) and takes or makes the runner. */
-export function resolveWorker<Tx>(options: QueueWorkerOptionsBase<Tx>): { runner: JobRunner; onEvent: QueuedEventHandler<Tx> } {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with onEvent');
-  if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
-  return { runner: runnerFor(options as JobRunnerOptions & { runner?: JobRunner }), onEvent: options.onEvent };
+export function resolveWorker<Tx>(options: QueueWorkerOptionsBase<Tx>): {
+  runner: JobRunner;
+  onEvent: QueuedEventHandler<Tx>;
+} {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('options must be an object with onEvent');
+  if (typeof options.onEvent !== 'function')
+    throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
+  return {
+    runner: runnerFor(options as JobRunnerOptions & { runner?: JobRunner }),
+    onEvent: options.onEvent,
+  };
 }
 
 /** Runs one queued event's job through the runner. */
-export function runQueued<Tx>(runner: JobRunner, onEvent: QueuedEventHandler<Tx>, event: JobCompletedEvent, delivery: number): Promise<RunResult> {
+export function runQueued<Tx>(
+  runner: JobRunner,
+  onEvent: QueuedEventHandler<Tx>,
+  event: JobCompletedEvent,
+  delivery: number,
+): Promise<RunResult> {
   const jobId = event.job_id;
-  return runner.run(workKey(jobId), (claim: ClaimContext) => onEvent(event, eventContext<Tx, { source: 'queue'; delivery: number }>({ source: 'queue', delivery }, jobId, event as unknown as JsonObjectValue, claim)));
+  return runner.run(workKey(jobId), (claim: ClaimContext) =>
+    onEvent(
+      event,
+      eventContext<Tx, { source: 'queue'; delivery: number }>(
+        { source: 'queue', delivery },
+        jobId,
+        event as unknown as JsonObjectValue,
+        claim,
+      ),
+    ),
+  );
 }
 
 /** How long to wait before the message is tried again, for a run that did not end the job. */

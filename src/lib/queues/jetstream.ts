@@ -9,7 +9,19 @@ import type { JetStreamClient, JsMsg } from 'nats';
 import type { JobCompletedEvent } from '../core/event.js';
 import type { Logger } from '../base/log.js';
 import type { JobRunner, RunResult } from '../jobs/runner.js';
-import { acknowledged, checkRetainMs, checkTimeoutMs, eventText, queuedEvent, resolveWorker, retryDelayMs, runQueued, type QueuedEventHandler, type QueueHandoff, type QueueWorkerOptionsBase } from './contract.js';
+import {
+  acknowledged,
+  checkRetainMs,
+  checkTimeoutMs,
+  eventText,
+  queuedEvent,
+  resolveWorker,
+  retryDelayMs,
+  runQueued,
+  type QueuedEventHandler,
+  type QueueHandoff,
+  type QueueWorkerOptionsBase,
+} from './contract.js';
 
 export interface JetStreamHandlerOptions {
   /** The subject to publish on; the stream must capture it. */
@@ -53,7 +65,8 @@ export function subjectMatches(pattern: string, subject: string): boolean {
 }
 
 function checkName(value: unknown, what: string): string {
-  if (typeof value !== 'string' || value === '' || /[\s]/.test(value)) throw new TypeError(`${what} must be a non-empty NATS name without spaces; got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string' || value === '' || /[\s]/.test(value))
+    throw new TypeError(`${what} must be a non-empty NATS name without spaces; got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -63,17 +76,27 @@ function isNotFound(err: unknown): boolean {
 }
 
 /** Reads the stream's configuration and refuses one that cannot keep the handler's promise. */
-async function checkStream(js: JetStreamClient, stream: string, subject: string, retainMs: number): Promise<void> {
+async function checkStream(
+  js: JetStreamClient,
+  stream: string,
+  subject: string,
+  retainMs: number,
+): Promise<void> {
   let config;
   try {
     const jsm = await js.jetstreamManager();
     config = (await jsm.streams.info(stream)).config;
   } catch (err) {
-    if (isNotFound(err)) throw new TypeError(`JetStream has no stream "${stream}" (the stream option): create it with the subject "${subject}" and duplicate_window of at least ${retainMs / 1000} s`);
+    if (isNotFound(err))
+      throw new TypeError(
+        `JetStream has no stream "${stream}" (the stream option): create it with the subject "${subject}" and duplicate_window of at least ${retainMs / 1000} s`,
+      );
     throw err;
   }
   if (!(config.subjects ?? []).some((p) => subjectMatches(p, subject))) {
-    throw new TypeError(`The JetStream stream "${stream}" does not capture the subject "${subject}" (its subjects: ${JSON.stringify(config.subjects ?? [])}): add it, or publish on one of them`);
+    throw new TypeError(
+      `The JetStream stream "${stream}" does not capture the subject "${subject}" (its subjects: ${JSON.stringify(config.subjects ?? [])}): add it, or publish on one of them`,
+    );
   }
   const windowMs = Number(config.duplicate_window ?? 0) / 1e6;
   if (!(windowMs >= retainMs)) {
@@ -91,9 +114,19 @@ async function checkStream(js: JetStreamClient, stream: string, subject: string,
  * construction: the client's API is asynchronous, so its outcome is `ready`, and each
  * delivery waits for a passed check before publishing.
  */
-export function createJetStreamHandoff(js: JetStreamClient, options: JetStreamHandlerOptions): JetStreamHandoff {
-  if (typeof js !== 'object' || js === null || typeof js.publish !== 'function' || typeof js.jetstreamManager !== 'function') throw new TypeError('js must be a JetStream client (nc.jetstream())');
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with subject and stream');
+export function createJetStreamHandoff(
+  js: JetStreamClient,
+  options: JetStreamHandlerOptions,
+): JetStreamHandoff {
+  if (
+    typeof js !== 'object' ||
+    js === null ||
+    typeof js.publish !== 'function' ||
+    typeof js.jetstreamManager !== 'function'
+  )
+    throw new TypeError('js must be a JetStream client (nc.jetstream())');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('options must be an object with subject and stream');
   const subject = checkName(options.subject, 'subject');
   const stream = checkName(options.stream, 'stream');
   const retainMs = checkRetainMs(options.retainMs);
@@ -118,12 +151,22 @@ export function createJetStreamHandoff(js: JetStreamClient, options: JetStreamHa
         await acknowledged(check(), timeoutMs, `checking the JetStream stream "${stream}"`);
       } catch (err) {
         // A stream that does not fit stays a TypeError (misconfiguration); JetStream not answering is a 5xx like any outage.
-        if ((err as { cause?: unknown }).cause instanceof TypeError) throw (err as { cause: TypeError }).cause;
+        if ((err as { cause?: unknown }).cause instanceof TypeError)
+          throw (err as { cause: TypeError }).cause;
         throw err;
       }
     }
-    const ack = await acknowledged(js.publish(subject, encoder.encode(eventText(payload)), { msgID: jobId, timeout: timeoutMs, expect: { streamName: stream } }), timeoutMs + 250, what);
-    if (ack.stream !== stream) throw new TypeError(`${what}: the PubAck came from the stream "${ack.stream}"`);
+    const ack = await acknowledged(
+      js.publish(subject, encoder.encode(eventText(payload)), {
+        msgID: jobId,
+        timeout: timeoutMs,
+        expect: { streamName: stream },
+      }),
+      timeoutMs + 250,
+      what,
+    );
+    if (ack.stream !== stream)
+      throw new TypeError(`${what}: the PubAck came from the stream "${ack.stream}"`);
   };
   return Object.assign(handoff, { ready });
 }
@@ -156,8 +199,12 @@ export interface JetStreamWorker {
  * deadline is extended (`working()`), so a slow function is not redelivered. A message
  * that is not an event of `createJetStreamHandler` is terminated (`term`) and reported.
  */
-export function createJetStreamWorkerCore<Tx = unknown>(js: JetStreamClient, options: JetStreamWorkerOptions<Tx>): JetStreamWorker {
-  if (typeof js !== 'object' || js === null || typeof js.consumers?.get !== 'function') throw new TypeError('js must be a JetStream client (nc.jetstream())');
+export function createJetStreamWorkerCore<Tx = unknown>(
+  js: JetStreamClient,
+  options: JetStreamWorkerOptions<Tx>,
+): JetStreamWorker {
+  if (typeof js !== 'object' || js === null || typeof js.consumers?.get !== 'function')
+    throw new TypeError('js must be a JetStream client (nc.jetstream())');
   const worker = new JetStreamConsumer(js, resolveJetStreamWorker(options));
   return {
     closed: worker.closed,
@@ -184,7 +231,8 @@ function resolveJetStreamWorker<Tx>(options: JetStreamWorkerOptions<Tx>): JetStr
   const stream = checkName(options.stream, 'stream');
   const consumerName = checkName(options.consumer, 'consumer');
   const concurrency = options.concurrency ?? 8;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new TypeError(`concurrency must be an integer ≥ 1; got ${String(concurrency)}`);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new TypeError(`concurrency must be an integer ≥ 1; got ${String(concurrency)}`);
   return Object.freeze({ runner, onEvent, stream, consumerName, concurrency, log: runner.options.log });
 }
 
@@ -201,7 +249,11 @@ class JetStreamConsumer<Tx> {
     private readonly s: JetStreamWorkerSettings<Tx>,
   ) {
     this.closed = this.consume();
-    this.closed.catch((err: unknown) => s.log.error(`jobhook: consuming ${s.consumerName} of the JetStream stream ${s.stream} stopped`, { error: err instanceof Error ? err.message : String(err) }));
+    this.closed.catch((err: unknown) =>
+      s.log.error(`jobhook: consuming ${s.consumerName} of the JetStream stream ${s.stream} stopped`, {
+        error: err instanceof Error ? err.message : String(err),
+      }),
+    );
   }
 
   async close(): Promise<void> {
@@ -250,7 +302,14 @@ class JetStreamConsumer<Tx> {
     }
     if (result.kind === 'processed' || result.kind === 'duplicate') {
       // A lost ack only brings the message back, answered as a duplicate then.
-      await msg.ackAck().catch((err: unknown) => this.s.log.debug(`jobhook: the ack of job ${event.job_id} was not confirmed; JetStream may deliver it again (a duplicate)`, { error: String(err) }));
+      await msg
+        .ackAck()
+        .catch((err: unknown) =>
+          this.s.log.debug(
+            `jobhook: the ack of job ${event.job_id} was not confirmed; JetStream may deliver it again (a duplicate)`,
+            { error: String(err) },
+          ),
+        );
       return;
     }
     msg.nak(retryDelayMs(result, delivery));
@@ -261,10 +320,17 @@ class JetStreamConsumer<Tx> {
     try {
       const event = queuedEvent(decoder.decode(msg.data));
       const id = msg.headers?.get('Nats-Msg-Id');
-      if (id !== undefined && id !== '' && id !== event.job_id) throw new TypeError(`its Nats-Msg-Id ${JSON.stringify(id)} is not its job_id`);
+      if (id !== undefined && id !== '' && id !== event.job_id)
+        throw new TypeError(`its Nats-Msg-Id ${JSON.stringify(id)} is not its job_id`);
       return event;
     } catch (err) {
-      this.s.runner.report('body', new TypeError(`not a jobhook event (terminated): ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+      this.s.runner.report(
+        'body',
+        new TypeError(
+          `not a jobhook event (terminated): ${err instanceof Error ? err.message : String(err)}`,
+          { cause: err },
+        ),
+      );
       // Without a reason: servers before 2.11 do not take "+TERM <reason>" as a termination.
       msg.term();
       return undefined;

@@ -7,7 +7,9 @@ import { BUSY_RETRY_AFTER_SECONDS } from './guard.js';
 export type ReceiverErrorCode = WebhookErrorCode | 'IN_PROGRESS' | 'HANDLER_FAILED' | 'INTERNAL_ERROR';
 
 /** The JSON of an answer's body. */
-export type ReceiverAnswerBody = { status: 'processed' | 'duplicate'; job_id: string } | { error: { code: ReceiverErrorCode; message: string } };
+export type ReceiverAnswerBody =
+  | { status: 'processed' | 'duplicate'; job_id: string }
+  | { error: { code: ReceiverErrorCode; message: string } };
 
 /** An HTTP answer, independent of the framework that sends it. `body` is JSON text. */
 export interface ReceiverAnswer {
@@ -27,16 +29,30 @@ const GENERIC_5XX: Partial<Record<ReceiverErrorCode, string>> = {
   RECEIVER_BUSY: 'The receiver is busy with other deliveries; retry later.',
   BODY_UNAVAILABLE: 'The receiver is misconfigured and cannot read the raw body; see its logs.',
   HANDLER_FAILED: 'The handler failed; the job was released so a retry can process it.',
-  CLAIM_LOST: 'This receiver lost its claim on the job before its work was committed; nothing was applied. Retry later.',
+  CLAIM_LOST:
+    'This receiver lost its claim on the job before its work was committed; nothing was applied. Retry later.',
   INTERNAL_ERROR: 'The receiver failed unexpectedly; see its logs.',
 };
 
-function answer(status: number, body: ReceiverAnswerBody, headers: Record<string, string> = {}): ReceiverAnswer {
+function answer(
+  status: number,
+  body: ReceiverAnswerBody,
+  headers: Record<string, string> = {},
+): ReceiverAnswer {
   return { status, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
 }
 
-export function errorAnswer(status: number, code: ReceiverErrorCode, message: string, headers?: Record<string, string>): ReceiverAnswer {
-  return answer(status, { error: { code, message: status >= 500 ? (GENERIC_5XX[code] ?? message) : message } }, headers);
+export function errorAnswer(
+  status: number,
+  code: ReceiverErrorCode,
+  message: string,
+  headers?: Record<string, string>,
+): ReceiverAnswer {
+  return answer(
+    status,
+    { error: { code, message: status >= 500 ? (GENERIC_5XX[code] ?? message) : message } },
+    headers,
+  );
 }
 
 /**
@@ -47,21 +63,32 @@ export function answerForError(err: unknown): ReceiverAnswer {
   if (!isWebhookError(err)) return errorAnswer(500, 'INTERNAL_ERROR', '');
   const status = STATUS_BY_CODE[err.code];
   // The rest of an oversized or stalled body is not read: close the connection after the answer.
-  const headers: Record<string, string> = err.code === 'BODY_TOO_LARGE' || err.code === 'BODY_TIMEOUT' ? { connection: 'close' } : {};
+  const headers: Record<string, string> =
+    err.code === 'BODY_TOO_LARGE' || err.code === 'BODY_TIMEOUT' ? { connection: 'close' } : {};
   if (err.code === 'RECEIVER_BUSY') headers['retry-after'] = String(BUSY_RETRY_AFTER_SECONDS);
   return errorAnswer(status, err.code, err.message, headers);
 }
 
 /** The answer for the outcome of running a verified job. */
-export function answerForRun(result: RunResult, jobId: string, retryAfterSeconds: number | undefined): ReceiverAnswer {
+export function answerForRun(
+  result: RunResult,
+  jobId: string,
+  retryAfterSeconds: number | undefined,
+): ReceiverAnswer {
   switch (result.kind) {
     case 'processed':
     case 'duplicate':
       return answer(200, { status: result.kind, job_id: jobId });
     case 'in_progress': {
-      const seconds = retryAfterSeconds ?? Math.min(30, Math.max(1, Math.ceil((result.retryAfterMs ?? 5000) / 1000)));
+      const seconds =
+        retryAfterSeconds ?? Math.min(30, Math.max(1, Math.ceil((result.retryAfterMs ?? 5000) / 1000)));
       // 503, not 409: a 4xx would end the gateway's retries while the job might still fail.
-      return errorAnswer(503, 'IN_PROGRESS', `Job ${jobId} is being processed by another delivery; retry later.`, { 'retry-after': String(seconds) });
+      return errorAnswer(
+        503,
+        'IN_PROGRESS',
+        `Job ${jobId} is being processed by another delivery; retry later.`,
+        { 'retry-after': String(seconds) },
+      );
     }
     case 'handler_failed':
       return errorAnswer(500, 'HANDLER_FAILED', '');
@@ -69,6 +96,10 @@ export function answerForRun(result: RunResult, jobId: string, retryAfterSeconds
       return errorAnswer(503, 'STORE_UNAVAILABLE', '');
     case 'claim_lost':
       // Nothing of the handler's transaction was applied: the gateway's retry processes the job.
-      return errorAnswer(503, 'CLAIM_LOST', '', { 'retry-after': String(retryAfterSeconds ?? Math.min(30, Math.max(1, Math.ceil(result.retryAfterMs / 1000)))) });
+      return errorAnswer(503, 'CLAIM_LOST', '', {
+        'retry-after': String(
+          retryAfterSeconds ?? Math.min(30, Math.max(1, Math.ceil(result.retryAfterMs / 1000))),
+        ),
+      });
   }
 }

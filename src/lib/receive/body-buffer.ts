@@ -42,7 +42,9 @@ export class BodyBuffer {
   bytes(): Uint8Array {
     const { whole, size, chunks } = this;
     if (whole === undefined) return chunks.length === 0 ? new Uint8Array(0) : concatBytes(chunks);
-    return size === whole.length && chunks.length === 0 ? whole : concatBytes([whole.subarray(0, Math.min(size, whole.length)), ...chunks]);
+    return size === whole.length && chunks.length === 0
+      ? whole
+      : concatBytes([whole.subarray(0, Math.min(size, whole.length)), ...chunks]);
   }
 
   /** One buffer of the declared size, when the ticket can hold it; else the chunks go on (nothing lost). */

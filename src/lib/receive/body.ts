@@ -46,7 +46,9 @@ export function contentCoding(headers: HeadersInput): ContentCoding {
     if (only === 'gzip' || only === 'x-gzip') return 'gzip';
     if (only === 'deflate' || only === 'br') return only;
   }
-  throw new EncodingUnsupportedError(`Content-Encoding ${JSON.stringify(raw)} is not supported; send the body as is, or gzip, deflate or br.`);
+  throw new EncodingUnsupportedError(
+    `Content-Encoding ${JSON.stringify(raw)} is not supported; send the body as is, or gzip, deflate or br.`,
+  );
 }
 
 /** The declared Content-Length, or undefined. */

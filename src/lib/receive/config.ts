@@ -6,7 +6,12 @@ import type { Logger } from '../base/log.js';
 import { checkNumber, optionalNumber } from '../base/options.js';
 import { DEFAULT_BODY_TIMEOUT_MS } from '../base/protocol.js';
 import type { PublicKeySource } from '../core/verify/key-list.js';
-import { checkReplayWindow, resolveOptions, type ResolvedOptions, type VerifyOptionsBase } from '../core/verify/options.js';
+import {
+  checkReplayWindow,
+  resolveOptions,
+  type ResolvedOptions,
+  type VerifyOptionsBase,
+} from '../core/verify/options.js';
 import { logBesideRunner, runnerFor, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
 import type { Clock } from '../jobs/clock.js';
 import type { Telemetry } from '../runtime/telemetry.js';
@@ -49,13 +54,19 @@ export interface ReceiverConfig<Req = unknown, K = unknown> extends Verification
 }
 
 /** The options every verifying handler takes. */
-export type VerificationOptions<K> = VerifyOptionsBase & AdmissionOptions & WorkerOptions & { publicKey: PublicKeySource<K>; bodyTimeoutMs?: number };
+export type VerificationOptions<K> = VerifyOptionsBase &
+  AdmissionOptions &
+  WorkerOptions & { publicKey: PublicKeySource<K>; bodyTimeoutMs?: number };
 
 /** Checks the options of request verification (TypeError for mistakes) and resolves them once. */
 export function resolveVerification<K>(options: VerificationOptions<K>, log: Logger): VerificationConfig<K> {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('options must be an object with a publicKey');
   const verify = resolveOptions(options);
-  const body = Object.freeze({ maxBodyBytes: verify.maxBodyBytes, timeoutMs: optionalNumber(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS) });
+  const body = Object.freeze({
+    maxBodyBytes: verify.maxBodyBytes,
+    timeoutMs: optionalNumber(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS),
+  });
   return Object.freeze({
     publicKey: options.publicKey,
     verify,
@@ -67,9 +78,14 @@ export function resolveVerification<K>(options: VerificationOptions<K>, log: Log
 }
 
 /** Checks a receiver's options (TypeError for mistakes), takes or builds its job runner, and resolves everything once. */
-export function resolveReceiverConfig<Req, K, Tx>(options: ReceiverOptionsBase<Req, Tx> & VerificationOptions<K>, adapter: AdapterName): ReceiverConfig<Req, K> {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with publicKey and onEvent');
-  if (typeof options.onEvent !== 'function') throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
+export function resolveReceiverConfig<Req, K, Tx>(
+  options: ReceiverOptionsBase<Req, Tx> & VerificationOptions<K>,
+  adapter: AdapterName,
+): ReceiverConfig<Req, K> {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('options must be an object with publicKey and onEvent');
+  if (typeof options.onEvent !== 'function')
+    throw new TypeError('onEvent must be a function (event, context) => void | Promise<void>');
   const runner = runnerFor(options as JobRunnerOptions & { runner?: JobRunner });
   const verification = resolveVerification(options, logBesideRunner(options, runner));
   checkReplayWindow(verification.verify.maxAgeSeconds, runner.options.retainMs);
@@ -80,7 +96,10 @@ export function resolveReceiverConfig<Req, K, Tx>(options: ReceiverOptionsBase<R
     runner,
     telemetry: runner.options.telemetry,
     clock: runner.options.clock,
-    retryAfterSeconds: options.retryAfterSeconds === undefined ? undefined : checkNumber(options.retryAfterSeconds, 'retryAfterSeconds', { integer: true }),
+    retryAfterSeconds:
+      options.retryAfterSeconds === undefined
+        ? undefined
+        : checkNumber(options.retryAfterSeconds, 'retryAfterSeconds', { integer: true }),
     windowMs: (verification.verify.maxAgeSeconds ?? 0) * 1000,
     markMs: ((verification.verify.maxAgeSeconds ?? 0) + verification.verify.maxFutureSkewSeconds) * 1000,
     onDelivery: checkHook(options.onDelivery),
@@ -88,6 +107,7 @@ export function resolveReceiverConfig<Req, K, Tx>(options: ReceiverOptionsBase<R
 }
 
 function checkHook(hook: unknown): ((outcome: DeliveryOutcome) => void) | undefined {
-  if (hook !== undefined && typeof hook !== 'function') throw new TypeError('onDelivery must be a function (outcome) => void');
+  if (hook !== undefined && typeof hook !== 'function')
+    throw new TypeError('onDelivery must be a function (outcome) => void');
   return hook as ((outcome: DeliveryOutcome) => void) | undefined;
 }

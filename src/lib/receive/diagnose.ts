@@ -22,7 +22,11 @@ interface Told {
 const status = (err: AnyWebhookError) => `${err.status} ${err.code}`;
 
 /** The refusals that say something about the setup, by code (and reason). */
-function told(err: AnyWebhookError, signatureHeader: string, headers: HeadersInput | undefined): [key: string, told: Told] | undefined {
+function told(
+  err: AnyWebhookError,
+  signatureHeader: string,
+  headers: HeadersInput | undefined,
+): [key: string, told: Told] | undefined {
   switch (err.code) {
     case 'SIGNATURE_INVALID':
       if (err.reason === 'unknown-key') return ['unknown-key', UNKNOWN_KEY];
@@ -32,16 +36,47 @@ function told(err: AnyWebhookError, signatureHeader: string, headers: HeadersInp
       return ['missing', missing(signatureHeader, headers)];
     case 'SIGNATURE_MALFORMED':
     case 'ALGORITHM_UNSUPPORTED':
-      return [err.code, { level: 'warn', summary: `deliveries refused ${err.code} (the signature header is not what the gateway sends)`, first: (e) => `jobhook: refused a delivery ${status(e)}: ${e.message} If deliveries from the gateway get this, something between it and this receiver changes the header.` }];
+      return [
+        err.code,
+        {
+          level: 'warn',
+          summary: `deliveries refused ${err.code} (the signature header is not what the gateway sends)`,
+          first: (e) =>
+            `jobhook: refused a delivery ${status(e)}: ${e.message} If deliveries from the gateway get this, something between it and this receiver changes the header.`,
+        },
+      ];
     case 'BODY_UNAVAILABLE':
-      return [err.code, { level: 'error', summary: 'deliveries answered 500 BODY_UNAVAILABLE (the raw body was not kept)', first: (e) => `jobhook: ${e.message}` }];
+      return [
+        err.code,
+        {
+          level: 'error',
+          summary: 'deliveries answered 500 BODY_UNAVAILABLE (the raw body was not kept)',
+          first: (e) => `jobhook: ${e.message}`,
+        },
+      ];
     case 'BODY_TOO_LARGE':
       return [err.code, TOO_LARGE];
     case 'EVENT_TOO_OLD':
     case 'EVENT_FROM_FUTURE':
-      return [err.code, { level: 'warn', summary: `signed deliveries refused ${err.code}`, first: (e) => `jobhook: refused a signed delivery ${status(e)}: ${e.message} If the gateway's deliveries get this, check this machine's clock (and maxAgeSeconds, maxFutureSkewSeconds).` }];
+      return [
+        err.code,
+        {
+          level: 'warn',
+          summary: `signed deliveries refused ${err.code}`,
+          first: (e) =>
+            `jobhook: refused a signed delivery ${status(e)}: ${e.message} If the gateway's deliveries get this, check this machine's clock (and maxAgeSeconds, maxFutureSkewSeconds).`,
+        },
+      ];
     case 'RECEIVER_BUSY':
-      return [err.code, { level: 'warn', summary: 'deliveries answered 503 RECEIVER_BUSY (the gateway retries them)', first: (e) => `jobhook: answered a delivery 503 RECEIVER_BUSY: ${e.message} The gateway retries; if this lasts, raise maxInFlightBytes or workerPoolSize, or add receivers.` }];
+      return [
+        err.code,
+        {
+          level: 'warn',
+          summary: 'deliveries answered 503 RECEIVER_BUSY (the gateway retries them)',
+          first: (e) =>
+            `jobhook: answered a delivery 503 RECEIVER_BUSY: ${e.message} The gateway retries; if this lasts, raise maxInFlightBytes or workerPoolSize, or add receivers.`,
+        },
+      ];
     default:
       return undefined;
   }
@@ -49,15 +84,17 @@ function told(err: AnyWebhookError, signatureHeader: string, headers: HeadersInp
 
 const UNKNOWN_KEY: Told = {
   level: 'warn',
-  summary: 'deliveries refused 401 SIGNATURE_INVALID: no configured key opens their signature (forged, or publicKey is not the gateway key)',
+  summary:
+    'deliveries refused 401 SIGNATURE_INVALID: no configured key opens their signature (forged, or publicKey is not the gateway key)',
   first: () =>
     'jobhook: refused a delivery 401 SIGNATURE_INVALID: no configured key opens its signature. If it came from the gateway, publicKey is not the key the gateway signs with ' +
-    '(another environment\'s key? a rotation? check GATEWAY_PUBLIC_KEY) and every delivery is lost: the gateway does not retry a 401. Forged requests look the same.',
+    "(another environment's key? a rotation? check GATEWAY_PUBLIC_KEY) and every delivery is lost: the gateway does not retry a 401. Forged requests look the same.",
 };
 
 const BODY_CHANGED: Told = {
   level: 'warn',
-  summary: 'deliveries refused 401 SIGNATURE_INVALID: the gateway key opens their signature but the body is not what was signed',
+  summary:
+    'deliveries refused 401 SIGNATURE_INVALID: the gateway key opens their signature but the body is not what was signed',
   first: () =>
     "jobhook: refused a delivery 401 SIGNATURE_INVALID: the gateway's key opens its signature, but the body is not what was signed. Something between the gateway and jobhook " +
     'changed the bytes (a proxy or CDN that re-encodes, a body parser that re-serialized the JSON: give jobhook the raw bytes), or a captured signature is being replayed with another body. ' +
@@ -73,7 +110,8 @@ const REPLAYED: Told = {
 const TOO_LARGE: Told = {
   level: 'warn',
   summary: 'deliveries refused 413 BODY_TOO_LARGE',
-  first: (e) => `jobhook: refused a delivery 413 BODY_TOO_LARGE: ${e.message} The gateway does not retry a 413: if it sends deliveries this large, raise maxBodyBytes (and any limit in front of jobhook).`,
+  first: (e) =>
+    `jobhook: refused a delivery 413 BODY_TOO_LARGE: ${e.message} The gateway does not retry a 413: if it sends deliveries this large, raise maxBodyBytes (and any limit in front of jobhook).`,
 };
 
 /** Names of headers that look like a signature header, for a delivery without the configured one. */
@@ -84,7 +122,9 @@ function lookalikes(signatureHeader: string, headers: HeadersInput | undefined):
     h?.forEach?.((_, k) => names.push(k));
     return names.filter((n) => /signature/i.test(n) && n.toLowerCase() !== signatureHeader.toLowerCase());
   }
-  return Object.keys(headers).filter((n) => /signature/i.test(n) && n.toLowerCase() !== signatureHeader.toLowerCase());
+  return Object.keys(headers).filter(
+    (n) => /signature/i.test(n) && n.toLowerCase() !== signatureHeader.toLowerCase(),
+  );
 }
 
 function missing(signatureHeader: string, headers: HeadersInput | undefined): Told {
@@ -93,7 +133,10 @@ function missing(signatureHeader: string, headers: HeadersInput | undefined): To
     summary: `deliveries refused 401 SIGNATURE_MISSING (no ${signatureHeader} header)`,
     first: () => {
       const seen = lookalikes(signatureHeader, headers);
-      const hint = seen.length > 0 ? ` This one has ${seen.join(', ')}: if that is the gateway's, set signatureHeader: '${seen[0]}'.` : '';
+      const hint =
+        seen.length > 0
+          ? ` This one has ${seen.join(', ')}: if that is the gateway's, set signatureHeader: '${seen[0]}'.`
+          : '';
       return `jobhook: refused a delivery 401 SIGNATURE_MISSING: it has no ${signatureHeader} header. If it came from the gateway, a proxy dropped or renamed the header, or the gateway names it otherwise (signatureHeader).${hint}`;
     },
   };
@@ -114,12 +157,26 @@ export class Diagnosis {
     if (err instanceof ClientAbortedError) return this.log.debug(`jobhook: ${err.message}`);
     if (!isWebhookError(err)) {
       const key = `unexpected:${(err as Error)?.message ?? String(err)}`.slice(0, 200);
-      return this.alerts.raise(key, 'error', 'deliveries answered 500 after an unexpected failure (as above)', () => 'jobhook: the receiver failed unexpectedly', () => errorDetails(err));
+      return this.alerts.raise(
+        key,
+        'error',
+        'deliveries answered 500 after an unexpected failure (as above)',
+        () => 'jobhook: the receiver failed unexpectedly',
+        () => errorDetails(err),
+      );
     }
     const kind = told(err, this.signatureHeader, headers);
-    if (kind !== undefined) return this.alerts.raise(kind[0], kind[1].level, kind[1].summary, () => kind[1].first(err));
+    if (kind !== undefined)
+      return this.alerts.raise(kind[0], kind[1].level, kind[1].summary, () => kind[1].first(err));
     if (err.status >= 500) this.log.error(`jobhook: ${err.code}: ${err.message}`);
-    else if (err.code === 'BODY_TIMEOUT' || err.code === 'ENCODING_UNSUPPORTED') this.log.debug(`jobhook: refused a delivery: ${err.code}`, { message: err.message });
-    else this.alerts.raise(`signed:${err.code}`, 'info', `signed deliveries refused ${err.code}`, () => `jobhook: refused a signed delivery ${status(err)}: ${err.message}`);
+    else if (err.code === 'BODY_TIMEOUT' || err.code === 'ENCODING_UNSUPPORTED')
+      this.log.debug(`jobhook: refused a delivery: ${err.code}`, { message: err.message });
+    else
+      this.alerts.raise(
+        `signed:${err.code}`,
+        'info',
+        `signed deliveries refused ${err.code}`,
+        () => `jobhook: refused a signed delivery ${status(err)}: ${err.message}`,
+      );
   }
 }

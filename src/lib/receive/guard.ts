@@ -57,8 +57,15 @@ export interface Ticket {
 
 /** `maxInFlightBytes` checked (TypeError for mistakes) and defaulted, once. */
 export function resolveAdmission(options: AdmissionOptions, maxBodyBytes: number): number {
-  const max = optionalNumber(options.maxInFlightBytes, 'maxInFlightBytes', Math.max(DEFAULT_MAX_IN_FLIGHT_BYTES, maxBodyBytes));
-  if (max < maxBodyBytes) throw new TypeError(`maxInFlightBytes (${max}) must be at least maxBodyBytes (${maxBodyBytes}): a body of maxBodyBytes would never be admitted`);
+  const max = optionalNumber(
+    options.maxInFlightBytes,
+    'maxInFlightBytes',
+    Math.max(DEFAULT_MAX_IN_FLIGHT_BYTES, maxBodyBytes),
+  );
+  if (max < maxBodyBytes)
+    throw new TypeError(
+      `maxInFlightBytes (${max}) must be at least maxBodyBytes (${maxBodyBytes}): a body of maxBodyBytes would never be admitted`,
+    );
   return max;
 }
 
@@ -129,14 +136,18 @@ export class DeliveryGuard {
    */
   admit(inHand: number | undefined): Ticket {
     const first = inHand !== undefined && Number.isFinite(inHand) && inHand > 0 ? inHand : 0;
-    if (!this.fits(0, first)) throw busy(`${this.inFlight} body bytes are being received and verified (maxInFlightBytes ${this.max})`);
+    if (!this.fits(0, first))
+      throw busy(
+        `${this.inFlight} body bytes are being received and verified (maxInFlightBytes ${this.max})`,
+      );
     let held = first;
     let released = false;
     this.inFlight += held;
     return {
       cover: (bytes) => {
         if (released || bytes <= held) return;
-        if (!this.fits(held, bytes)) throw busy(`the receiver holds ${this.inFlight} body bytes (maxInFlightBytes ${this.max})`);
+        if (!this.fits(held, bytes))
+          throw busy(`the receiver holds ${this.inFlight} body bytes (maxInFlightBytes ${this.max})`);
         this.inFlight += bytes - held;
         held = bytes;
       },
@@ -155,7 +166,11 @@ export class DeliveryGuard {
    * of another body, so a request with other bytes is verified on its own, without
    * waiting for the others.
    */
-  async once<T>(key: string, body: string | Uint8Array, verify: () => T | Promise<T>): Promise<{ result: T; own: boolean }> {
+  async once<T>(
+    key: string,
+    body: string | Uint8Array,
+    verify: () => T | Promise<T>,
+  ): Promise<{ result: T; own: boolean }> {
     const same = this.flights.get(key)?.find((f) => f.holds(body));
     if (same !== undefined) return { result: (await same.result) as T, own: false };
     const verified = verify();
@@ -190,11 +205,18 @@ export class DeliveryGuard {
   remember(key: string, jobId: string, body: string, until: number): void {
     const entry = this.known.get(key);
     this.known.delete(key);
-    const bodies = entry === undefined ? [body] : entry.bodies.includes(body) ? entry.bodies : [...entry.bodies, body].slice(-4);
+    const bodies =
+      entry === undefined
+        ? [body]
+        : entry.bodies.includes(body)
+          ? entry.bodies
+          : [...entry.bodies, body].slice(-4);
     this.known.set(key, { jobId, bodies, until: Math.max(until, entry?.until ?? 0) });
     if (this.known.size > KNOWN_DIGESTS) this.known.delete(this.known.keys().next().value!);
   }
 }
 
 /** The names of {@link AdmissionOptions}. */
-export const ADMISSION_OPTIONS = { maxInFlightBytes: true } as const satisfies OptionNamesOf<AdmissionOptions>;
+export const ADMISSION_OPTIONS = {
+  maxInFlightBytes: true,
+} as const satisfies OptionNamesOf<AdmissionOptions>;

@@ -46,7 +46,12 @@ const RUN_CODE: Record<Exclude<RunResult['kind'], 'processed' | 'duplicate'>, st
 const METRIC_ADAPTER = new AttributeSets((adapter) => ({ adapter }));
 const SPAN_ADAPTER = new AttributeSets((adapter) => ({ 'jobhook.adapter': adapter }));
 const deliverySets = (adapter: AdapterName) =>
-  new AttributeSets((outcome, code, dialect) => ({ outcome, adapter, ...(code === undefined ? {} : { code }), ...(dialect === undefined ? {} : { dialect }) }));
+  new AttributeSets((outcome, code, dialect) => ({
+    outcome,
+    adapter,
+    ...(code === undefined ? {} : { code }),
+    ...(dialect === undefined ? {} : { dialect }),
+  }));
 
 /** What `delivered` records of a delivery. */
 interface Told {
@@ -84,14 +89,24 @@ export class Receiver<Req, K = unknown> {
     return telemetry.within('jobhook.receive', 'server', SPAN_ADAPTER.get(adapter), async (span) => {
       const known = await this.verification.known(signed.signature, signed.bytes, this.config.clock.now());
       if (known?.kind === 'duplicate') {
-        this.config.log.debug(`jobhook: job ${known.jobId}: duplicate (its signature and bytes were verified and completed here)`);
-        return this.delivered(answerForRun({ kind: 'duplicate' }, known.jobId, undefined), { outcome: 'duplicate', jobId: known.jobId, started, bodyBytes });
+        this.config.log.debug(
+          `jobhook: job ${known.jobId}: duplicate (its signature and bytes were verified and completed here)`,
+        );
+        return this.delivered(answerForRun({ kind: 'duplicate' }, known.jobId, undefined), {
+          outcome: 'duplicate',
+          jobId: known.jobId,
+          started,
+          bodyBytes,
+        });
       }
-      if (known?.kind === 'refused') return this.failed(span, known.error, started, bodyBytes, signed.headers);
+      if (known?.kind === 'refused')
+        return this.failed(span, known.error, started, bodyBytes, signed.headers);
       let verified: OwnVerified;
       const verifying = performance.now();
       try {
-        verified = await telemetry.phase('jobhook.verify', () => this.verification.verify(signed.bytes, signed.signature, signed.owned));
+        verified = await telemetry.phase('jobhook.verify', () =>
+          this.verification.verify(signed.bytes, signed.signature, signed.owned),
+        );
       } catch (err) {
         return this.failed(span, err, started, bodyBytes, signed.headers);
       } finally {
@@ -102,7 +117,13 @@ export class Receiver<Req, K = unknown> {
   }
 
   /** Runs a verified delivery's job, remembers its signature once completed, and answers. */
-  private async process(verified: OwnVerified, signed: SignedBody, request: Req, span: SpanLike | undefined, at: { started: number; bodyBytes: number }): Promise<ReceiverAnswer> {
+  private async process(
+    verified: OwnVerified,
+    signed: SignedBody,
+    request: Req,
+    span: SpanLike | undefined,
+    at: { started: number; bodyBytes: number },
+  ): Promise<ReceiverAnswer> {
     const { config } = this;
     const { event, payload, jobId, dialect, keyIndex, canonicalSha256 } = verified.delivery;
     span?.setAttribute('jobhook.job_id', jobId);
@@ -112,25 +133,48 @@ export class Receiver<Req, K = unknown> {
     // the receivers' clocks are.
     const now = config.clock.now();
     const finished = parseRfc3339(event.finished_at);
-    if (finished !== undefined) config.telemetry.deliveryLag?.record(Math.max(0, now - finished) / 1000, METRIC_ADAPTER.get(config.adapter));
+    if (finished !== undefined)
+      config.telemetry.deliveryLag?.record(
+        Math.max(0, now - finished) / 1000,
+        METRIC_ADAPTER.get(config.adapter),
+      );
     const retainMs = Math.max(finished ?? now, now) + config.markMs - now;
-    const handler = (claim: ClaimContext) => config.onEvent(event, eventContext({ source: 'webhook' as const, dialect, keyIndex, canonicalSha256, request }, jobId, payload, claim));
+    const handler = (claim: ClaimContext) =>
+      config.onEvent(
+        event,
+        eventContext(
+          { source: 'webhook' as const, dialect, keyIndex, canonicalSha256, request },
+          jobId,
+          payload,
+          claim,
+        ),
+      );
     const result = await config.runner.run(jobId, handler, { retainMs });
-    if (result.kind === 'duplicate' || result.kind === 'in_progress') config.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
+    if (result.kind === 'duplicate' || result.kind === 'in_progress')
+      config.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
     // Completed: the same signature and bytes again are answered duplicate without canonical work, while the window is open.
     // A shared result came with the same bytes: the request that verified them remembers them.
     if (verified.own && (result.kind === 'processed' || result.kind === 'duplicate')) {
       // Never past the replay window on finished_at: a replay after it must meet EVENT_TOO_OLD, not a duplicate answer.
-      const until = finished !== undefined && config.windowMs > 0 ? Math.min(now + retainMs, finished + config.windowMs) : now + retainMs;
+      const until =
+        finished !== undefined && config.windowMs > 0
+          ? Math.min(now + retainMs, finished + config.windowMs)
+          : now + retainMs;
       await this.verification.remember(signed.signature, jobId, verified, signed.bytes, until);
     }
     return this.answered(result, verified.delivery, span, at);
   }
 
-  private answered(result: RunResult, delivery: VerifiedDelivery, span: SpanLike | undefined, at: { started: number; bodyBytes: number }): ReceiverAnswer {
+  private answered(
+    result: RunResult,
+    delivery: VerifiedDelivery,
+    span: SpanLike | undefined,
+    at: { started: number; bodyBytes: number },
+  ): ReceiverAnswer {
     const { jobId, dialect } = delivery;
     const answer = answerForRun(result, jobId, this.config.retryAfterSeconds);
-    if (result.kind === 'processed' || result.kind === 'duplicate') return this.delivered(answer, { outcome: result.kind, jobId, dialect, ...at });
+    if (result.kind === 'processed' || result.kind === 'duplicate')
+      return this.delivered(answer, { outcome: result.kind, jobId, dialect, ...at });
     const code = RUN_CODE[result.kind];
     fail(span, undefined, code);
     return this.delivered(answer, { outcome: outcomeOf(answer.status, code), code, jobId, dialect, ...at });
@@ -142,17 +186,33 @@ export class Receiver<Req, K = unknown> {
    * `bodyBytes`: what was read of its body; `headers`: the request's, for hints.
    */
   refuse(err: unknown, started?: number, bodyBytes = 0, headers?: HeadersInput): ReceiverAnswer {
-    this.config.telemetry.instant('jobhook.receive', 'server', SPAN_ADAPTER.get(this.config.adapter), codeOf(err));
+    this.config.telemetry.instant(
+      'jobhook.receive',
+      'server',
+      SPAN_ADAPTER.get(this.config.adapter),
+      codeOf(err),
+    );
     return this.refusal(err, started, bodyBytes, headers);
   }
 
   /** A refusal inside the delivery's span. */
-  private failed(span: SpanLike | undefined, err: unknown, started: number, bodyBytes: number, headers: HeadersInput): ReceiverAnswer {
+  private failed(
+    span: SpanLike | undefined,
+    err: unknown,
+    started: number,
+    bodyBytes: number,
+    headers: HeadersInput,
+  ): ReceiverAnswer {
     fail(span, err);
     return this.refusal(err, started, bodyBytes, headers);
   }
 
-  private refusal(err: unknown, started: number | undefined, bodyBytes: number, headers?: HeadersInput): ReceiverAnswer {
+  private refusal(
+    err: unknown,
+    started: number | undefined,
+    bodyBytes: number,
+    headers?: HeadersInput,
+  ): ReceiverAnswer {
     if (isWebhookError(err) && err.code === 'BODY_UNAVAILABLE') this.config.runner.report('body', err);
     else this.diagnosis.refused(err, headers);
     const answer = answerForError(err);

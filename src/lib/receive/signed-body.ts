@@ -43,18 +43,30 @@ export interface SignedBody {
 }
 
 /** Reads a signed request's body through `source`, refusing as early as the headers allow. */
-export async function signedBody(v: Verification, source: BodySource, limits: BodyLimits): Promise<SignedBody> {
+export async function signedBody(
+  v: Verification,
+  source: BodySource,
+  limits: BodyLimits,
+): Promise<SignedBody> {
   const { kept, headers } = source;
   const declared = declaredLength(headers);
   if (kept !== undefined) checkBodySize(kept, limits);
   else if (Number(declared) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
-  const coding: ContentCoding = kept !== undefined && source.keptEncoded !== true ? 'identity' : contentCoding(headers);
+  const coding: ContentCoding =
+    kept !== undefined && source.keptEncoded !== true ? 'identity' : contentCoding(headers);
   const signature = await v.open(headers);
   // Bytes in hand are held at once; a body still to be read holds what arrives of it.
   const ticket = v.admit(kept === undefined ? 0 : typeof kept === 'string' ? kept.length : kept.byteLength);
-  if (kept !== undefined && coding === 'identity') return { headers, signature, bytes: kept, ticket, owned: false };
+  if (kept !== undefined && coding === 'identity')
+    return { headers, signature, bytes: kept, ticket, owned: false };
   try {
-    return { headers, signature, bytes: await source.read(coding, ticket, coding === 'identity' ? declared : undefined), ticket, owned: true };
+    return {
+      headers,
+      signature,
+      bytes: await source.read(coding, ticket, coding === 'identity' ? declared : undefined),
+      ticket,
+      owned: true,
+    };
   } catch (err) {
     ticket.release();
     throw err;

@@ -7,7 +7,12 @@ import type { DialectName } from '../core/canonical/dialects.js';
 import type { OptionNamesOf } from '../base/options.js';
 import type { EventContextBase, PollEventContext } from '../jobs/context.js';
 import type { IdempotencyStore, TransactionalStore } from '../jobs/store.js';
-import { JOB_RUNNER_OPTIONS, type FailureStage, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
+import {
+  JOB_RUNNER_OPTIONS,
+  type FailureStage,
+  type JobRunner,
+  type JobRunnerOptions,
+} from '../jobs/runner.js';
 import { ADMISSION_OPTIONS, type AdmissionOptions } from './guard.js';
 
 /** A handler call for a verified webhook delivery. */

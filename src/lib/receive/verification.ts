@@ -12,7 +12,8 @@ import type { VerificationConfig } from './config.js';
 import { DeliveryGuard, digestKey, type Ticket } from './guard.js';
 
 /** What a known signature's replay comes to: the gateway's retry of a completed job, or another body (401). */
-export type KnownReplay = { kind: 'duplicate'; jobId: string } | { kind: 'refused'; error: SignatureInvalidError };
+export type KnownReplay =
+  { kind: 'duplicate'; jobId: string } | { kind: 'refused'; error: SignatureInvalidError };
 
 /** A verification, and whether this request did it (false: it shared one of the same bytes). */
 export interface OwnVerified extends Verified {
@@ -20,7 +21,8 @@ export interface OwnVerified extends Verified {
 }
 
 const encoder = new TextEncoder();
-const bytesOf = (body: string | Uint8Array): Uint8Array => (typeof body === 'string' ? encoder.encode(body) : body);
+const bytesOf = (body: string | Uint8Array): Uint8Array =>
+  typeof body === 'string' ? encoder.encode(body) : body;
 
 export class Verification<K = unknown> {
   /** Bodies in flight, verifications per signature and body, signatures known completed. */
@@ -29,7 +31,12 @@ export class Verification<K = unknown> {
   private readonly hashRaw: (bytes: Uint8Array) => string | Promise<string>;
 
   constructor(config: VerificationConfig<K>, runtime: VerifyRuntime<K>) {
-    this.offload = new Offloader(runtime.verifier(config.publicKey, config.verify), config.workers, config.log, runtime.builtins());
+    this.offload = new Offloader(
+      runtime.verifier(config.publicKey, config.verify),
+      config.workers,
+      config.log,
+      runtime.builtins(),
+    );
     this.guard = new DeliveryGuard(config.maxInFlightBytes, config.body.maxBodyBytes);
     this.hashRaw = runtime.hashRaw;
   }
@@ -49,8 +56,14 @@ export class Verification<K = unknown> {
    * with the same signature and bytes. `movable`: the body's memory is this request's
    * alone (it may be moved to a worker).
    */
-  async verify(body: string | Uint8Array, signature: OpenedSignature, movable: boolean): Promise<OwnVerified> {
-    const shared = await this.guard.once(digestKey(signature), body, () => this.offload.verifyOpened(body, signature, movable));
+  async verify(
+    body: string | Uint8Array,
+    signature: OpenedSignature,
+    movable: boolean,
+  ): Promise<OwnVerified> {
+    const shared = await this.guard.once(digestKey(signature), body, () =>
+      this.offload.verifyOpened(body, signature, movable),
+    );
     return { ...shared.result, own: shared.own };
   }
 
@@ -60,13 +73,21 @@ export class Verification<K = unknown> {
    * (it is not what was verified; the job is done, so refusing it loses nothing). Undefined
    * for a signature not known: verify it.
    */
-  async known(signature: OpenedSignature, body: string | Uint8Array, now: number): Promise<KnownReplay | undefined> {
+  async known(
+    signature: OpenedSignature,
+    body: string | Uint8Array,
+    now: number,
+  ): Promise<KnownReplay | undefined> {
     const known = this.guard.completed(digestKey(signature), now);
     if (known === undefined) return undefined;
-    if (known.bodies.includes(await this.hashRaw(bytesOf(body)))) return { kind: 'duplicate', jobId: known.jobId };
+    if (known.bodies.includes(await this.hashRaw(bytesOf(body))))
+      return { kind: 'duplicate', jobId: known.jobId };
     return {
       kind: 'refused',
-      error: new SignatureInvalidError(`The event this signature covers (job ${known.jobId}) was verified and completed here with another body: this one is not what was signed.`, 'replayed'),
+      error: new SignatureInvalidError(
+        `The event this signature covers (job ${known.jobId}) was verified and completed here with another body: this one is not what was signed.`,
+        'replayed',
+      ),
     };
   }
 
@@ -74,8 +95,16 @@ export class Verification<K = unknown> {
    * Remembers that the job of a signature completed with `body` until `until` (epoch ms).
    * A body moved to a worker was hashed there; one verified here is hashed now.
    */
-  async remember(signature: OpenedSignature, jobId: string, verified: Verified, body: string | Uint8Array, until: number): Promise<void> {
-    const rawHash = verified.rawSha256 ?? (typeof body === 'string' || body.byteLength > 0 ? await this.hashRaw(bytesOf(body)) : undefined);
+  async remember(
+    signature: OpenedSignature,
+    jobId: string,
+    verified: Verified,
+    body: string | Uint8Array,
+    until: number,
+  ): Promise<void> {
+    const rawHash =
+      verified.rawSha256 ??
+      (typeof body === 'string' || body.byteLength > 0 ? await this.hashRaw(bytesOf(body)) : undefined);
     if (rawHash !== undefined) this.guard.remember(digestKey(signature), jobId, rawHash, until);
   }
 

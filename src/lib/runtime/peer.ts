@@ -8,8 +8,13 @@ export function requirePeer<T>(name: string, who: string): T {
   try {
     return createRequire(import.meta.url)(name) as T;
   } catch (err) {
-    if ((err as { code?: string }).code === 'MODULE_NOT_FOUND' && String((err as Error).message).includes(`'${name}'`)) {
-      throw new TypeError(`${who} needs the optional peer dependency ${name}, which is not installed: npm install ${name}`);
+    if (
+      (err as { code?: string }).code === 'MODULE_NOT_FOUND' &&
+      String((err as Error).message).includes(`'${name}'`)
+    ) {
+      throw new TypeError(
+        `${who} needs the optional peer dependency ${name}, which is not installed: npm install ${name}`,
+      );
     }
     throw err;
   }

@@ -36,7 +36,8 @@ export function importPrivateKey(privateKey: string | KeyObject): KeyObject {
     err.cause = cause;
     throw err;
   }
-  if (key.type !== 'private' || key.asymmetricKeyType !== 'rsa') throw optionError`${option('privateKey')} must be an RSA private key`;
+  if (key.type !== 'private' || key.asymmetricKeyType !== 'rsa')
+    throw optionError`${option('privateKey')} must be an RSA private key`;
   return key;
 }
 
@@ -44,7 +45,11 @@ export function importPrivateKey(privateKey: string | KeyObject): KeyObject {
  * Signs a body the way the gateway does (canonical JSON → SHA-256 hex → RSA
  * PKCS#1 v1.5/SHA-256 over the hex), for tests and local tooling.
  */
-export function signDelivery(body: string | Uint8Array, privateKey: string | KeyObject, options: SignOptions = {}): SignedDelivery {
+export function signDelivery(
+  body: string | Uint8Array,
+  privateKey: string | KeyObject,
+  options: SignOptions = {},
+): SignedDelivery {
   const key = importPrivateKey(privateKey);
   const canonical = canonicalizeText(body, { dialect: options.dialect ?? 'orjson' });
   const signature = rsaSign('sha256', Buffer.from(sha256Hex(canonical), 'latin1'), key).toString('hex');
@@ -61,4 +66,10 @@ export function signDelivery(body: string | Uint8Array, privateKey: string | Key
 }
 
 /** `signDelivery` from `jobhook`. */
-export const SIGN_OPTIONS = { dialect: true, signatureHeader: true, algorithmHeader: true, webhookHeader: true, userAgent: true } as const satisfies OptionNamesOf<SignOptions>;
+export const SIGN_OPTIONS = {
+  dialect: true,
+  signatureHeader: true,
+  algorithmHeader: true,
+  webhookHeader: true,
+  userAgent: true,
+} as const satisfies OptionNamesOf<SignOptions>;

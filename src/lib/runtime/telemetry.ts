@@ -22,12 +22,18 @@ export interface MeterProviderLike {
 
 /** What jobhook uses of an OpenTelemetry `Meter`. */
 export interface MeterLike {
-  createCounter(name: string, options?: { description?: string; unit?: string }): { add(value: number, attributes?: Attributes): void };
+  createCounter(
+    name: string,
+    options?: { description?: string; unit?: string },
+  ): { add(value: number, attributes?: Attributes): void };
   createHistogram(
     name: string,
     options?: { description?: string; unit?: string; advice?: { explicitBucketBoundaries?: number[] } },
   ): { record(value: number, attributes?: Attributes): void };
-  createObservableGauge(name: string, options?: { description?: string; unit?: string }): {
+  createObservableGauge(
+    name: string,
+    options?: { description?: string; unit?: string },
+  ): {
     addCallback(callback: (result: { observe(value: number, attributes?: Attributes): void }) => void): void;
   };
 }
@@ -44,7 +50,11 @@ export interface SpanLike {
 /** What jobhook uses of an OpenTelemetry `Tracer`. */
 export interface TracerLike {
   startSpan(name: string, options?: { kind?: number; attributes?: Attributes }): SpanLike;
-  startActiveSpan<R>(name: string, options: { kind?: number; attributes?: Attributes }, fn: (span: SpanLike) => R): R;
+  startActiveSpan<R>(
+    name: string,
+    options: { kind?: number; attributes?: Attributes },
+    fn: (span: SpanLike) => R,
+  ): R;
 }
 
 /** What jobhook uses of an OpenTelemetry `TracerProvider` (`@opentelemetry/sdk-trace-base`'s is one). */
@@ -86,9 +96,10 @@ function otelApi(): OtelApi | null {
   if (api !== undefined) return api;
   api = null;
   try {
-    const mod = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.('node:module') as
-      | { createRequire(url: string): (id: string) => unknown }
-      | undefined;
+    const mod = (
+      globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }
+    ).process?.getBuiltinModule?.('node:module') as
+      { createRequire(url: string): (id: string) => unknown } | undefined;
     if (mod !== undefined) api = mod.createRequire(import.meta.url)('@opentelemetry/api') as OtelApi;
   } catch {
     // Not installed: no telemetry unless providers are given.
@@ -96,10 +107,17 @@ function otelApi(): OtelApi | null {
   return api;
 }
 
-function provider<P>(given: P | false | undefined, what: string, global: (a: OtelApi) => P): { provider: P; global?: OtelApi } | undefined {
+function provider<P>(
+  given: P | false | undefined,
+  what: string,
+  global: (a: OtelApi) => P,
+): { provider: P; global?: OtelApi } | undefined {
   if (given === false) return undefined;
   if (given !== undefined) {
-    if (typeof given !== 'object' || given === null) throw new TypeError(`${what} must be an OpenTelemetry ${what === 'meterProvider' ? 'MeterProvider' : 'TracerProvider'} or false`);
+    if (typeof given !== 'object' || given === null)
+      throw new TypeError(
+        `${what} must be an OpenTelemetry ${what === 'meterProvider' ? 'MeterProvider' : 'TracerProvider'} or false`,
+      );
     return { provider: given };
   }
   const a = otelApi();
@@ -116,9 +134,19 @@ type Counter = ReturnType<MeterLike['createCounter']>;
 type Histogram = ReturnType<MeterLike['createHistogram']>;
 
 /** Bucket boundaries for durations in seconds (OpenTelemetry's advice for HTTP server durations), and for body sizes. */
-const SECONDS = { advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10] } };
-const LAG = { advice: { explicitBucketBoundaries: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600, 21600, 86400] } };
-const BYTES = { advice: { explicitBucketBoundaries: [1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 33554432] } };
+const SECONDS = {
+  advice: {
+    explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
+  },
+};
+const LAG = {
+  advice: { explicitBucketBoundaries: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600, 21600, 86400] },
+};
+const BYTES = {
+  advice: {
+    explicitBucketBoundaries: [1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 33554432],
+  },
+};
 
 const NAME = 'jobhook';
 const VERSION = '0.1.0';
@@ -152,15 +180,46 @@ export class Telemetry {
     this.tracer = tracers?.provider.getTracer(NAME, VERSION);
     const delegating = tracers?.provider as Partial<DelegatingProvider> | undefined;
     const Proxy = tracers?.global?.ProxyTracerProvider;
-    this.proxy = Proxy !== undefined && typeof delegating?.getDelegate === 'function' ? { provider: delegating as DelegatingProvider, noop: new Proxy().getDelegate() } : undefined;
-    this.deliveries = m?.createCounter('jobhook.deliveries', { description: 'Deliveries answered, by outcome (processed, duplicate, refused, failed, busy, unavailable)' });
-    this.verifyDuration = m?.createHistogram('jobhook.verify.duration', { ...SECONDS, unit: 's', description: 'Verification of a delivery: signature, canonical forms, event' });
-    this.handlerDuration = m?.createHistogram('jobhook.handler.duration', { ...SECONDS, unit: 's', description: "The application's onEvent" });
-    this.deliveryLag = m?.createHistogram('jobhook.delivery.lag', { ...LAG, unit: 's', description: 'Receipt minus the signed finished_at' });
-    this.storeDuration = m?.createHistogram('jobhook.store.duration', { ...SECONDS, unit: 's', description: 'One idempotency store operation' });
-    this.bodySize = m?.createHistogram('jobhook.body.size', { ...BYTES, unit: 'By', description: 'Body bytes of a delivery as read' });
-    this.recovered = m?.createCounter('jobhook.reconciler.recovered', { description: 'Completions the reconciler found by polling and processed' });
-    this.superseded = m?.createCounter('jobhook.jobs.superseded', { description: 'Jobs that may have run twice (a takeover of a lapsed lease, a completion that found the job taken over)' });
+    this.proxy =
+      Proxy !== undefined && typeof delegating?.getDelegate === 'function'
+        ? { provider: delegating as DelegatingProvider, noop: new Proxy().getDelegate() }
+        : undefined;
+    this.deliveries = m?.createCounter('jobhook.deliveries', {
+      description:
+        'Deliveries answered, by outcome (processed, duplicate, refused, failed, busy, unavailable)',
+    });
+    this.verifyDuration = m?.createHistogram('jobhook.verify.duration', {
+      ...SECONDS,
+      unit: 's',
+      description: 'Verification of a delivery: signature, canonical forms, event',
+    });
+    this.handlerDuration = m?.createHistogram('jobhook.handler.duration', {
+      ...SECONDS,
+      unit: 's',
+      description: "The application's onEvent",
+    });
+    this.deliveryLag = m?.createHistogram('jobhook.delivery.lag', {
+      ...LAG,
+      unit: 's',
+      description: 'Receipt minus the signed finished_at',
+    });
+    this.storeDuration = m?.createHistogram('jobhook.store.duration', {
+      ...SECONDS,
+      unit: 's',
+      description: 'One idempotency store operation',
+    });
+    this.bodySize = m?.createHistogram('jobhook.body.size', {
+      ...BYTES,
+      unit: 'By',
+      description: 'Body bytes of a delivery as read',
+    });
+    this.recovered = m?.createCounter('jobhook.reconciler.recovered', {
+      description: 'Completions the reconciler found by polling and processed',
+    });
+    this.superseded = m?.createCounter('jobhook.jobs.superseded', {
+      description:
+        'Jobs that may have run twice (a takeover of a lapsed lease, a completion that found the job taken over)',
+    });
   }
 
   /** The tracer, unless it is the global one with no SDK behind it yet. */
@@ -190,7 +249,12 @@ export class Telemetry {
    * recovered job (`consumer`): spans made meanwhile (jobhook's phases, the application's
    * own in onEvent) are its children. `attributes`: given when the span starts (samplers see them).
    */
-  within<R>(name: string, kind: 'server' | 'consumer', attributes: Readonly<Attributes> | undefined, fn: (span: SpanLike | undefined) => Promise<R>): Promise<R> {
+  within<R>(
+    name: string,
+    kind: 'server' | 'consumer',
+    attributes: Readonly<Attributes> | undefined,
+    fn: (span: SpanLike | undefined) => Promise<R>,
+  ): Promise<R> {
     const tracer = this.active();
     if (tracer === undefined) return fn(undefined);
     // No async wrapper: one promise and one await fewer per delivery (each a turn through the context manager's hooks).
@@ -219,7 +283,12 @@ export class Telemetry {
   }
 
   /** A span that begins and ends now (a delivery refused on its headers): `error.type` set when given. */
-  instant(name: string, kind: 'server' | 'consumer', attributes: Readonly<Attributes>, errorType?: string): void {
+  instant(
+    name: string,
+    kind: 'server' | 'consumer',
+    attributes: Readonly<Attributes>,
+    errorType?: string,
+  ): void {
     const tracer = this.active();
     if (tracer === undefined) return;
     const span = tracer.startSpan(name, spanOptions(KIND[kind], attributes));
@@ -268,8 +337,14 @@ export class Telemetry {
 
 /** Span options, made once per kind (and per attribute set given, by identity: callers pass their own constant sets). */
 const OPTIONS_BY_KIND = new Map<number, { kind: number }>();
-const OPTIONS_WITH = new WeakMap<Readonly<Attributes>, Map<number, { kind: number; attributes: Attributes }>>();
-function spanOptions(kind: number, attributes: Readonly<Attributes> | undefined): { kind: number; attributes?: Attributes } {
+const OPTIONS_WITH = new WeakMap<
+  Readonly<Attributes>,
+  Map<number, { kind: number; attributes: Attributes }>
+>();
+function spanOptions(
+  kind: number,
+  attributes: Readonly<Attributes> | undefined,
+): { kind: number; attributes?: Attributes } {
   if (attributes === undefined) {
     let o = OPTIONS_BY_KIND.get(kind);
     if (o === undefined) OPTIONS_BY_KIND.set(kind, (o = Object.freeze({ kind })));
@@ -289,7 +364,10 @@ function spanOptions(kind: number, attributes: Readonly<Attributes> | undefined)
  * `max` combinations, a fresh object each time.
  */
 export class AttributeSets {
-  private readonly sets = new Map<string | undefined, Map<string | undefined, Map<string | undefined, Readonly<Attributes>>>>();
+  private readonly sets = new Map<
+    string | undefined,
+    Map<string | undefined, Map<string | undefined, Readonly<Attributes>>>
+  >();
   private size = 0;
   constructor(
     private readonly make: (a: string, b: string | undefined, c: string | undefined) => Attributes,
@@ -315,7 +393,13 @@ export class AttributeSets {
 /** Marks a span failed: `error.type` and an error status (messages may hold backend details: left to the log). */
 export function fail(span: SpanLike | undefined, err: unknown, type?: string): void {
   if (span === undefined) return;
-  span.setAttribute('error.type', type ?? (typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : ((err as Error)?.name ?? 'Error')));
+  span.setAttribute(
+    'error.type',
+    type ??
+      (typeof (err as { code?: unknown })?.code === 'string'
+        ? (err as { code: string }).code
+        : ((err as Error)?.name ?? 'Error')),
+  );
   span.setStatus({ code: STATUS_ERROR });
 }
 
@@ -330,4 +414,7 @@ export function createTelemetry(options: TelemetryOptions): Telemetry {
 }
 
 /** The names of {@link TelemetryOptions}. */
-export const TELEMETRY_OPTIONS = { meterProvider: true, tracerProvider: true } as const satisfies OptionNamesOf<TelemetryOptions>;
+export const TELEMETRY_OPTIONS = {
+  meterProvider: true,
+  tracerProvider: true,
+} as const satisfies OptionNamesOf<TelemetryOptions>;

@@ -14,7 +14,14 @@ import { errorDetails, type Logger } from '../base/log.js';
  * `host:port[/database]` of a connection URL or of a client's options: what an operator
  * needs to find the server, and nothing of its credentials.
  */
-export function addressOf(o: { url?: string; host?: string; port?: number | string; path?: string; database?: string; defaultPort: number }): string {
+export function addressOf(o: {
+  url?: string;
+  host?: string;
+  port?: number | string;
+  path?: string;
+  database?: string;
+  defaultPort: number;
+}): string {
   let host = o.host;
   let port = o.port;
   let database = o.database;
@@ -29,28 +36,38 @@ export function addressOf(o: { url?: string; host?: string; port?: number | stri
     }
   }
   if (o.path !== undefined) return o.path;
-  const at = host === undefined || host === '' ? 'localhost' : host.startsWith('/') ? host : host.includes(':') ? `[${host}]` : host;
+  const at =
+    host === undefined || host === ''
+      ? 'localhost'
+      : host.startsWith('/')
+        ? host
+        : host.includes(':')
+          ? `[${host}]`
+          : host;
   return `${at}${at.startsWith('/') ? '' : `:${port ?? o.defaultPort}`}${database === undefined ? '' : `/${database}`}`;
 }
 
 /** What a cause means and what to do, by its code (Node's, PostgreSQL's SQLSTATE, Redis's reply prefix). */
 const HINTS: Readonly<Record<string, string>> = {
-  ECONNREFUSED: 'connection refused: nothing listens at that address (is the server running? are the host and port right?)',
+  ECONNREFUSED:
+    'connection refused: nothing listens at that address (is the server running? are the host and port right?)',
   ENOTFOUND: 'the host name does not resolve (check the host in the URL)',
   EAI_AGAIN: 'the host name could not be resolved now (DNS)',
   ETIMEDOUT: 'the connection timed out (a firewall, a wrong address, or the server is overloaded)',
   EHOSTUNREACH: 'no route to the host (network or firewall)',
   ECONNRESET: 'the server closed the connection',
   EPIPE: 'the server closed the connection',
-  WRONGPASS: 'Redis refused the password (check the password in the URL, or the client\'s username and password)',
-  NOAUTH: 'Redis requires a password and none was given (redis://:password@host:port, or the client\'s password option)',
+  WRONGPASS:
+    "Redis refused the password (check the password in the URL, or the client's username and password)",
+  NOAUTH:
+    "Redis requires a password and none was given (redis://:password@host:port, or the client's password option)",
   NOPERM: 'the Redis user lacks a permission the store needs (EVALSHA, GET, SET, ZADD, TIME…)',
   LOADING: 'Redis is loading its data set after a restart',
   '28P01': 'authentication failed (check the user and password in the connection string)',
   '28000': 'the server refused this user (the role does not exist, or pg_hba.conf has no entry for it)',
   '3D000': 'the database does not exist (check its name in the connection string)',
   '3F000': 'the schema does not exist (CREATE SCHEMA it, or give the store an existing schema)',
-  '42501': 'the user lacks a privilege on the store\'s tables (run migrate() as their owner, or GRANT it)',
+  '42501': "the user lacks a privilege on the store's tables (run migrate() as their owner, or GRANT it)",
   '53300': 'the server has no connection slot left (max_connections)',
   '57P01': 'the server is shutting down',
   '57P03': 'the server is starting up or shutting down',
@@ -94,29 +111,50 @@ export function causeText(err: unknown): string {
  * the client's last connection error, for a failure that does not say it (ioredis's
  * "max retries per request" after its reconnection attempts failed).
  */
-export function storeFailure(backend: string, operation: string, err: unknown, last?: unknown): StoreUnavailableError {
+export function storeFailure(
+  backend: string,
+  operation: string,
+  err: unknown,
+  last?: unknown,
+): StoreUnavailableError {
   const cause = causeCode(err) !== undefined || last === undefined ? err : last;
   return new StoreUnavailableError(`${backend} failed on ${operation}: ${causeText(cause)}`, { cause });
 }
 
 /** The deadline's failure: the last connection error, when there is one, says why. */
-export function storeTimeout(backend: string, operation: string, timeoutMs: number, last?: unknown): StoreUnavailableError {
+export function storeTimeout(
+  backend: string,
+  operation: string,
+  timeoutMs: number,
+  last?: unknown,
+): StoreUnavailableError {
   const why = last === undefined ? '' : `; the last connection attempt failed: ${causeText(last)}`;
-  return new StoreUnavailableError(`${backend} did not answer ${operation} within ${timeoutMs} ms${why}.`, last === undefined ? undefined : { cause: last });
+  return new StoreUnavailableError(
+    `${backend} did not answer ${operation} within ${timeoutMs} ms${why}.`,
+    last === undefined ? undefined : { cause: last },
+  );
 }
 
 /** The fix, in every message that says the tables are missing. */
-export const MIGRATE_FIX = 'Run `await store.migrate()` once at start (safe to run concurrently and again), or create the store with `migrate: true`.';
+export const MIGRATE_FIX =
+  'Run `await store.migrate()` once at start (safe to run concurrently and again), or create the store with `migrate: true`.';
 
 /**
  * PostgreSQL's 42P01 (undefined_table) or 42703 (undefined_column) on one of the
  * store's statements: the tables were never created, or by an earlier version.
  */
-export function notMigrated(err: unknown, backend: string, tables: string): StoreNotMigratedError | undefined {
+export function notMigrated(
+  err: unknown,
+  backend: string,
+  tables: string,
+): StoreNotMigratedError | undefined {
   const code = (err as { code?: unknown })?.code;
   if (code !== '42P01' && code !== '42703') return undefined;
   const what = code === '42P01' ? 'undefined_table' : 'undefined_column, a table made by an earlier version';
-  return new StoreNotMigratedError(`${backend}: ${(err as Error).message} (${code} ${what}): the store's tables (${tables}) are not there. ${MIGRATE_FIX}`, { cause: err });
+  return new StoreNotMigratedError(
+    `${backend}: ${(err as Error).message} (${code} ${what}): the store's tables (${tables}) are not there. ${MIGRATE_FIX}`,
+    { cause: err },
+  );
 }
 
 /**

@@ -21,8 +21,18 @@ export interface StoreRelations {
 }
 
 /** Undefined when everything is there; else the StoreNotMigratedError that names what is missing and the fix. */
-export async function checkSchema(pool: Pool, backend: string, r: StoreRelations): Promise<StoreNotMigratedError | undefined> {
-  const { rows } = await pool.query<{ schema: boolean; jobs: boolean; pending: boolean; fence: boolean; columns: string[] }>(
+export async function checkSchema(
+  pool: Pool,
+  backend: string,
+  r: StoreRelations,
+): Promise<StoreNotMigratedError | undefined> {
+  const { rows } = await pool.query<{
+    schema: boolean;
+    jobs: boolean;
+    pending: boolean;
+    fence: boolean;
+    columns: string[];
+  }>(
     `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS schema,
             to_regclass($2) IS NOT NULL AS jobs, to_regclass($3) IS NOT NULL AS pending, to_regclass($4) IS NOT NULL AS fence,
             ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($2) AND attnum > 0 AND NOT attisdropped) AS columns`,
@@ -31,17 +41,26 @@ export async function checkSchema(pool: Pool, backend: string, r: StoreRelations
   const found = rows[0]!;
   const table = `${r.schema}.${r.table}`;
   if (!found.schema) {
-    return new StoreNotMigratedError(`${backend}: the schema "${r.schema}" does not exist, so neither does the store's table ${table}. Create the schema (CREATE SCHEMA "${r.schema}"), or give the store the schema its tables are in; then ${lower(MIGRATE_FIX)}`);
+    return new StoreNotMigratedError(
+      `${backend}: the schema "${r.schema}" does not exist, so neither does the store's table ${table}. Create the schema (CREATE SCHEMA "${r.schema}"), or give the store the schema its tables are in; then ${lower(MIGRATE_FIX)}`,
+    );
   }
-  if (!found.jobs) return new StoreNotMigratedError(`${backend}: the store's table ${table} does not exist (migrate() was not run on this database and schema). ${MIGRATE_FIX}`);
+  if (!found.jobs)
+    return new StoreNotMigratedError(
+      `${backend}: the store's table ${table} does not exist (migrate() was not run on this database and schema). ${MIGRATE_FIX}`,
+    );
   const columns = JOB_COLUMNS.filter((c) => !found.columns.includes(c));
   const missing = [
-    ...(columns.length === 0 ? [] : [`the table ${table} lacks the column${columns.length === 1 ? '' : 's'} ${columns.join(', ')}`]),
+    ...(columns.length === 0
+      ? []
+      : [`the table ${table} lacks the column${columns.length === 1 ? '' : 's'} ${columns.join(', ')}`]),
     ...(found.pending ? [] : [`the table ${r.pending} does not exist`]),
     ...(found.fence ? [] : [`the sequence ${r.fence} does not exist`]),
   ];
   if (missing.length === 0) return undefined;
-  return new StoreNotMigratedError(`${backend}: ${missing.join('; ')} (made by an earlier version of jobhook, or by hand). ${MIGRATE_FIX}`);
+  return new StoreNotMigratedError(
+    `${backend}: ${missing.join('; ')} (made by an earlier version of jobhook, or by hand). ${MIGRATE_FIX}`,
+  );
 }
 
 const lower = (s: string) => s.charAt(0).toLowerCase() + s.slice(1);

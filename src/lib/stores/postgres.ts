@@ -81,7 +81,12 @@ export interface PostgresStoreOptions {
 
 /** Whether a pg client has a query running or queued (pg 8's fields, read without its deprecation notices). */
 function busy(client: PoolClient): boolean {
-  const c = client as unknown as { _getActiveQuery?: () => unknown; activeQuery?: unknown; _queryQueue?: unknown[]; queryQueue?: unknown[] };
+  const c = client as unknown as {
+    _getActiveQuery?: () => unknown;
+    activeQuery?: unknown;
+    _queryQueue?: unknown[];
+    queryQueue?: unknown[];
+  };
   const active = typeof c._getActiveQuery === 'function' ? c._getActiveQuery() : c.activeQuery;
   const queued = c._queryQueue ?? c.queryQueue;
   return (active !== null && active !== undefined) || (queued?.length ?? 0) > 0;
@@ -124,10 +129,12 @@ const TRANSACTION_IDLE_MARGIN_MS = 1000;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 function ident(value: string, what: string): string {
-  if (!IDENTIFIER.test(value)) throw new TypeError(`${what} must be a plain SQL identifier (letters, digits, _); got ${JSON.stringify(value)}`);
+  if (!IDENTIFIER.test(value))
+    throw new TypeError(
+      `${what} must be a plain SQL identifier (letters, digits, _); got ${JSON.stringify(value)}`,
+    );
   return `"${value}"`;
 }
-
 
 /**
  * Idempotency store on PostgreSQL: one table, a claim is an `INSERT … ON CONFLICT
@@ -179,27 +186,42 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     const table = options.table ?? 'jobhook_jobs';
     this.table = `${ident(schema, 'schema')}.${ident(table, 'table')}`;
     this.names = [schema, table];
-    this.indexNames = { jobs: `${table.slice(0, 50)}_expires_at`, pending: `${table.slice(0, 50)}_pending_since` };
+    this.indexNames = {
+      jobs: `${table.slice(0, 50)}_expires_at`,
+      pending: `${table.slice(0, 50)}_pending_since`,
+    };
     this.index = ident(this.indexNames.jobs, 'table');
     this.pendingTable = `${ident(schema, 'schema')}.${ident(`${table.slice(0, 54)}_pending`, 'table')}`;
     this.pendingIndex = ident(this.indexNames.pending, 'table');
     this.lockKey = `jobhook:${schema}.${table}`;
     this.fenceSeq = `${ident(schema, 'schema')}.${ident(`${table.slice(0, 50)}_fence_seq`, 'table')}`;
-    if (options.transactional !== undefined && typeof options.transactional !== 'boolean') throw new TypeError('transactional must be true or false');
+    if (options.transactional !== undefined && typeof options.transactional !== 'boolean')
+      throw new TypeError('transactional must be true or false');
     this.transactional = options.transactional === true;
-    if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError('now must be a function returning epoch milliseconds');
+    if (options.now !== undefined && typeof options.now !== 'function')
+      throw new TypeError('now must be a function returning epoch milliseconds');
     this.now = options.now;
     this.timeoutMs = optionalNumber(options.operationTimeoutMs, 'operationTimeoutMs', 5000);
     this.owned = options.pool === undefined;
     this.pool = options.pool ?? this.connect(options.connectionString!);
-    if (options.migrate !== undefined && typeof options.migrate !== 'boolean') throw new TypeError('migrate must be true or false');
+    if (options.migrate !== undefined && typeof options.migrate !== 'boolean')
+      throw new TypeError('migrate must be true or false');
     this.autoMigrate = options.migrate === true ? firstUse(() => this.migrate()) : undefined;
-    const o = (this.pool as { options?: { connectionString?: string; host?: string; port?: number; database?: string } }).options ?? {};
+    const o =
+      (
+        this.pool as {
+          options?: { connectionString?: string; host?: string; port?: number; database?: string };
+        }
+      ).options ?? {};
     this.backend = `PostgreSQL at ${addressOf({ url: options.connectionString ?? o.connectionString, host: o.host, port: o.port, database: o.database, defaultPort: 5432 })}`;
     this.probe = new StoreProbe(resolveLogger(options.log));
     // A missing table found while a migrate() runs is that migrate()'s to tell.
     const calls = this.migrateCalls;
-    this.probe.start('the PostgreSQL store', () => this.ready(), (err) => (err as { code?: unknown })?.code === 'STORE_NOT_MIGRATED' && this.migrateCalls > calls);
+    this.probe.start(
+      'the PostgreSQL store',
+      () => this.ready(),
+      (err) => (err as { code?: unknown })?.code === 'STORE_NOT_MIGRATED' && this.migrateCalls > calls,
+    );
   }
 
   private connect(connectionString: string): Pool {
@@ -226,9 +248,16 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
         // 22P05, 22021: a job id this database's encoding cannot hold. Not an outage: say so.
         const code = (err as { code?: unknown }).code;
         if (code === '22P05' || code === '22021') {
-          throw new TypeError(`jobId cannot be stored in this database (its encoding is not UTF8; migrate() refuses such databases): ${(err as Error).message}`, { cause: err });
+          throw new TypeError(
+            `jobId cannot be stored in this database (its encoding is not UTF8; migrate() refuses such databases): ${(err as Error).message}`,
+            { cause: err },
+          );
         }
-        throw (operation === 'migrate' ? undefined : notMigrated(err, this.backend, `${this.table}, ${this.pendingTable}, ${this.fenceSeq}`)) ?? err;
+        throw (
+          (operation === 'migrate'
+            ? undefined
+            : notMigrated(err, this.backend, `${this.table}, ${this.pendingTable}, ${this.fenceSeq}`)) ?? err
+        );
       }
     });
   }
@@ -267,7 +296,9 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
    * cannot store some of them, and each such delivery would fail for good.
    */
   private async checkEncoding(client: PoolClient): Promise<void> {
-    const { rows } = await client.query<{ encoding: string }>('SELECT pg_encoding_to_char(encoding) AS encoding FROM pg_database WHERE datname = current_database()');
+    const { rows } = await client.query<{ encoding: string }>(
+      'SELECT pg_encoding_to_char(encoding) AS encoding FROM pg_database WHERE datname = current_database()',
+    );
     const encoding = rows[0]?.encoding ?? 'unknown';
     if (encoding !== 'UTF8') {
       throw new TypeError(
@@ -278,7 +309,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
 
   private async createJobsTable(client: PoolClient): Promise<void> {
     await client.query(
-          `CREATE TABLE IF NOT EXISTS ${this.table} (
+      `CREATE TABLE IF NOT EXISTS ${this.table} (
              job_id text PRIMARY KEY,
              token text,
              state text NOT NULL CHECK (state IN ('claimed', 'completed', 'released')),
@@ -300,9 +331,14 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
       this.names,
     );
     const columns = new Set(has.rows.map((r) => r.column_name));
-    const added: Record<string, string> = { stale_at: 'timestamptz', fence: 'bigint NOT NULL DEFAULT 0', took_over: 'boolean NOT NULL DEFAULT false' };
+    const added: Record<string, string> = {
+      stale_at: 'timestamptz',
+      fence: 'bigint NOT NULL DEFAULT 0',
+      took_over: 'boolean NOT NULL DEFAULT false',
+    };
     for (const [column, type] of Object.entries(added)) {
-      if (!columns.has(column)) await client.query(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS ${column} ${type}`);
+      if (!columns.has(column))
+        await client.query(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS ${column} ${type}`);
     }
   }
 
@@ -313,7 +349,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
    */
   private async widenStateCheck(client: PoolClient): Promise<void> {
     const checks = await client.query<{ conname: string; def: string }>(
-          `SELECT c.conname, pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
+      `SELECT c.conname, pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
              JOIN pg_class r ON r.oid = c.conrelid JOIN pg_namespace n ON n.oid = r.relnamespace
             WHERE n.nspname = $1 AND r.relname = $2 AND c.contype = 'c'`,
       this.names,
@@ -321,7 +357,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     for (const { conname, def } of checks.rows) {
       if (!/\bstate\b/.test(def) || def.includes("'released'")) continue;
       await client.query(
-            `ALTER TABLE ${this.table} DROP CONSTRAINT "${conname.replace(/"/g, '""')}",
+        `ALTER TABLE ${this.table} DROP CONSTRAINT "${conname.replace(/"/g, '""')}",
                ADD CONSTRAINT ${ident(`${this.names[1].slice(0, 40)}_state_v2`, 'table')} CHECK (state IN ('claimed', 'completed', 'released')) NOT VALID`,
       );
     }
@@ -329,7 +365,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
 
   private async createPendingTable(client: PoolClient): Promise<void> {
     await client.query(
-          `CREATE TABLE IF NOT EXISTS ${this.pendingTable} (
+      `CREATE TABLE IF NOT EXISTS ${this.pendingTable} (
              job_id text PRIMARY KEY,
              since_ms bigint NOT NULL,
              user_parameters jsonb
@@ -344,13 +380,17 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
    * transactional handler's) and hold up every claim behind it on each start.
    */
   private async createIndexes(client: PoolClient): Promise<void> {
-    const indexes = await client.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = ANY($2)`, [
-      this.names[0],
-      [this.indexNames.jobs, this.indexNames.pending],
-    ]);
+    const indexes = await client.query<{ indexname: string }>(
+      `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = ANY($2)`,
+      [this.names[0], [this.indexNames.jobs, this.indexNames.pending]],
+    );
     const present = new Set(indexes.rows.map((r) => r.indexname));
-    if (!present.has(this.indexNames.jobs)) await client.query(`CREATE INDEX IF NOT EXISTS ${this.index} ON ${this.table} (expires_at)`);
-    if (!present.has(this.indexNames.pending)) await client.query(`CREATE INDEX IF NOT EXISTS ${this.pendingIndex} ON ${this.pendingTable} (since_ms)`);
+    if (!present.has(this.indexNames.jobs))
+      await client.query(`CREATE INDEX IF NOT EXISTS ${this.index} ON ${this.table} (expires_at)`);
+    if (!present.has(this.indexNames.pending))
+      await client.query(
+        `CREATE INDEX IF NOT EXISTS ${this.pendingIndex} ON ${this.pendingTable} (since_ms)`,
+      );
   }
 
   /** The statement parameter that stands for "now": the store's clock when given (tests), else NULL (the server's). */
@@ -362,63 +402,21 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     const { leaseMs, token, graceMs } = claimArgs(jobId, options);
     return this.run('claim', async (pool) => {
       for (let attempt = 0; attempt < 3; attempt++) {
-        // Taken when the row is absent, held by this token (same fencing number, same
-        // took_over), released (took_over: the release's taint while it is kept), completed
-        // past its retention, or another token's claim whose lease ran out at least graceMs
-        // after a claim first found it so (stale_at; a mark made before the lease end, which
-        // a renewal by an earlier version can leave, does not count), or that nobody marked
-        // within the grace window after its lease end. A new holder's fencing number is the
-        // sequence's next, and more than the row's. It is drawn only when the job is taken:
-        // a row the statement's snapshot shows is updated (its number evaluated only when
-        // the WHERE lets it through), an absent one inserted. A row inserted meanwhile by
-        // another claim is left to it (nothing returned: the row is read below); one deleted
-        // meanwhile (a purge) is not updated, and the next attempt inserts it.
-        const taken = await pool.query<{ fence: string; took_over: boolean }>(
-          `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
-           there AS (SELECT EXISTS (SELECT 1 FROM ${this.table} WHERE job_id = $1) AS present),
-           up AS (
-             UPDATE ${this.table} AS t SET token = $2, state = 'claimed', expires_at = (SELECT now FROM c) + $3 * interval '1 millisecond', stale_at = NULL,
-                 fence = CASE WHEN t.state = 'claimed' AND t.token = $2 THEN t.fence ELSE greatest(nextval('${this.fenceSeq}'), t.fence + 1) END,
-                 took_over = CASE WHEN t.state = 'claimed' AND t.token = $2 THEN t.took_over
-                                  WHEN t.state = 'claimed' THEN true
-                                  WHEN t.state = 'released' AND t.expires_at > (SELECT now FROM c) THEN t.took_over
-                                  ELSE false END
-              WHERE t.job_id = $1
-                AND ((t.state = 'claimed' AND t.token = $2)
-                  OR t.state = 'released'
-                  OR (t.expires_at <= (SELECT now FROM c)
-                      AND (t.state = 'completed' OR $4 = 0
-                           OR (t.stale_at >= t.expires_at AND t.stale_at <= (SELECT now FROM c) - $4 * interval '1 millisecond')
-                           OR ((t.stale_at IS NULL OR t.stale_at < t.expires_at) AND t.expires_at <= (SELECT now FROM c) - $6 * interval '1 millisecond'))))
-              RETURNING t.fence, t.took_over),
-           ins AS (
-             INSERT INTO ${this.table} (job_id, token, state, expires_at, stale_at, fence, took_over)
-               SELECT $1, $2, 'claimed', c.now + $3 * interval '1 millisecond', NULL, nextval('${this.fenceSeq}'), false FROM c, there WHERE NOT there.present
-             ON CONFLICT (job_id) DO NOTHING
-             RETURNING fence, took_over)
-           SELECT fence, took_over FROM up UNION ALL SELECT fence, took_over FROM ins`,
-          [jobId, token, leaseMs, graceMs, this.clock(), GRACE_WINDOW_MS],
-        );
+        const taken = await this.take(pool, jobId, token, leaseMs, graceMs);
         const row = taken.rows[0];
-        if (row !== undefined) return { status: 'acquired', token, fence: Number(row.fence), ...(row.took_over ? { tookOver: true } : {}) };
-        // Not taken: a live claim, a completion, or another token's lease over but within
-        // the grace (the first claim to find it so, within the grace window, starts the grace).
-        const seen = await pool.query<{ state: string; left_ms: string; wait_ms: string | null }>(
-          `WITH c AS (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now),
-           marked AS (
-             UPDATE ${this.table} SET stale_at = CASE WHEN stale_at >= expires_at THEN stale_at ELSE (SELECT now FROM c) END
-              WHERE job_id = $1 AND $2 > 0 AND state = 'claimed' AND expires_at <= (SELECT now FROM c)
-                AND (stale_at >= expires_at OR expires_at > (SELECT now FROM c) - $4 * interval '1 millisecond')
-              RETURNING job_id, stale_at)
-           SELECT t.state, ceil(extract(epoch FROM (t.expires_at - c.now)) * 1000) AS left_ms,
-                  ceil($2 - extract(epoch FROM (c.now - m.stale_at)) * 1000) AS wait_ms
-             FROM c, ${this.table} t LEFT JOIN marked m USING (job_id) WHERE t.job_id = $1`,
-          [jobId, graceMs, this.clock(), GRACE_WINDOW_MS],
-        );
+        if (row !== undefined)
+          return {
+            status: 'acquired',
+            token,
+            fence: Number(row.fence),
+            ...(row.took_over ? { tookOver: true } : {}),
+          };
+        const seen = await this.look(pool, jobId, graceMs);
         const found = seen.rows[0];
         if (found === undefined || found.state === 'released') continue; // removed or released meanwhile
         if (found.wait_ms !== null) {
-          if (Number(found.wait_ms) > 0) return { status: 'in_progress', retryAfterMs: Number(found.wait_ms), stale: true };
+          if (Number(found.wait_ms) > 0)
+            return { status: 'in_progress', retryAfterMs: Number(found.wait_ms), stale: true };
           continue; // the grace is over: take it
         }
         if (Number(found.left_ms) <= 0) continue; // expired meanwhile
@@ -427,6 +425,65 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
       }
       return { status: 'in_progress' };
     });
+  }
+
+  /** The claim's first statement: takes the job when it may be taken; a row only then. */
+  private take(pool: Pool, jobId: string, token: string, leaseMs: number, graceMs: number) {
+    // Taken when the row is absent, held by this token (same fencing number, same
+    // took_over), released (took_over: the release's taint while it is kept), completed
+    // past its retention, or another token's claim whose lease ran out at least graceMs
+    // after a claim first found it so (stale_at; a mark made before the lease end, which
+    // a renewal by an earlier version can leave, does not count), or that nobody marked
+    // within the grace window after its lease end. A new holder's fencing number is the
+    // sequence's next, and more than the row's. It is drawn only when the job is taken:
+    // a row the statement's snapshot shows is updated (its number evaluated only when
+    // the WHERE lets it through), an absent one inserted. A row inserted meanwhile by
+    // another claim is left to it (nothing returned: the row is read below); one deleted
+    // meanwhile (a purge) is not updated, and the next attempt inserts it.
+    return pool.query<{ fence: string; took_over: boolean }>(
+      `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
+       there AS (SELECT EXISTS (SELECT 1 FROM ${this.table} WHERE job_id = $1) AS present),
+       up AS (
+         UPDATE ${this.table} AS t SET token = $2, state = 'claimed', expires_at = (SELECT now FROM c) + $3 * interval '1 millisecond', stale_at = NULL,
+             fence = CASE WHEN t.state = 'claimed' AND t.token = $2 THEN t.fence ELSE greatest(nextval('${this.fenceSeq}'), t.fence + 1) END,
+             took_over = CASE WHEN t.state = 'claimed' AND t.token = $2 THEN t.took_over
+                              WHEN t.state = 'claimed' THEN true
+                              WHEN t.state = 'released' AND t.expires_at > (SELECT now FROM c) THEN t.took_over
+                              ELSE false END
+          WHERE t.job_id = $1
+            AND ((t.state = 'claimed' AND t.token = $2)
+              OR t.state = 'released'
+              OR (t.expires_at <= (SELECT now FROM c)
+                  AND (t.state = 'completed' OR $4 = 0
+                       OR (t.stale_at >= t.expires_at AND t.stale_at <= (SELECT now FROM c) - $4 * interval '1 millisecond')
+                       OR ((t.stale_at IS NULL OR t.stale_at < t.expires_at) AND t.expires_at <= (SELECT now FROM c) - $6 * interval '1 millisecond'))))
+          RETURNING t.fence, t.took_over),
+       ins AS (
+         INSERT INTO ${this.table} (job_id, token, state, expires_at, stale_at, fence, took_over)
+           SELECT $1, $2, 'claimed', c.now + $3 * interval '1 millisecond', NULL, nextval('${this.fenceSeq}'), false FROM c, there WHERE NOT there.present
+         ON CONFLICT (job_id) DO NOTHING
+         RETURNING fence, took_over)
+       SELECT fence, took_over FROM up UNION ALL SELECT fence, took_over FROM ins`,
+      [jobId, token, leaseMs, graceMs, this.clock(), GRACE_WINDOW_MS],
+    );
+  }
+
+  /** The claim's second statement, when the first took nothing: what holds the job, and the grace it starts. */
+  private look(pool: Pool, jobId: string, graceMs: number) {
+    // Not taken: a live claim, a completion, or another token's lease over but within
+    // the grace (the first claim to find it so, within the grace window, starts the grace).
+    return pool.query<{ state: string; left_ms: string; wait_ms: string | null }>(
+      `WITH c AS (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now),
+       marked AS (
+         UPDATE ${this.table} SET stale_at = CASE WHEN stale_at >= expires_at THEN stale_at ELSE (SELECT now FROM c) END
+          WHERE job_id = $1 AND $2 > 0 AND state = 'claimed' AND expires_at <= (SELECT now FROM c)
+            AND (stale_at >= expires_at OR expires_at > (SELECT now FROM c) - $4 * interval '1 millisecond')
+          RETURNING job_id, stale_at)
+       SELECT t.state, ceil(extract(epoch FROM (t.expires_at - c.now)) * 1000) AS left_ms,
+              ceil($2 - extract(epoch FROM (c.now - m.stale_at)) * 1000) AS wait_ms
+         FROM c, ${this.table} t LEFT JOIN marked m USING (job_id) WHERE t.job_id = $1`,
+      [jobId, graceMs, this.clock(), GRACE_WINDOW_MS],
+    );
   }
 
   async renew(jobId: string, token: string, options: RenewOptions): Promise<RenewReply> {
@@ -451,7 +508,10 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
         [jobId, token, leaseMs, fence ?? null, this.clock()],
       );
       if (Number(r.rows[0]!.renewed) === 1) return 'renewed';
-      const seen = await pool.query<{ mine: boolean }>(`SELECT state = 'completed' AND token = $2 AS mine FROM ${this.table} WHERE job_id = $1`, [jobId, token]);
+      const seen = await pool.query<{ mine: boolean }>(
+        `SELECT state = 'completed' AND token = $2 AS mine FROM ${this.table} WHERE job_id = $1`,
+        [jobId, token],
+      );
       return seen.rows[0]?.mine === true ? 'completed' : 'superseded';
     });
   }
@@ -485,7 +545,10 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
       // Not written: a live claim of another token, or a completion (by this token, by
       // a version that kept no token, or by another token). This token's own completion
       // retried gets the same reply again (superseded when took_over says so).
-      const seen = await pool.query<{ state: string; token: string | null; took_over: boolean }>(`SELECT state, token, took_over FROM ${this.table} WHERE job_id = $1`, [jobId]);
+      const seen = await pool.query<{ state: string; token: string | null; took_over: boolean }>(
+        `SELECT state, token, took_over FROM ${this.table} WHERE job_id = $1`,
+        [jobId],
+      );
       const now = seen.rows[0];
       if (now?.state === 'completed' && (now.token === null || now.token === token)) {
         await pool.query(`DELETE FROM ${this.pendingTable} WHERE job_id = $1`, [jobId]);
@@ -501,7 +564,11 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
    * operations. Past the deadline: STORE_UNAVAILABLE (503, the gateway retries).
    */
   private async transactionSlot(): Promise<void> {
-    const max = Math.max(1, ((this.pool as { options?: { max?: number } }).options?.max ?? 10) - Math.max(1, Math.floor(((this.pool as { options?: { max?: number } }).options?.max ?? 10) / 4)));
+    const max = Math.max(
+      1,
+      ((this.pool as { options?: { max?: number } }).options?.max ?? 10) -
+        Math.max(1, Math.floor(((this.pool as { options?: { max?: number } }).options?.max ?? 10) / 4)),
+    );
     if (this.openTransactions < max) {
       this.openTransactions++;
       return;
@@ -515,7 +582,11 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
       const timer = setTimeout(() => {
         const at = this.slotWaiters.indexOf(wake);
         if (at >= 0) this.slotWaiters.splice(at, 1);
-        reject(new StoreUnavailableError(`PostgreSQL: ${max} transactions are open (the pool's size minus what the store keeps for its own operations) and none ended within ${this.timeoutMs} ms; raise the pool's max.`));
+        reject(
+          new StoreUnavailableError(
+            `PostgreSQL: ${max} transactions are open (the pool's size minus what the store keeps for its own operations) and none ended within ${this.timeoutMs} ms; raise the pool's max.`,
+          ),
+        );
       }, this.timeoutMs);
       this.slotWaiters.push(wake);
     });
@@ -547,7 +618,13 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
   }
 
   private relations(): StoreRelations {
-    return { schema: this.names[0], table: this.names[1], jobs: this.table, pending: this.pendingTable, fence: this.fenceSeq };
+    return {
+      schema: this.names[0],
+      table: this.names[1],
+      jobs: this.table,
+      pending: this.pendingTable,
+      fence: this.fenceSeq,
+    };
   }
 
   async release(jobId: string, token: string, options?: ReleaseOptions): Promise<boolean> {
@@ -572,11 +649,18 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
    * `complete` writes the completion inside it, only while `token` still holds the claim
    * with `fence`; `commit` makes the handler's writes and the completion durable at once.
    */
-  async begin(jobId: string, token: string, options: { fence: number; leaseMs?: number }): Promise<StoreTransaction<PoolClient>> {
+  async begin(
+    jobId: string,
+    token: string,
+    options: { fence: number; leaseMs?: number },
+  ): Promise<StoreTransaction<PoolClient>> {
     checkJobId(jobId);
     checkToken(token);
     if (!this.transactional) throw new TypeError('begin() needs a store made with transactional: true');
-    const idleMs = options.leaseMs === undefined ? undefined : Math.ceil(checkMs(options.leaseMs, 'leaseMs')) + TRANSACTION_IDLE_MARGIN_MS;
+    const idleMs =
+      options.leaseMs === undefined
+        ? undefined
+        : Math.ceil(checkMs(options.leaseMs, 'leaseMs')) + TRANSACTION_IDLE_MARGIN_MS;
     // A place among the transactions this pool can hold open beside the store's own
     // operations (claims, renewals): without it, handlers holding every connection would
     // leave none for the renewals that keep their own leases.
@@ -606,7 +690,11 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
    * (else the slot is freed), and the transaction's id (to tell whether the handler ended
    * it). `idleMs`: how long the server lets it sit idle before ending it.
    */
-  private async connectInTransaction(onError: () => void, freeSlot: () => void, idleMs: number | undefined): Promise<{ client: PoolClient; xid: string }> {
+  private async connectInTransaction(
+    onError: () => void,
+    freeSlot: () => void,
+    idleMs: number | undefined,
+  ): Promise<{ client: PoolClient; xid: string }> {
     // Set when the deadline passed: a connection or a BEGIN that arrives later is not
     // returned to anyone, and must not stay checked out (with its transaction open).
     let abandoned = false;
@@ -649,7 +737,12 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
   }
 
   /** The transaction `begin` gives: the completion written inside it, then one COMMIT or ROLLBACK, after which the connection goes back. */
-  private transactionOn(client: PoolClient, onError: () => void, freeSlot: () => void, claim: TransactionClaim): StoreTransaction<PoolClient> {
+  private transactionOn(
+    client: PoolClient,
+    onError: () => void,
+    freeSlot: () => void,
+    claim: TransactionClaim,
+  ): StoreTransaction<PoolClient> {
     let open = true;
     const end = async (sql: 'COMMIT' | 'ROLLBACK'): Promise<void> => {
       if (!open) return;
@@ -690,7 +783,11 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
    * completion would be written on its own: refused with 25P01 (no active transaction),
    * `ended` saying how it ended.
    */
-  private async completeIn(client: PoolClient, { jobId, token, fence, xid }: TransactionClaim, retainMs: number): Promise<CompleteReply> {
+  private async completeIn(
+    client: PoolClient,
+    { jobId, token, fence, xid }: TransactionClaim,
+    retainMs: number,
+  ): Promise<CompleteReply> {
     // A holder cut off from the server between here and COMMIT must not keep the
     // row locked (takers would wait for TCP keepalives): the server ends it sooner.
     const check = await client.query<{ xid: string | null; status: string | null }>(
@@ -700,10 +797,15 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     const now = check.rows[0];
     if (now?.xid !== xid) {
       const ended = now?.status === 'committed' ? 'COMMIT' : 'ROLLBACK';
-      throw Object.assign(new Error(`the transaction jobhook began for job ${jobId} was ended (${ended}) before its completion`), { code: '25P01', ended });
+      throw Object.assign(
+        new Error(
+          `the transaction jobhook began for job ${jobId} was ended (${ended}) before its completion`,
+        ),
+        { code: '25P01', ended },
+      );
     }
     const r = await client.query(
-            `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
+      `WITH c AS (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now),
              up AS (
                UPDATE ${this.table} SET state = 'completed', expires_at = (SELECT now FROM c) + $3 * interval '1 millisecond', stale_at = NULL, took_over = false
                 WHERE job_id = $1 AND state = 'claimed' AND token = $2 AND fence = $4
@@ -729,22 +831,34 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
   async listPending(options: ListPendingOptions): Promise<PendingJob[]> {
     const { before, limit } = listArgs(options);
     return this.run('listPending', async (pool) => {
-      const r = await pool.query<{ job_id: string; since_ms: string; user_parameters: JsonObjectValue | null }>(
+      const r = await pool.query<{
+        job_id: string;
+        since_ms: string;
+        user_parameters: JsonObjectValue | null;
+      }>(
         `SELECT job_id, since_ms, user_parameters FROM ${this.pendingTable} WHERE since_ms <= $1 ORDER BY since_ms, job_id LIMIT $2`,
         [before, limit],
       );
-      return r.rows.map((row) => ({ jobId: row.job_id, since: Number(row.since_ms), ...(row.user_parameters === null ? {} : { userParameters: row.user_parameters }) }));
+      return r.rows.map((row) => ({
+        jobId: row.job_id,
+        since: Number(row.since_ms),
+        ...(row.user_parameters === null ? {} : { userParameters: row.user_parameters }),
+      }));
     });
   }
 
   async forgetPending(jobId: string): Promise<void> {
     checkJobId(jobId);
-    await this.run('forgetPending', (pool) => pool.query(`DELETE FROM ${this.pendingTable} WHERE job_id = $1`, [jobId]));
+    await this.run('forgetPending', (pool) =>
+      pool.query(`DELETE FROM ${this.pendingTable} WHERE job_id = $1`, [jobId]),
+    );
   }
 
   async deferPending(jobId: string, options: DeferPendingOptions): Promise<void> {
     const { since } = deferArgs(jobId, options);
-    await this.run('deferPending', (pool) => pool.query(`UPDATE ${this.pendingTable} SET since_ms = $2 WHERE job_id = $1`, [jobId, since]));
+    await this.run('deferPending', (pool) =>
+      pool.query(`UPDATE ${this.pendingTable} SET since_ms = $2 WHERE job_id = $1`, [jobId, since]),
+    );
   }
 
   /**
@@ -793,7 +907,12 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     let total = 0;
     for (;;) {
       const r = await this.run('purgeExpired', (pool) =>
-        pool.query<{ n: number; last: Date | null; cutoff: Date }>(sql, [cutoff, LAPSED_CLAIM_KEEP_MS, from, batchSize]),
+        pool.query<{ n: number; last: Date | null; cutoff: Date }>(sql, [
+          cutoff,
+          LAPSED_CLAIM_KEEP_MS,
+          from,
+          batchSize,
+        ]),
       );
       const { n, last, cutoff: used } = r.rows[0]!;
       total += n;
@@ -813,6 +932,16 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
 }
 
 /** The names of {@link PostgresStoreOptions}. */
-export const POSTGRES_STORE_OPTIONS = { pool: true, connectionString: true, table: true, schema: true, operationTimeoutMs: true, transactional: true, migrate: true, log: true, now: true } as const satisfies OptionNamesOf<PostgresStoreOptions>;
+export const POSTGRES_STORE_OPTIONS = {
+  pool: true,
+  connectionString: true,
+  table: true,
+  schema: true,
+  operationTimeoutMs: true,
+  transactional: true,
+  migrate: true,
+  log: true,
+  now: true,
+} as const satisfies OptionNamesOf<PostgresStoreOptions>;
 /** `purgeExpired()` of the PostgreSQL store. */
 export const PURGE_OPTIONS = { batchSize: true } as const satisfies OptionNamesOf<PurgeOptions>;

@@ -191,10 +191,42 @@ redis.call('SET', KEYS[1], 'released:' .. tok .. ':' .. string.format('%d', fenc
 return 1`;
 
 interface ScriptedRedis extends Redis {
-  jobhookClaim(key: string, fenceKey: string, token: string, leaseMs: number, graceMs: number, keepMs: number, now: string, windowMs: number): Promise<[number, number?, number?]>;
-  jobhookRenew(key: string, fenceKey: string, token: string, leaseMs: number, keepMs: number, fence: string, now: string): Promise<number>;
-  jobhookComplete(key: string, pendingKey: string, paramsKey: string, token: string, retainMs: number, jobId: string, fence: string, now: string): Promise<number>;
-  jobhookTrack(pendingKey: string, paramsKey: string, jobId: string, since: number, params: string): Promise<number>;
+  jobhookClaim(
+    key: string,
+    fenceKey: string,
+    token: string,
+    leaseMs: number,
+    graceMs: number,
+    keepMs: number,
+    now: string,
+    windowMs: number,
+  ): Promise<[number, number?, number?]>;
+  jobhookRenew(
+    key: string,
+    fenceKey: string,
+    token: string,
+    leaseMs: number,
+    keepMs: number,
+    fence: string,
+    now: string,
+  ): Promise<number>;
+  jobhookComplete(
+    key: string,
+    pendingKey: string,
+    paramsKey: string,
+    token: string,
+    retainMs: number,
+    jobId: string,
+    fence: string,
+    now: string,
+  ): Promise<number>;
+  jobhookTrack(
+    pendingKey: string,
+    paramsKey: string,
+    jobId: string,
+    since: number,
+    params: string,
+  ): Promise<number>;
   jobhookForget(pendingKey: string, paramsKey: string, jobId: string): Promise<number>;
   jobhookRelease(key: string, token: string, keepMs: number, now: string, tainted: string): Promise<number>;
 }
@@ -235,18 +267,23 @@ export class RedisIdempotencyStore implements PendingStore {
 
   constructor(options: RedisStoreOptions) {
     checkOptionNames(options, REDIS_STORE_OPTIONS);
-    if ((options?.client === undefined) === (options?.url === undefined)) throw new TypeError('RedisIdempotencyStore needs exactly one of client or url');
+    if ((options?.client === undefined) === (options?.url === undefined))
+      throw new TypeError('RedisIdempotencyStore needs exactly one of client or url');
     this.prefix = options.keyPrefix ?? 'jobhook:job:';
     if (typeof this.prefix !== 'string') throw new TypeError('keyPrefix must be a string');
     this.pendingKey = options.pendingKey ?? 'jobhook:pending';
     this.paramsKey = `${this.pendingKey}:params`;
     this.fenceKey = `${this.pendingKey}:fence`;
-    if (typeof this.pendingKey !== 'string' || [this.pendingKey, this.paramsKey, this.fenceKey].some((k) => k.startsWith(this.prefix))) {
+    if (
+      typeof this.pendingKey !== 'string' ||
+      [this.pendingKey, this.paramsKey, this.fenceKey].some((k) => k.startsWith(this.prefix))
+    ) {
       throw new TypeError(
         `pendingKey must be a string such that neither it nor ${JSON.stringify(`${String(options.pendingKey)}:params`)} or ${JSON.stringify(`${String(options.pendingKey)}:fence`)} starts with keyPrefix (${JSON.stringify(this.prefix)}), or a job id could name it`,
       );
     }
-    if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError('now must be a function returning epoch milliseconds');
+    if (options.now !== undefined && typeof options.now !== 'function')
+      throw new TypeError('now must be a function returning epoch milliseconds');
     this.now = options.now;
     this.timeoutMs = optionalNumber(options.operationTimeoutMs, 'operationTimeoutMs', 2000);
     this.log = resolveLogger(options.log);
@@ -280,7 +317,13 @@ export class RedisIdempotencyStore implements PendingStore {
       this.persistenceChecked = true;
       void this.checkPersistence();
     }
-    return guarded(this.backend, operation, this.timeoutMs, () => fn(this.client), () => this.lastError);
+    return guarded(
+      this.backend,
+      operation,
+      this.timeoutMs,
+      () => fn(this.client),
+      () => this.lastError,
+    );
   }
 
   /**
@@ -316,8 +359,18 @@ export class RedisIdempotencyStore implements PendingStore {
     const { leaseMs, token, graceMs } = claimArgs(jobId, options);
     const key = this.prefix + jobId;
     return this.run('claim', async (redis) => {
-      const [state, a, b] = await redis.jobhookClaim(key, this.fenceKey, token, leaseMs, graceMs, LAPSED_CLAIM_KEEP_MS, this.clock(), GRACE_WINDOW_MS);
-      if (state === 1) return { status: 'acquired', token, fence: Number(a), ...(b === 1 ? { tookOver: true } : {}) };
+      const [state, a, b] = await redis.jobhookClaim(
+        key,
+        this.fenceKey,
+        token,
+        leaseMs,
+        graceMs,
+        LAPSED_CLAIM_KEEP_MS,
+        this.clock(),
+        GRACE_WINDOW_MS,
+      );
+      if (state === 1)
+        return { status: 'acquired', token, fence: Number(a), ...(b === 1 ? { tookOver: true } : {}) };
       if (state === 2) return { status: 'completed' };
       if (state === 4) return { status: 'in_progress', retryAfterMs: Math.max(1, Number(a)), stale: true };
       return { status: 'in_progress', retryAfterMs: Math.max(1, Number(a)) };
@@ -328,7 +381,15 @@ export class RedisIdempotencyStore implements PendingStore {
     const { leaseMs, fence } = renewArgs(jobId, token, options);
     const key = this.prefix + jobId;
     return this.run('renew', async (redis) => {
-      const r = await redis.jobhookRenew(key, this.fenceKey, token, leaseMs, LAPSED_CLAIM_KEEP_MS, fence === undefined ? '' : String(fence), this.clock());
+      const r = await redis.jobhookRenew(
+        key,
+        this.fenceKey,
+        token,
+        leaseMs,
+        LAPSED_CLAIM_KEEP_MS,
+        fence === undefined ? '' : String(fence),
+        this.clock(),
+      );
       return r === 1 ? 'renewed' : r === 2 ? 'completed' : 'superseded';
     });
   }
@@ -337,7 +398,16 @@ export class RedisIdempotencyStore implements PendingStore {
     const { retainMs, fence } = completeArgs(jobId, token, options);
     const key = this.prefix + jobId;
     return this.run('complete', async (redis) => {
-      const r = await redis.jobhookComplete(key, this.pendingKey, this.paramsKey, token, retainMs, jobId, fence === undefined ? '' : String(fence), this.clock());
+      const r = await redis.jobhookComplete(
+        key,
+        this.pendingKey,
+        this.paramsKey,
+        token,
+        retainMs,
+        jobId,
+        fence === undefined ? '' : String(fence),
+        this.clock(),
+      );
       return r === 1 ? 'completed' : 'superseded';
     });
   }
@@ -367,23 +437,48 @@ export class RedisIdempotencyStore implements PendingStore {
   async release(jobId: string, token: string, options?: ReleaseOptions): Promise<boolean> {
     const { tainted } = releaseArgs(jobId, token, options);
     const key = this.prefix + jobId;
-    return this.run('release', async (redis) => (await redis.jobhookRelease(key, token, LAPSED_CLAIM_KEEP_MS, this.clock(), tainted ? '1' : '0')) === 1);
+    return this.run(
+      'release',
+      async (redis) =>
+        (await redis.jobhookRelease(key, token, LAPSED_CLAIM_KEEP_MS, this.clock(), tainted ? '1' : '0')) ===
+        1,
+    );
   }
 
   async trackPending(jobId: string, options: TrackPendingOptions = {}): Promise<void> {
     const { since, userParameters: params } = trackArgs(jobId, options);
-    await this.run('trackPending', (redis) => redis.jobhookTrack(this.pendingKey, this.paramsKey, jobId, since, params === undefined ? '' : JSON.stringify(params)));
+    await this.run('trackPending', (redis) =>
+      redis.jobhookTrack(
+        this.pendingKey,
+        this.paramsKey,
+        jobId,
+        since,
+        params === undefined ? '' : JSON.stringify(params),
+      ),
+    );
   }
 
   async listPending(options: ListPendingOptions): Promise<PendingJob[]> {
     const { before, limit } = listArgs(options);
     return this.run('listPending', async (redis) => {
-      const flat = await redis.zrangebyscore(this.pendingKey, '-inf', before, 'WITHSCORES', 'LIMIT', 0, limit);
+      const flat = await redis.zrangebyscore(
+        this.pendingKey,
+        '-inf',
+        before,
+        'WITHSCORES',
+        'LIMIT',
+        0,
+        limit,
+      );
       const ids = flat.filter((_, k) => k % 2 === 0);
       const params = ids.length === 0 ? [] : await redis.hmget(this.paramsKey, ...ids);
       return ids.map((jobId, k) => {
         const json = params[k];
-        return { jobId, since: Number(flat[2 * k + 1]), ...(json ? { userParameters: JSON.parse(json) as JsonObjectValue } : {}) };
+        return {
+          jobId,
+          since: Number(flat[2 * k + 1]),
+          ...(json ? { userParameters: JSON.parse(json) as JsonObjectValue } : {}),
+        };
       });
     });
   }
@@ -410,14 +505,28 @@ export class RedisIdempotencyStore implements PendingStore {
 function scripted(client: Redis): ScriptedRedis {
   const c = client as ScriptedRedis;
   // defineCommand sends EVALSHA and falls back to EVAL after a server restart (NOSCRIPT).
-  if (typeof c.jobhookClaim !== 'function') client.defineCommand('jobhookClaim', { numberOfKeys: 2, lua: CLAIM });
-  if (typeof c.jobhookRenew !== 'function') client.defineCommand('jobhookRenew', { numberOfKeys: 2, lua: RENEW });
-  if (typeof c.jobhookComplete !== 'function') client.defineCommand('jobhookComplete', { numberOfKeys: 3, lua: COMPLETE });
-  if (typeof c.jobhookTrack !== 'function') client.defineCommand('jobhookTrack', { numberOfKeys: 2, lua: TRACK });
-  if (typeof c.jobhookForget !== 'function') client.defineCommand('jobhookForget', { numberOfKeys: 2, lua: FORGET });
-  if (typeof c.jobhookRelease !== 'function') client.defineCommand('jobhookRelease', { numberOfKeys: 1, lua: RELEASE });
+  if (typeof c.jobhookClaim !== 'function')
+    client.defineCommand('jobhookClaim', { numberOfKeys: 2, lua: CLAIM });
+  if (typeof c.jobhookRenew !== 'function')
+    client.defineCommand('jobhookRenew', { numberOfKeys: 2, lua: RENEW });
+  if (typeof c.jobhookComplete !== 'function')
+    client.defineCommand('jobhookComplete', { numberOfKeys: 3, lua: COMPLETE });
+  if (typeof c.jobhookTrack !== 'function')
+    client.defineCommand('jobhookTrack', { numberOfKeys: 2, lua: TRACK });
+  if (typeof c.jobhookForget !== 'function')
+    client.defineCommand('jobhookForget', { numberOfKeys: 2, lua: FORGET });
+  if (typeof c.jobhookRelease !== 'function')
+    client.defineCommand('jobhookRelease', { numberOfKeys: 1, lua: RELEASE });
   return c;
 }
 
 /** The names of {@link RedisStoreOptions}. */
-export const REDIS_STORE_OPTIONS = { client: true, url: true, keyPrefix: true, pendingKey: true, operationTimeoutMs: true, log: true, now: true } as const satisfies OptionNamesOf<RedisStoreOptions>;
+export const REDIS_STORE_OPTIONS = {
+  client: true,
+  url: true,
+  keyPrefix: true,
+  pendingKey: true,
+  operationTimeoutMs: true,
+  log: true,
+  now: true,
+} as const satisfies OptionNamesOf<RedisStoreOptions>;

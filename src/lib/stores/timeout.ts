@@ -7,7 +7,13 @@ import { storeFailure, storeTimeout } from './diagnose.js';
  * address; `last`: the client's last connection error, when it keeps one), so receivers
  * answer 503 instead of hanging. A StoreNotMigratedError stays what it is.
  */
-export async function guarded<T>(backend: string, operation: string, timeoutMs: number, run: () => Promise<T>, last?: () => unknown): Promise<T> {
+export async function guarded<T>(
+  backend: string,
+  operation: string,
+  timeoutMs: number,
+  run: () => Promise<T>,
+  last?: () => unknown,
+): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(storeTimeout(backend, operation, timeoutMs, last?.())), timeoutMs);

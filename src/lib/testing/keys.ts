@@ -5,7 +5,8 @@ import { enable, option, optionError } from '../base/option-error.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 
 /** First line of every key file the tooling writes. */
-export const TEST_KEY_LABEL = 'TEST-ONLY KEY made by `jobhook keygen`: for tests of a webhook receiver, never for anything real.\n';
+export const TEST_KEY_LABEL =
+  'TEST-ONLY KEY made by `jobhook keygen`: for tests of a webhook receiver, never for anything real.\n';
 
 /** Modulus sizes the tooling makes (the verifiers refuse keys under 2048 bits). */
 export const TEST_KEY_BITS = [2048, 3072, 4096] as const;
@@ -25,12 +26,16 @@ export interface TestKeyOptions {
 
 function checkBits(bits: number | undefined): number {
   const b = bits ?? 2048;
-  if (!(TEST_KEY_BITS as readonly number[]).includes(b)) throw optionError`${option('bits')} must be 2048, 3072 or 4096, got ${String(bits)}`;
+  if (!(TEST_KEY_BITS as readonly number[]).includes(b))
+    throw optionError`${option('bits')} must be 2048, 3072 or 4096, got ${String(bits)}`;
   return b;
 }
 
 /** Generates the key objects; throws an OptionError for an unsupported size. */
-export function generateTestKeyObjects(options: TestKeyOptions = {}): { privateKey: KeyObject; publicKey: KeyObject } {
+export function generateTestKeyObjects(options: TestKeyOptions = {}): {
+  privateKey: KeyObject;
+  publicKey: KeyObject;
+} {
   return generateKeyPairSync('rsa', { modulusLength: checkBits(options.bits) });
 }
 
@@ -51,7 +56,10 @@ export interface TestKeyFiles {
 }
 
 /** Writes a labelled test RSA key pair (PEM) into `dir`. Refuses to overwrite unless `force`. */
-export function writeTestKeyPair(dir: string, options: TestKeyOptions & { force?: boolean } = {}): TestKeyFiles {
+export function writeTestKeyPair(
+  dir: string,
+  options: TestKeyOptions & { force?: boolean } = {},
+): TestKeyFiles {
   const bits = checkBits(options.bits);
   const files = {
     privateKey: join(dir, 'test-only-private.pem'),
@@ -59,11 +67,14 @@ export function writeTestKeyPair(dir: string, options: TestKeyOptions & { force?
     publicKeyPkcs1: join(dir, 'test-only-public-pkcs1.pem'),
   };
   if (!options.force) {
-    for (const f of Object.values(files)) if (existsSync(f)) throw optionError`${f} exists; pass ${enable('force')} to overwrite`;
+    for (const f of Object.values(files))
+      if (existsSync(f)) throw optionError`${f} exists; pass ${enable('force')} to overwrite`;
   }
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: bits });
   mkdirSync(dir, { recursive: true });
-  writeFileSync(files.privateKey, TEST_KEY_LABEL + privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  writeFileSync(files.privateKey, TEST_KEY_LABEL + privateKey.export({ type: 'pkcs8', format: 'pem' }), {
+    mode: 0o600,
+  });
   writeFileSync(files.publicKey, TEST_KEY_LABEL + publicKey.export({ type: 'spki', format: 'pem' }));
   writeFileSync(files.publicKeyPkcs1, TEST_KEY_LABEL + publicKey.export({ type: 'pkcs1', format: 'pem' }));
   return files;

@@ -13,47 +13,48 @@ export const MAX_RECEIVER_URL_LENGTH = 2083;
 type Category = 'cloud-metadata' | 'loopback' | 'unspecified' | 'link-local' | 'private';
 
 // Checked in this order, so 169.254.169.254 is named "cloud-metadata", not "link-local".
-const RANGES: ReadonlyArray<readonly [Category, ReadonlyArray<readonly [string, number, 'ipv4' | 'ipv6']>]> = [
+const RANGES: ReadonlyArray<readonly [Category, ReadonlyArray<readonly [string, number, 'ipv4' | 'ipv6']>]> =
   [
-    'cloud-metadata',
     [
-      ['169.254.169.254', 32, 'ipv4'], // AWS, GCP, Azure, OpenStack…
-      ['100.100.100.200', 32, 'ipv4'], // Alibaba Cloud
-      ['fd00:ec2::254', 128, 'ipv6'], // AWS over IPv6
+      'cloud-metadata',
+      [
+        ['169.254.169.254', 32, 'ipv4'], // AWS, GCP, Azure, OpenStack…
+        ['100.100.100.200', 32, 'ipv4'], // Alibaba Cloud
+        ['fd00:ec2::254', 128, 'ipv6'], // AWS over IPv6
+      ],
     ],
-  ],
-  [
-    'loopback',
     [
-      ['127.0.0.0', 8, 'ipv4'],
-      ['::1', 128, 'ipv6'],
+      'loopback',
+      [
+        ['127.0.0.0', 8, 'ipv4'],
+        ['::1', 128, 'ipv6'],
+      ],
     ],
-  ],
-  [
-    'unspecified',
     [
-      ['0.0.0.0', 8, 'ipv4'],
-      ['::', 128, 'ipv6'],
+      'unspecified',
+      [
+        ['0.0.0.0', 8, 'ipv4'],
+        ['::', 128, 'ipv6'],
+      ],
     ],
-  ],
-  [
-    'link-local',
     [
-      ['169.254.0.0', 16, 'ipv4'],
-      ['fe80::', 10, 'ipv6'],
+      'link-local',
+      [
+        ['169.254.0.0', 16, 'ipv4'],
+        ['fe80::', 10, 'ipv6'],
+      ],
     ],
-  ],
-  [
-    'private',
     [
-      ['10.0.0.0', 8, 'ipv4'],
-      ['172.16.0.0', 12, 'ipv4'],
-      ['192.168.0.0', 16, 'ipv4'],
-      ['100.64.0.0', 10, 'ipv4'], // shared address space (carrier-grade NAT)
-      ['fc00::', 7, 'ipv6'], // unique local
+      'private',
+      [
+        ['10.0.0.0', 8, 'ipv4'],
+        ['172.16.0.0', 12, 'ipv4'],
+        ['192.168.0.0', 16, 'ipv4'],
+        ['100.64.0.0', 10, 'ipv4'], // shared address space (carrier-grade NAT)
+        ['fc00::', 7, 'ipv6'], // unique local
+      ],
     ],
-  ],
-];
+  ];
 
 // node's BlockList also matches IPv4-mapped IPv6 addresses (::ffff:10.0.0.1) against IPv4 rules.
 const LISTS: ReadonlyArray<readonly [Category, BlockList]> = RANGES.map(([category, subnets]) => {
@@ -86,7 +87,10 @@ const LOOKUP_TIMEOUT_MS = 5_000;
 async function systemLookup(hostname: string): Promise<string[]> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${LOOKUP_TIMEOUT_MS} ms`)), LOOKUP_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new Error(`no answer within ${LOOKUP_TIMEOUT_MS} ms`)),
+      LOOKUP_TIMEOUT_MS,
+    );
   });
   try {
     const found = await Promise.race([dnsLookup(hostname, { all: true, verbatim: true }), timeout]);
@@ -103,21 +107,28 @@ export interface ReceiverGuardOptions {
 }
 
 /** Why `value` is refused as a `webhook_receiver`, or undefined when it is accepted. */
-export async function receiverProblem(value: unknown, options: ReceiverGuardOptions = {}): Promise<string | undefined> {
+export async function receiverProblem(
+  value: unknown,
+  options: ReceiverGuardOptions = {},
+): Promise<string | undefined> {
   const allowLoopback = options.allowLoopback ?? true;
   if (typeof value !== 'string') return 'must be a string (a URI) or null';
-  if (value.length === 0 || value.length > MAX_RECEIVER_URL_LENGTH) return `must be 1 to ${MAX_RECEIVER_URL_LENGTH} characters long, got ${value.length}`;
+  if (value.length === 0 || value.length > MAX_RECEIVER_URL_LENGTH)
+    return `must be 1 to ${MAX_RECEIVER_URL_LENGTH} characters long, got ${value.length}`;
   let url: URL;
   try {
     url = new URL(value);
   } catch {
     return 'is not a valid URI';
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return `must be an https URL, got ${url.protocol}`;
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    return `must be an https URL, got ${url.protocol}`;
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname.replace(/\.$/, '');
   const literalLoopback = isLoopbackName(host) || blockedCategory(host) === 'loopback';
   if (url.protocol === 'http:' && !(allowLoopback && literalLoopback)) {
-    return allowLoopback ? 'must use https (plain http is accepted only for loopback receivers: 127.0.0.1, [::1], localhost)' : 'must use https';
+    return allowLoopback
+      ? 'must use https (plain http is accepted only for loopback receivers: 127.0.0.1, [::1], localhost)'
+      : 'must use https';
   }
   if (METADATA_NAMES.has(host)) return `names a cloud-metadata host (${host})`;
   if (isLoopbackName(host)) return allowLoopback ? undefined : `names a loopback host (${host})`;

@@ -77,9 +77,14 @@ async function readAnswer(res: Response): Promise<string | undefined> {
   } catch {
     return undefined;
   }
-  const { status, error } = (typeof value === 'object' && value !== null ? value : {}) as { status?: unknown; error?: { code?: unknown } };
+  const { status, error } = (typeof value === 'object' && value !== null ? value : {}) as {
+    status?: unknown;
+    error?: { code?: unknown };
+  };
   if (status === 'processed' || status === 'duplicate') return status;
-  return typeof error?.code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(error.code) ? error.code : undefined;
+  return typeof error?.code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(error.code)
+    ? error.code
+    : undefined;
 }
 
 function isLoopback(hostname: string): boolean {
@@ -94,7 +99,8 @@ export function checkTarget(url: string, allowInsecure = false, name = 'url'): U
   } catch {
     throw optionError`${option(name)} is not a URL: ${url}`;
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw optionError`${option(name)} must be an http:// or https:// URL, got ${u.protocol}`;
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw optionError`${option(name)} must be an http:// or https:// URL, got ${u.protocol}`;
   if (u.protocol === 'http:' && !isLoopback(u.hostname) && !allowInsecure) {
     throw optionError`refusing to send over plain http:// to ${u.hostname} (not loopback); use https:// or ${enable('allowInsecure')}`;
   }
@@ -118,7 +124,10 @@ export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void
 }
 
 /** The per-attempt timeout, also aborted by the caller's signal (AbortSignal.any needs Node 20.3). */
-export function attemptSignal(timeoutMs: number, signal: AbortSignal | undefined): { signal: AbortSignal; done: () => void } {
+export function attemptSignal(
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): { signal: AbortSignal; done: () => void } {
   const timeout = AbortSignal.timeout(timeoutMs);
   if (signal === undefined) return { signal: timeout, done: () => undefined };
   const both = new AbortController();
@@ -161,7 +170,13 @@ export async function sendDelivery(options: SendOptions): Promise<SendResult> {
     let retryAfter: string | null = null;
     const timer = attemptSignal(timeoutMs, cancel);
     try {
-      const res = await fetch(url, { method: 'POST', headers: options.headers, body: options.body as BodyInit, redirect: 'manual', signal: timer.signal });
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: options.headers,
+        body: options.body as BodyInit,
+        redirect: 'manual',
+        signal: timer.signal,
+      });
       status = res.status;
       retryAfter = res.headers.get('retry-after');
       answer = await readAnswer(res);
@@ -175,12 +190,28 @@ export async function sendDelivery(options: SendOptions): Promise<SendResult> {
     }
     const elapsedMs = Math.round(performance.now() - t0);
     const retryable = status === undefined || status >= 500;
-    const got = status !== undefined ? { status, ...(answer !== undefined ? { answer } : {}), ...(retryAfter !== null ? { retryAfter } : {}) } : { error, ...(timedOut ? { timedOut } : {}) };
+    const got =
+      status !== undefined
+        ? {
+            status,
+            ...(answer !== undefined ? { answer } : {}),
+            ...(retryAfter !== null ? { retryAfter } : {}),
+          }
+        : { error, ...(timedOut ? { timedOut } : {}) };
     let report: AttemptReport;
-    if (status !== undefined && status >= 200 && status < 300) report = { attempt, ...got, outcome: 'delivered', startedAt, elapsedMs };
+    if (status !== undefined && status >= 200 && status < 300)
+      report = { attempt, ...got, outcome: 'delivered', startedAt, elapsedMs };
     else if (!retryable) report = { attempt, ...got, outcome: 'rejected', startedAt, elapsedMs };
     else if (attempt > retries) report = { attempt, ...got, outcome: 'gave-up', startedAt, elapsedMs };
-    else report = { attempt, ...got, outcome: 'retry', delayMs: Math.min(backoffMs * 2 ** (attempt - 1), maxBackoffMs), startedAt, elapsedMs };
+    else
+      report = {
+        attempt,
+        ...got,
+        outcome: 'retry',
+        delayMs: Math.min(backoffMs * 2 ** (attempt - 1), maxBackoffMs),
+        startedAt,
+        elapsedMs,
+      };
     attempts.push(report);
     options.onAttempt?.(report);
     if (report.outcome !== 'retry') return { delivered: report.outcome === 'delivered', attempts };

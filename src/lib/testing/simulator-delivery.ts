@@ -5,7 +5,15 @@ import { option, optionError } from '../base/option-error.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { signDelivery } from '../runtime/sign.js';
 import { sleep, type AttemptReport, type SendOptions } from './send.js';
-import { encodedDelivery, SENT_ENCODINGS, sendCopies, tamperedPayload, TWICE, type SentEncoding, type Twice } from './variants.js';
+import {
+  encodedDelivery,
+  SENT_ENCODINGS,
+  sendCopies,
+  tamperedPayload,
+  TWICE,
+  type SentEncoding,
+  type Twice,
+} from './variants.js';
 import { writeWire, type WireObject } from './wire.js';
 
 /** The `User-Agent` of the simulator's deliveries. */
@@ -31,7 +39,12 @@ export interface SimulatedDelivery {
 }
 
 /** The names of {@link SimulatedDelivery}. */
-export const SIMULATED_DELIVERY_OPTIONS = { encoding: true, tampered: true, twice: true, replayAfterMs: true } as const satisfies OptionNamesOf<SimulatedDelivery>;
+export const SIMULATED_DELIVERY_OPTIONS = {
+  encoding: true,
+  tampered: true,
+  twice: true,
+  replayAfterMs: true,
+} as const satisfies OptionNamesOf<SimulatedDelivery>;
 
 /** A finished job, as a `delivery` function sees it to choose how its webhook is sent. */
 export interface SimulatedJob {
@@ -98,17 +111,26 @@ export interface DeliveryContext {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A `delivery` value checked, or an OptionError naming the field at fault (`delivery.twice`). */
-export function checkSimulatedDelivery(value: SimulatedDelivery, name = 'delivery'): Readonly<SimulatedDelivery> {
-  if (typeof value !== 'object' || value === null) throw optionError`${option(name)} must be an object such as { twice: 'at-once' }`;
+export function checkSimulatedDelivery(
+  value: SimulatedDelivery,
+  name = 'delivery',
+): Readonly<SimulatedDelivery> {
+  if (typeof value !== 'object' || value === null)
+    throw optionError`${option(name)} must be an object such as { twice: 'at-once' }`;
   checkOptionNames(value, SIMULATED_DELIVERY_OPTIONS);
   const { encoding, tampered, twice, replayAfterMs } = value;
   const listed = (v: unknown, list: readonly string[], field: string) => {
-    if (v !== undefined && !list.includes(v as string)) throw optionError`${option(`${name}.${field}`)} must be ${list.map((s) => `'${s}'`).join(' or ')}, got ${JSON.stringify(v)}`;
+    if (v !== undefined && !list.includes(v as string))
+      throw optionError`${option(`${name}.${field}`)} must be ${list.map((s) => `'${s}'`).join(' or ')}, got ${JSON.stringify(v)}`;
   };
   listed(encoding, SENT_ENCODINGS, 'encoding');
   listed(twice, TWICE, 'twice');
-  if (tampered !== undefined && typeof tampered !== 'boolean') throw optionError`${option(`${name}.tampered`)} must be true or false`;
-  if (replayAfterMs !== undefined && (!Number.isInteger(replayAfterMs) || replayAfterMs < 0 || replayAfterMs > MAX_TIMER_MS)) {
+  if (tampered !== undefined && typeof tampered !== 'boolean')
+    throw optionError`${option(`${name}.tampered`)} must be true or false`;
+  if (
+    replayAfterMs !== undefined &&
+    (!Number.isInteger(replayAfterMs) || replayAfterMs < 0 || replayAfterMs > MAX_TIMER_MS)
+  ) {
     throw optionError`${option(`${name}.replayAfterMs`)} must be a whole number from 0 to ${MAX_TIMER_MS}, got ${String(replayAfterMs)}`;
   }
   return Object.freeze({ ...value });
@@ -123,9 +145,17 @@ function plannedSendings(style: SimulatedDelivery): DeliverySending[] {
 }
 
 /** The payload signed, then changed and compressed as `style` says: what goes on the wire. */
-function wireOf(x: DeliveryContext, payload: WireObject, style: SimulatedDelivery): { headers: Record<string, string>; body: string; wire: string | Uint8Array } {
+function wireOf(
+  x: DeliveryContext,
+  payload: WireObject,
+  style: SimulatedDelivery,
+): { headers: Record<string, string>; body: string; wire: string | Uint8Array } {
   const signed = writeWire(payload, x.dialect);
-  const { headers } = signDelivery(signed, x.key, { dialect: x.dialect, userAgent: SIMULATOR_USER_AGENT, ...x.headers });
+  const { headers } = signDelivery(signed, x.key, {
+    dialect: x.dialect,
+    userAgent: SIMULATOR_USER_AGENT,
+    ...x.headers,
+  });
   const body = style.tampered === true ? writeWire(tamperedPayload(payload), x.dialect) : signed;
   if (style.encoding === undefined) return { headers, body, wire: body };
   const encoded = encodedDelivery({ headers, body }, style.encoding);
@@ -137,7 +167,11 @@ function wireOf(x: DeliveryContext, payload: WireObject, style: SimulatedDeliver
  * retries, every attempt recorded as it ends, and each sending's outcome with its last
  * attempt (so a `close()`, the context's signal, leaves only the unfinished `cancelled`).
  */
-export async function deliverPayload(x: DeliveryContext, job: { jobId: string; url: string; payload: WireObject }, style: SimulatedDelivery): Promise<DeliveryResult> {
+export async function deliverPayload(
+  x: DeliveryContext,
+  job: { jobId: string; url: string; payload: WireObject },
+  style: SimulatedDelivery,
+): Promise<DeliveryResult> {
   const { jobId, url } = job;
   const { headers, body, wire } = wireOf(x, job.payload, style);
   const sendings = plannedSendings(style);

@@ -3,7 +3,15 @@
  * and receive its signed `async_job_completed` webhook with the gateway's retry
  * policy. For tests and local development only.
  */
-import { createHash, createPublicKey, generateKeyPair, randomBytes, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPublicKey,
+  generateKeyPair,
+  randomBytes,
+  randomUUID,
+  timingSafeEqual,
+  type KeyObject,
+} from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { assertDialect, type DialectName } from '../core/canonical/dialects.js';
@@ -14,10 +22,23 @@ import { option, optionError } from '../base/option-error.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { simulatedFailure, simulatedResult } from './outputs.js';
 import { parseWire, writeWire, type WireObject, type WireValue } from './wire.js';
-import { checkSimulatedDelivery, deliverPayload, type DeliveryAttempt, type DeliveryResult, type SimulatedDelivery, type SimulatedJob } from './simulator-delivery.js';
+import {
+  checkSimulatedDelivery,
+  deliverPayload,
+  type DeliveryAttempt,
+  type DeliveryResult,
+  type SimulatedDelivery,
+  type SimulatedJob,
+} from './simulator-delivery.js';
 
 export { SIMULATOR_USER_AGENT } from './simulator-delivery.js';
-export type { DeliveryAttempt, DeliveryResult, DeliverySending, SimulatedDelivery, SimulatedJob } from './simulator-delivery.js';
+export type {
+  DeliveryAttempt,
+  DeliveryResult,
+  DeliverySending,
+  SimulatedDelivery,
+  SimulatedJob,
+} from './simulator-delivery.js';
 
 /**
  * Largest job request taken by default: 25 MiB, the largest delivery a receiver takes by
@@ -121,19 +142,25 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function whole(value: number | undefined, name: string, fallback: number, min = 0): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < min || value > MAX_TIMER_MS) throw optionError`${option(name)} must be a whole number from ${min} to ${MAX_TIMER_MS}, got ${String(value)}`;
+  if (!Number.isInteger(value) || value < min || value > MAX_TIMER_MS)
+    throw optionError`${option(name)} must be a whole number from ${min} to ${MAX_TIMER_MS}, got ${String(value)}`;
   return value;
 }
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 function headerName(value: string | undefined, name: string): string | undefined {
-  if (value !== undefined && !HEADER_NAME.test(value)) throw optionError`${option(name)} must be an HTTP header name, got ${JSON.stringify(value)}`;
+  if (value !== undefined && !HEADER_NAME.test(value))
+    throw optionError`${option(name)} must be an HTTP header name, got ${JSON.stringify(value)}`;
   return value;
 }
 
 function newKeyPair(): Promise<KeyObject> {
-  return new Promise((resolve, reject) => generateKeyPair('rsa', { modulusLength: 2048 }, (err, _publicKey, privateKey) => (err ? reject(err) : resolve(privateKey))));
+  return new Promise((resolve, reject) =>
+    generateKeyPair('rsa', { modulusLength: 2048 }, (err, _publicKey, privateKey) =>
+      err ? reject(err) : resolve(privateKey),
+    ),
+  );
 }
 
 async function settings(options: GatewaySimulatorOptions): Promise<Settings> {
@@ -153,10 +180,14 @@ async function settings(options: GatewaySimulatorOptions): Promise<Settings> {
       webhookHeader: headerName(options.webhookHeader, 'webhookHeader'),
     },
     onAttempt: options.onAttempt,
-    delivery: typeof options.delivery === 'function' ? options.delivery : checkSimulatedDelivery(options.delivery ?? {}),
+    delivery:
+      typeof options.delivery === 'function'
+        ? options.delivery
+        : checkSimulatedDelivery(options.delivery ?? {}),
     maxRequestBytes: whole(options.maxRequestBytes, 'maxRequestBytes', DEFAULT_MAX_REQUEST_BYTES, 1),
   };
-  if (s.token.length === 0 || /[\s\u0000-\u001f]/.test(s.token)) throw optionError`${option('token')} must be a non-empty string without whitespace`;
+  if (s.token.length === 0 || /[\s\u0000-\u001f]/.test(s.token))
+    throw optionError`${option('token')} must be a non-empty string without whitespace`;
   const key = options.privateKey === undefined ? await newKeyPair() : importPrivateKey(options.privateKey);
   return Object.freeze({ ...s, key });
 }
@@ -263,7 +294,10 @@ function newJob(request: JobRequest): Job {
 function deliveryStyle(s: Settings, job: Job): Readonly<SimulatedDelivery> {
   if (typeof s.delivery !== 'function') return s.delivery;
   const r = job.request;
-  const userParameters = r.userWebhookParameters === undefined ? {} : { userParameters: JSON.parse(writeWire(r.userWebhookParameters)) as unknown };
+  const userParameters =
+    r.userWebhookParameters === undefined
+      ? {}
+      : { userParameters: JSON.parse(writeWire(r.userWebhookParameters)) as unknown };
   const model = [r.feature, r.subfeature, r.provider, ...(r.model === null ? [] : [r.model])].join('/');
   const status = job.status === 'fail' ? 'fail' : 'success';
   return checkSimulatedDelivery(s.delivery({ jobId: job.id, model, status, ...userParameters }) ?? {});
@@ -273,7 +307,9 @@ function deliveryStyle(s: Settings, job: Job): Readonly<SimulatedDelivery> {
 function target(req: IncomingMessage): { path: string; isCollection: boolean; id: string | undefined } {
   const path = new URL(req.url ?? '/', 'http://simulator').pathname.replace(/\/+$/, '');
   const isCollection = path === JOBS_PATH;
-  const id = path.startsWith(JOBS_PATH + '/') ? decodeURIComponent(path.slice(JOBS_PATH.length + 1)) : undefined;
+  const id = path.startsWith(JOBS_PATH + '/')
+    ? decodeURIComponent(path.slice(JOBS_PATH.length + 1))
+    : undefined;
   return { path, isCollection, id };
 }
 
@@ -322,8 +358,10 @@ class Simulator {
 
   waitForDelivery(jobId: string): Promise<DeliveryResult> {
     const job = this.jobs.get(jobId);
-    if (job === undefined) return Promise.reject(new TypeError(`No job with id ${JSON.stringify(jobId)} on this simulator`));
-    if (job.delivery === undefined) return Promise.reject(new TypeError(`Job ${jobId} has no webhook_receiver, so nothing is delivered`));
+    if (job === undefined)
+      return Promise.reject(new TypeError(`No job with id ${JSON.stringify(jobId)} on this simulator`));
+    if (job.delivery === undefined)
+      return Promise.reject(new TypeError(`Job ${jobId} has no webhook_receiver, so nothing is delivered`));
     return job.delivery.promise;
   }
 
@@ -334,8 +372,15 @@ class Simulator {
 
   // --- Requests
 
-  private send(res: ServerResponse, status: number, value: WireValue, headers: Record<string, string> = {}): void {
-    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(writeWire(value, this.s.dialect));
+  private send(
+    res: ServerResponse,
+    status: number,
+    value: WireValue,
+    headers: Record<string, string> = {},
+  ): void {
+    res
+      .writeHead(status, { 'content-type': 'application/json', ...headers })
+      .end(writeWire(value, this.s.dialect));
   }
 
   private fail(res: ServerResponse, status: number, message: string, headers?: Record<string, string>): void {
@@ -344,10 +389,13 @@ class Simulator {
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { path, isCollection, id } = target(req);
-    if (!isCollection && (id === undefined || id.includes('/'))) return this.fail(res, 404, `No route ${req.method ?? ''} ${path}`);
+    if (!isCollection && (id === undefined || id.includes('/')))
+      return this.fail(res, 404, `No route ${req.method ?? ''} ${path}`);
     if (!authorized(req, this.s.token)) {
       req.resume();
-      return this.fail(res, 401, 'Missing or invalid bearer token (Authorization: Bearer <token>)', { 'www-authenticate': 'Bearer' });
+      return this.fail(res, 401, 'Missing or invalid bearer token (Authorization: Bearer <token>)', {
+        'www-authenticate': 'Bearer',
+      });
     }
     if (isCollection) {
       if (req.method === 'POST') return this.createJob(req, res);
@@ -364,7 +412,8 @@ class Simulator {
   private async createJob(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const limit = this.s.maxRequestBytes;
     const raw = await readBody(req, limit);
-    if (raw === undefined) return this.fail(res, 413, `The body is larger than ${limit} bytes`, { connection: 'close' });
+    if (raw === undefined)
+      return this.fail(res, 413, `The body is larger than ${limit} bytes`, { connection: 'close' });
     let body: WireValue;
     try {
       body = parseWire(raw);
@@ -372,7 +421,8 @@ class Simulator {
       return this.fail(res, 400, `The body is not valid JSON: ${(err as Error).message}`);
     }
     const request = await validateJobRequest(body, { allowLoopback: this.s.allowLoopback });
-    if (isFieldProblem(request)) return this.send(res, 422, { error: { field: request.field, message: request.message } });
+    if (isFieldProblem(request))
+      return this.send(res, 422, { error: { field: request.field, message: request.message } });
     if (this.closing) return this.fail(res, 503, 'The simulator is shutting down');
     const job = newJob(request);
     this.jobs.set(job.id, job);
@@ -389,8 +439,23 @@ class Simulator {
     const settle = job.delivery.settle;
     const running = this.deliver(job, url).then(settle, (err: unknown) => {
       // A `delivery` function's bad value, or the unexpected (the URL was checked when the job was created): a failed delivery.
-      const attempt: DeliveryAttempt = { jobId: job.id, url, sending: 1, attempt: 1, error: String(err), outcome: 'gave-up', startedAt: Date.now(), elapsedMs: 0 };
-      settle({ jobId: job.id, url, outcome: 'gave-up', attempts: [attempt], sendings: [{ sending: 1, kind: 'first', outcome: 'gave-up', attempts: [attempt] }] });
+      const attempt: DeliveryAttempt = {
+        jobId: job.id,
+        url,
+        sending: 1,
+        attempt: 1,
+        error: String(err),
+        outcome: 'gave-up',
+        startedAt: Date.now(),
+        elapsedMs: 0,
+      };
+      settle({
+        jobId: job.id,
+        url,
+        outcome: 'gave-up',
+        attempts: [attempt],
+        sendings: [{ sending: 1, kind: 'first', outcome: 'gave-up', attempts: [attempt] }],
+      });
     });
     this.inflight.add(running);
     void running.finally(() => this.inflight.delete(running));
@@ -403,9 +468,25 @@ class Simulator {
       this.deliveries.push(attempt);
       s.onAttempt?.(attempt);
     };
-    const policy = { retries: s.retries, timeoutMs: s.attemptTimeoutMs, backoffMs: s.backoffMs, maxBackoffMs: s.maxBackoffMs };
-    const context = { key: s.key, dialect: s.dialect, headers: s.headers, policy, signal: this.cancel.signal, record };
-    return deliverPayload(context, { jobId: job.id, url, payload: webhookPayload(job) }, deliveryStyle(s, job));
+    const policy = {
+      retries: s.retries,
+      timeoutMs: s.attemptTimeoutMs,
+      backoffMs: s.backoffMs,
+      maxBackoffMs: s.maxBackoffMs,
+    };
+    const context = {
+      key: s.key,
+      dialect: s.dialect,
+      headers: s.headers,
+      policy,
+      signal: this.cancel.signal,
+      record,
+    };
+    return deliverPayload(
+      context,
+      { jobId: job.id, url, payload: webhookPayload(job) },
+      deliveryStyle(s, job),
+    );
   }
 
   /** Cancels the jobs not finished and the deliveries under way, then stops the server. */
@@ -414,7 +495,13 @@ class Simulator {
       if (job.timer === undefined) continue;
       clearTimeout(job.timer);
       job.timer = undefined;
-      job.delivery?.settle({ jobId: job.id, url: job.request.webhookReceiver!, outcome: 'cancelled', attempts: [], sendings: [] });
+      job.delivery?.settle({
+        jobId: job.id,
+        url: job.request.webhookReceiver!,
+        outcome: 'cancelled',
+        attempts: [],
+        sendings: [],
+      });
     }
     this.cancel.abort(new DOMException('The gateway simulator was closed', 'AbortError'));
     await Promise.allSettled([...this.inflight]);
@@ -429,7 +516,9 @@ class Simulator {
  * Starts the simulator (see `startGatewaySimulator` in `jobhook/testing` for the
  * documented entry point).
  */
-export async function startGatewaySimulator(options: GatewaySimulatorOptions = {}): Promise<GatewaySimulator> {
+export async function startGatewaySimulator(
+  options: GatewaySimulatorOptions = {},
+): Promise<GatewaySimulator> {
   const s = await settings(options);
   const simulator = new Simulator(s);
   const url = await simulator.listen(options.port ?? 0, options.host ?? '127.0.0.1');

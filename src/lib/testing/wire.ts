@@ -21,7 +21,8 @@ export class WireInteger {
 }
 
 /** A JSON value for the wire. A plain `number` is an integer when integral, else a float. */
-export type WireValue = string | number | boolean | null | WireFloat | WireInteger | readonly WireValue[] | WireObject;
+export type WireValue =
+  string | number | boolean | null | WireFloat | WireInteger | readonly WireValue[] | WireObject;
 
 /** An object; members whose value is `undefined` are left out. */
 export interface WireObject {
@@ -34,7 +35,13 @@ export function float(value: number): WireFloat {
 }
 
 export function isWireObject(value: WireValue | undefined): value is WireObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof WireFloat) && !(value instanceof WireInteger);
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    !(value instanceof WireFloat) &&
+    !(value instanceof WireInteger)
+  );
 }
 
 /**
@@ -57,7 +64,8 @@ export function writeWire(value: WireValue, dialect: DialectName = 'orjson'): st
     if (v instanceof WireInteger) return v.digits;
     if (Array.isArray(v)) return '[' + (v as readonly WireValue[]).map(write).join(comma) + ']';
     const members: string[] = [];
-    for (const [k, item] of Object.entries(v as WireObject)) if (item !== undefined) members.push(quote(k) + colon + write(item));
+    for (const [k, item] of Object.entries(v as WireObject))
+      if (item !== undefined) members.push(quote(k) + colon + write(item));
     return '{' + members.join(comma) + '}';
   };
   return write(value);
@@ -77,4 +85,3 @@ function fromNumber(raw: string, isFloat: boolean): WireValue {
   const n = Number(raw);
   return Number.isSafeInteger(n) ? n : new WireInteger(raw === '-0' ? '0' : raw);
 }
-

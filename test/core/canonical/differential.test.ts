@@ -7,7 +7,13 @@ import { jsParserRuns, parseDocument } from '../../../src/lib/core/canonical/par
 import { loadWasmEngine } from '../../../src/lib/core/canonical/wasm/lazy.js';
 import { serializeDocument } from '../../../src/lib/core/canonical/serialize.js';
 import type { ParsedDocument } from '../../../src/lib/core/canonical/tree.js';
-import { wasmEngine, wasmHeapBytes, type DocumentFlags, type WasmDocument, type WasmEngine } from '../../../src/lib/core/canonical/wasm/engine.js';
+import {
+  wasmEngine,
+  wasmHeapBytes,
+  type DocumentFlags,
+  type WasmDocument,
+  type WasmEngine,
+} from '../../../src/lib/core/canonical/wasm/engine.js';
 import { fixture, readFixture, readFixtureBytes } from '../../helpers/paths.js';
 
 /*
@@ -18,7 +24,15 @@ import { fixture, readFixture, readFixtureBytes } from '../../helpers/paths.js';
  */
 
 const engine = wasmEngine();
-const FLAG_NAMES = ['loneSurrogate', 'unsafeInteger', 'nonFinite', 'nonAscii', 'dialectNumbers', 'negativeZero', 'layoutBytes'] as const;
+const FLAG_NAMES = [
+  'loneSurrogate',
+  'unsafeInteger',
+  'nonFinite',
+  'nonAscii',
+  'dialectNumbers',
+  'negativeZero',
+  'layoutBytes',
+] as const;
 const encoder = new TextEncoder();
 
 function describeError(err: unknown): string {
@@ -72,7 +86,9 @@ function wasmOutcome(wasm: WasmEngine, body: string | Uint8Array, maxDepth: numb
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(
+    Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+  );
 }
 
 /** What differs between the engines on `body` (undefined: nothing), and whether the JS engine accepts it. */
@@ -91,10 +107,15 @@ function difference(
   if ('error' in js || 'error' in w) {
     const a = 'error' in js ? js.error : 'accepted';
     const b = 'error' in w ? w.error : 'accepted';
-    return { diff: a === b ? undefined : `js: ${a}\nwasm: ${b}`, accepted, error: 'error' in js ? js.error : undefined };
+    return {
+      diff: a === b ? undefined : `js: ${a}\nwasm: ${b}`,
+      accepted,
+      error: 'error' in js ? js.error : undefined,
+    };
   }
   for (const f of FLAG_NAMES) {
-    if (js.flags[f] !== w.flags[f]) return { diff: `flag ${f}: js ${String(js.flags[f])}, wasm ${String(w.flags[f])}`, accepted };
+    if (js.flags[f] !== w.flags[f])
+      return { diff: `flag ${f}: js ${String(js.flags[f])}, wasm ${String(w.flags[f])}`, accepted };
   }
   for (let k = 0; k < DIALECTS.length; k++) {
     const a = js.out[k]!;
@@ -110,7 +131,9 @@ function show(x: Uint8Array | string): string {
 }
 
 function label(body: string | Uint8Array): string {
-  return typeof body === 'string' ? `string ${JSON.stringify(body.slice(0, 300))}` : `bytes ${Buffer.from(body).toString('hex').slice(0, 600)}`;
+  return typeof body === 'string'
+    ? `string ${JSON.stringify(body.slice(0, 300))}`
+    : `bytes ${Buffer.from(body).toString('hex').slice(0, 600)}`;
 }
 
 /**
@@ -121,7 +144,13 @@ function label(body: string | Uint8Array): string {
 function compareAll(
   wasm: WasmEngine,
   bodies: Iterable<[string | Uint8Array, number]>,
-): { failures: string[]; accepted: number; rejected: number; seen: Record<string, number>; reasons: Record<string, number> } {
+): {
+  failures: string[];
+  accepted: number;
+  rejected: number;
+  seen: Record<string, number>;
+  reasons: Record<string, number>;
+} {
   const failures: string[] = [];
   const seen: Record<string, number> = {};
   const reasons: Record<string, number> = {};
@@ -166,53 +195,240 @@ function mulberry32(seed: number): () => number {
 
 const NUMBERS = [
   // the orjson (1e-5 / 1e16) and repr (1e-4 / 1e16) layout boundaries
-  '1e-5', '1e-6', '0.00001', '0.000001', '0.0001', '1e-4', '0.00012345', '9.999999999999999e-6', '1.5e-5', '1.5e-7',
-  '1e15', '1e16', '1e+16', '1E16', '1e015', '1e+015', '1E+0016', '999999999999999.9', '1000000000000000.0',
-  '9999999999999998.0', '10000000000000000.0', '1e-05', '1E-0005', '123456789012345678.0',
+  '1e-5',
+  '1e-6',
+  '0.00001',
+  '0.000001',
+  '0.0001',
+  '1e-4',
+  '0.00012345',
+  '9.999999999999999e-6',
+  '1.5e-5',
+  '1.5e-7',
+  '1e15',
+  '1e16',
+  '1e+16',
+  '1E16',
+  '1e015',
+  '1e+015',
+  '1E+0016',
+  '999999999999999.9',
+  '1000000000000000.0',
+  '9999999999999998.0',
+  '10000000000000000.0',
+  '1e-05',
+  '1E-0005',
+  '123456789012345678.0',
   // extremes
-  '5e-324', '4.9e-324', '2.5e-324', '2.4e-324', '1e-400', '2.2250738585072014e-308', '1.7976931348623157e308',
-  '1.7976931348623158e308', '1.7976931348623159e308', '1e308', '9.9e307', '1e309', '-1e309', '2e308', '1E400',
-  '0.1e310', '0.01e310', '10e307', '100e306',
+  '5e-324',
+  '4.9e-324',
+  '2.5e-324',
+  '2.4e-324',
+  '1e-400',
+  '2.2250738585072014e-308',
+  '1.7976931348623157e308',
+  '1.7976931348623158e308',
+  '1.7976931348623159e308',
+  '1e308',
+  '9.9e307',
+  '1e309',
+  '-1e309',
+  '2e308',
+  '1E400',
+  '0.1e310',
+  '0.01e310',
+  '10e307',
+  '100e306',
   // zeros and integral floats
-  '0.0', '-0.0', '1.0', '-1.0', '0e0', '-0e-0', '0E+00', '0.0e5', '0.000', '1.00', '10.0', '100.0', '250.0', '-3.0',
-  '0e999999999999', '1e-999999999999',
+  '0.0',
+  '-0.0',
+  '1.0',
+  '-1.0',
+  '0e0',
+  '-0e-0',
+  '0E+00',
+  '0.0e5',
+  '0.000',
+  '1.00',
+  '10.0',
+  '100.0',
+  '250.0',
+  '-3.0',
+  '0e999999999999',
+  '1e-999999999999',
   // digit counts around 15 and 17
-  '0.1', '0.10', '0.5', '0.30000000000000004', '0.1234567890123456789', '123456789012345.6', '1234567890123456.7',
-  '12345678901234567.0', '1.2345678901234567e-7', '0.9912345678901234', '0.000123456789012345', '0.0000123456789012345',
-  '123456789012345.0', '1234567890123456.0', '0.123456789012345', '0.1234567890123456', '100000000000000.5',
+  '0.1',
+  '0.10',
+  '0.5',
+  '0.30000000000000004',
+  '0.1234567890123456789',
+  '123456789012345.6',
+  '1234567890123456.7',
+  '12345678901234567.0',
+  '1.2345678901234567e-7',
+  '0.9912345678901234',
+  '0.000123456789012345',
+  '0.0000123456789012345',
+  '123456789012345.0',
+  '1234567890123456.0',
+  '0.123456789012345',
+  '0.1234567890123456',
+  '100000000000000.5',
   // integers around 2^53, 2^63, 2^64 and orjson's range
-  '0', '-0', '1', '-1', '9007199254740991', '9007199254740992', '9007199254740993', '-9007199254740991',
-  '-9007199254740992', '999999999999999', '1000000000000000', '9999999999999999', '999999999999999999',
-  '1000000000000000000', '-999999999999999999', '9223372036854775807', '9223372036854775808', '-9223372036854775808',
-  '-9223372036854775809', '18446744073709551615', '18446744073709551616', '-18446744073709551615', '99999999999999999999',
-  '100000000000000000000', '-100000000000000000000', '12345678901234567890123',
+  '0',
+  '-0',
+  '1',
+  '-1',
+  '9007199254740991',
+  '9007199254740992',
+  '9007199254740993',
+  '-9007199254740991',
+  '-9007199254740992',
+  '999999999999999',
+  '1000000000000000',
+  '9999999999999999',
+  '999999999999999999',
+  '1000000000000000000',
+  '-999999999999999999',
+  '9223372036854775807',
+  '9223372036854775808',
+  '-9223372036854775808',
+  '-9223372036854775809',
+  '18446744073709551615',
+  '18446744073709551616',
+  '-18446744073709551615',
+  '99999999999999999999',
+  '100000000000000000000',
+  '-100000000000000000000',
+  '12345678901234567890123',
   // 300+ digit integers and floats (orjson overflow)
-  '1' + '0'.repeat(308), '1' + '0'.repeat(309), '-1' + '0'.repeat(309), '9'.repeat(309), '17976931348623157' + '0'.repeat(292),
-  '17976931348623158' + '0'.repeat(292), '17976931348623159' + '0'.repeat(292), '1' + '0'.repeat(400),
-  '1' + '0'.repeat(300) + '.5', '0.' + '0'.repeat(320) + '1', '1.' + '0'.repeat(305), '9'.repeat(309) + '.0',
+  '1' + '0'.repeat(308),
+  '1' + '0'.repeat(309),
+  '-1' + '0'.repeat(309),
+  '9'.repeat(309),
+  '17976931348623157' + '0'.repeat(292),
+  '17976931348623158' + '0'.repeat(292),
+  '17976931348623159' + '0'.repeat(292),
+  '1' + '0'.repeat(400),
+  '1' + '0'.repeat(300) + '.5',
+  '0.' + '0'.repeat(320) + '1',
+  '1.' + '0'.repeat(305),
+  '9'.repeat(309) + '.0',
 ];
 
 // Raw (already valid JSON) pieces of string content.
 const STRING_PIECES = [
-  'a', 'abc', 'Hello, world', '/', 'a/b', '0', ' ', 'x'.repeat(17), 'The quick brown fox jumps over the lazy dog',
-  'é', 'ü', 'Müller', '東京', '😀', '\u007f', '\u2028', '\u2029', '\ufeff', '\ue000', '\uffff', '\u{10ffff}', '\u0080',
-  '\u07ff', '\u0800', '\u{1d11e}',
-  '\\"', '\\\\', '\\/', '\\b', '\\f', '\\n', '\\r', '\\t',
-  '\\u0000', '\\u001f', '\\u001F', '\\u0020', '\\u0022', '\\u005c', '\\u005C', '\\u002f', '\\u007e', '\\u007f', '\\u0080',
-  '\\u00e9', '\\u00E9', '\\u2028', '\\uffff', '\\uFFFF', '\\ue000', '\\ufffe', '\\u0008', '\\u000b', '\\u000c',
-  '\\ud83d\\ude00', '\\uD83D\\uDE00', '\\udbff\\udfff', '\\ud800\\udc00', '\\ud800', '\\udc00', '\\udbff', '\\ud800\\ud800',
-  '\\udc00\\ud800', '\\ud83dx', '\\ud83d\\n',
+  'a',
+  'abc',
+  'Hello, world',
+  '/',
+  'a/b',
+  '0',
+  ' ',
+  'x'.repeat(17),
+  'The quick brown fox jumps over the lazy dog',
+  'é',
+  'ü',
+  'Müller',
+  '東京',
+  '😀',
+  '\u007f',
+  '\u2028',
+  '\u2029',
+  '\ufeff',
+  '\ue000',
+  '\uffff',
+  '\u{10ffff}',
+  '\u0080',
+  '\u07ff',
+  '\u0800',
+  '\u{1d11e}',
+  '\\"',
+  '\\\\',
+  '\\/',
+  '\\b',
+  '\\f',
+  '\\n',
+  '\\r',
+  '\\t',
+  '\\u0000',
+  '\\u001f',
+  '\\u001F',
+  '\\u0020',
+  '\\u0022',
+  '\\u005c',
+  '\\u005C',
+  '\\u002f',
+  '\\u007e',
+  '\\u007f',
+  '\\u0080',
+  '\\u00e9',
+  '\\u00E9',
+  '\\u2028',
+  '\\uffff',
+  '\\uFFFF',
+  '\\ue000',
+  '\\ufffe',
+  '\\u0008',
+  '\\u000b',
+  '\\u000c',
+  '\\ud83d\\ude00',
+  '\\uD83D\\uDE00',
+  '\\udbff\\udfff',
+  '\\ud800\\udc00',
+  '\\ud800',
+  '\\udc00',
+  '\\udbff',
+  '\\ud800\\ud800',
+  '\\udc00\\ud800',
+  '\\ud83dx',
+  '\\ud83d\\n',
 ];
 
 const KEYS = [
-  '"a"', '"\\u0061"', '"b"', '"A"', '"aa"', '"10"', '"2"', '"1"', '"01"', '"é"', '"\\u00e9"', '"e\\u0301"', '"\ue000"',
-  '"\\ue000"', '"😀"', '"\\ud83d\\ude00"', '"\\uD83D\\uDE00"', '"\uffff"', '""', '"a\\u0000"', '"a\\u0000b"', '"\\u0000"',
-  '"a b"', '"text"', '"confidence"', '"bounding_box"', '"\\ud800"', '"\\udc00"', '"\\ud800\\ud800"', '"\\/"', '"/"',
-  '"\u007f"', '"~"', '"\\t"', '"\u{10ffff}"', '"\\udbff\\udfff"',
+  '"a"',
+  '"\\u0061"',
+  '"b"',
+  '"A"',
+  '"aa"',
+  '"10"',
+  '"2"',
+  '"1"',
+  '"01"',
+  '"é"',
+  '"\\u00e9"',
+  '"e\\u0301"',
+  '"\ue000"',
+  '"\\ue000"',
+  '"😀"',
+  '"\\ud83d\\ude00"',
+  '"\\uD83D\\uDE00"',
+  '"\uffff"',
+  '""',
+  '"a\\u0000"',
+  '"a\\u0000b"',
+  '"\\u0000"',
+  '"a b"',
+  '"text"',
+  '"confidence"',
+  '"bounding_box"',
+  '"\\ud800"',
+  '"\\udc00"',
+  '"\\ud800\\ud800"',
+  '"\\/"',
+  '"/"',
+  '"\u007f"',
+  '"~"',
+  '"\\t"',
+  '"\u{10ffff}"',
+  '"\\udbff\\udfff"',
 ];
 
 const WHITESPACE = [' ', '\n', '\r\n', '\t', '  ', '\n    ', ' \t\r\n'];
-const MUTATION_BYTES = [0x22, 0x5c, 0x2c, 0x5d, 0x7d, 0x7b, 0x5b, 0x3a, 0x00, 0x1f, 0x7f, 0x80, 0xbf, 0xc0, 0xc3, 0xed, 0xef, 0xf4, 0xf5, 0xff, 0x30, 0x31, 0x65, 0x2e, 0x2d, 0x2b, 0x20, 0x75, 0x61];
+const MUTATION_BYTES = [
+  0x22, 0x5c, 0x2c, 0x5d, 0x7d, 0x7b, 0x5b, 0x3a, 0x00, 0x1f, 0x7f, 0x80, 0xbf, 0xc0, 0xc3, 0xed, 0xef, 0xf4,
+  0xf5, 0xff, 0x30, 0x31, 0x65, 0x2e, 0x2d, 0x2b, 0x20, 0x75, 0x61,
+];
 
 class Gen {
   constructor(readonly r: () => number) {}
@@ -239,9 +455,11 @@ class Gen {
     let s = this.r() < 0.3 ? '-' : '';
     const k = this.r();
     s += k < 0.3 ? '0' : this.digits(k < 0.99 ? 1 + this.int(20) : 300 + this.int(15), true);
-    if (this.r() < 0.6) s += '.' + (this.r() < 0.3 ? '0'.repeat(this.int(8)) : '') + this.digits(1 + this.int(18));
+    if (this.r() < 0.6)
+      s += '.' + (this.r() < 0.3 ? '0'.repeat(this.int(8)) : '') + this.digits(1 + this.int(18));
     if (this.r() < 0.4) {
-      s += this.pick(['e', 'E']) + this.pick(['', '+', '-']) + '0'.repeat(this.r() < 0.2 ? 1 + this.int(3) : 0);
+      s +=
+        this.pick(['e', 'E']) + this.pick(['', '+', '-']) + '0'.repeat(this.r() < 0.2 ? 1 + this.int(3) : 0);
       s += String(this.r() < 0.9 ? this.int(30) : this.int(400));
     }
     return s;
@@ -270,7 +488,8 @@ class Gen {
       for (let i = 0; i < n; i++) items.push(this.ws() + this.value(depth + 1) + this.ws());
       return '[' + this.ws() + items.join(',') + ']';
     }
-    for (let i = 0; i < n; i++) items.push(this.ws() + this.key() + this.ws() + ':' + this.ws() + this.value(depth + 1) + this.ws());
+    for (let i = 0; i < n; i++)
+      items.push(this.ws() + this.key() + this.ws() + ':' + this.ws() + this.value(depth + 1) + this.ws());
     return '{' + this.ws() + items.join(',') + '}';
   }
   /** Containers nested `depth` deep (a mix of arrays and objects). */
@@ -334,17 +553,81 @@ class Gen {
 
 /** Where a fault is planted: the state the parser is in when it meets it. */
 const FAULTS = [
-  'utf8', 'value-end', 'value-char', 'literal', 'minus', 'point', 'exponent', 'hex', 'unterminated', 'escape', 'control',
-  'depth', 'array-separator', 'object-separator', 'key', 'colon', 'duplicate', 'trailing',
+  'utf8',
+  'value-end',
+  'value-char',
+  'literal',
+  'minus',
+  'point',
+  'exponent',
+  'hex',
+  'unterminated',
+  'escape',
+  'control',
+  'depth',
+  'array-separator',
+  'object-separator',
+  'key',
+  'colon',
+  'duplicate',
+  'trailing',
 ] as const;
 type Fault = (typeof FAULTS)[number];
 
 // What may stand where a value is expected but none starts (and the JS parser names the character).
-const NOT_A_VALUE = ['}', ']', ',', ':', 'x', '+', '.', 'e', 'é', '😀', '\u2028', '\ufeff', '\u0000', '\u001f', '\u007f', "'", '\\', '/', '#', '\u00a0'];
+const NOT_A_VALUE = [
+  '}',
+  ']',
+  ',',
+  ':',
+  'x',
+  '+',
+  '.',
+  'e',
+  'é',
+  '😀',
+  '\u2028',
+  '\ufeff',
+  '\u0000',
+  '\u001f',
+  '\u007f',
+  "'",
+  '\\',
+  '/',
+  '#',
+  '\u00a0',
+];
 const BAD_SEPARATORS = [' 1', '"x"', ':', ' }', ' ]', 'é', '😀', '\u0000', '\u00a0', 'x', ';', '\ufeff'];
 // Keys from a small set, so that objects repeat some of them (in order, out of order, as escapes).
-const FEW_KEYS = ['"a"', '"b"', '"c"', '"\\u0061"', '"\\u0062"', '"é"', '"\\u00e9"', '"😀"', '"\\ud83d\\ude00"', '"\\ud800"', '""', '"a\\u0000"'];
-const INVALID_UTF8 = [[0x80], [0xbf], [0xc0, 0x80], [0xc3], [0xc3, 0x28], [0xe0, 0x80, 0x80], [0xed, 0xa0, 0x80], [0xef, 0xbf], [0xf0, 0x8f, 0xbf, 0xbf], [0xf4, 0x90, 0x80, 0x80], [0xf5], [0xff], [0xfe]];
+const FEW_KEYS = [
+  '"a"',
+  '"b"',
+  '"c"',
+  '"\\u0061"',
+  '"\\u0062"',
+  '"é"',
+  '"\\u00e9"',
+  '"😀"',
+  '"\\ud83d\\ude00"',
+  '"\\ud800"',
+  '""',
+  '"a\\u0000"',
+];
+const INVALID_UTF8 = [
+  [0x80],
+  [0xbf],
+  [0xc0, 0x80],
+  [0xc3],
+  [0xc3, 0x28],
+  [0xe0, 0x80, 0x80],
+  [0xed, 0xa0, 0x80],
+  [0xef, 0xbf],
+  [0xf0, 0x8f, 0xbf, 0xbf],
+  [0xf4, 0x90, 0x80, 0x80],
+  [0xf5],
+  [0xff],
+  [0xfe],
+];
 
 /**
  * Malformed documents with a fault planted in every state of the parser (inside
@@ -366,7 +649,10 @@ class FaultGen extends Gen {
     const keys: string[] = [];
     for (let i = 0; i < n; i++) keys.push(this.r() < 0.3 ? `"k${this.int(n * 2)}"` : this.fewKey());
     if (this.r() < 0.3) keys.sort();
-    const members = keys.map((k) => `${this.ws()}${k}${this.ws()}:${this.ws()}${depth < 2 && this.r() < 0.05 ? this.duplicates(depth + 1) : this.small()}`);
+    const members = keys.map(
+      (k) =>
+        `${this.ws()}${k}${this.ws()}:${this.ws()}${depth < 2 && this.r() < 0.05 ? this.duplicates(depth + 1) : this.small()}`,
+    );
     return `{${members.join(',')}}`;
   }
   /** The planted fault, at a value position (or for trailing data, after the document). */
@@ -379,34 +665,66 @@ class FaultGen extends Gen {
       case 'value-char':
         return { text: this.pick(NOT_A_VALUE) };
       case 'literal':
-        return { text: this.pick(['tru', 'fals', 'nul', 'trUe', 'nulL', 'f', 't', 'n', 'fa1se', 'True', 'nan']) };
+        return {
+          text: this.pick(['tru', 'fals', 'nul', 'trUe', 'nulL', 'f', 't', 'n', 'fa1se', 'True', 'nan']),
+        };
       case 'minus':
         return { text: this.pick(['-', '-x', '-.5', '--1', '- 1', '-e1', '-]']), stop: this.r() < 0.2 };
       case 'point':
         return { text: this.pick(['1.', '1.e5', '0.x', '-2.]', '12.,', '0.', '-0.-']), stop: this.r() < 0.2 };
       case 'exponent':
-        return { text: this.pick(['1e', '1E+', '2.5e-x', '0e', '1ee1', '-0.5E', '3e+-1']), stop: this.r() < 0.2 };
+        return {
+          text: this.pick(['1e', '1E+', '2.5e-x', '0e', '1ee1', '-0.5E', '3e+-1']),
+          stop: this.r() < 0.2,
+        };
       case 'hex':
-        return { text: this.pick(['"ab\\u12g4"', '"\\u00e"', '"x\\uD83D\\u12"', '"\\u', '"é\\uzzzz"', '"\\n\\u00"']), stop: this.r() < 0.3 };
+        return {
+          text: this.pick(['"ab\\u12g4"', '"\\u00e"', '"x\\uD83D\\u12"', '"\\u', '"é\\uzzzz"', '"\\n\\u00"']),
+          stop: this.r() < 0.3,
+        };
       case 'unterminated':
         return { text: this.pick(['"abc', '"', '"é😀', '"a\\n', '"a\\', '"\\u00e9', '"x\\"']), stop: true };
       case 'escape':
-        return { text: this.pick(['"a\\x"', '"\\a"', '"\\é"', '"\\ "', '"\\U0041"', '"\\\u0000"', '"é\\\'"']) };
+        return {
+          text: this.pick(['"a\\x"', '"\\a"', '"\\é"', '"\\ "', '"\\U0041"', '"\\\u0000"', '"é\\\'"']),
+        };
       case 'control':
-        return { text: this.pick(['"a\u0001b"', '"\t"', '"\n"', '"é\u001f"', '"\\n\u0000"', '"x\r"', '"\\u00e9\u0008"']) };
+        return {
+          text: this.pick([
+            '"a\u0001b"',
+            '"\t"',
+            '"\n"',
+            '"é\u001f"',
+            '"\\n\u0000"',
+            '"x\r"',
+            '"\\u00e9\u0008"',
+          ]),
+        };
       case 'depth': {
         const extra = 1 + this.int(3);
         const open = Array.from({ length: extra + 1 }, () => (this.r() < 0.5 ? '[' : '{"a":')).join('');
         return { text: open, maxDepth: depth + extra };
       }
       case 'array-separator':
-        return { text: `[${this.ws()}${this.small()}${this.r() < 0.3 ? '' : this.pick(BAD_SEPARATORS)}`, stop: this.r() < 0.3 };
+        return {
+          text: `[${this.ws()}${this.small()}${this.r() < 0.3 ? '' : this.pick(BAD_SEPARATORS)}`,
+          stop: this.r() < 0.3,
+        };
       case 'object-separator':
-        return { text: `{${this.fewKey()}:${this.small()}${this.r() < 0.3 ? '' : this.pick(BAD_SEPARATORS)}`, stop: this.r() < 0.3 };
+        return {
+          text: `{${this.fewKey()}:${this.small()}${this.r() < 0.3 ? '' : this.pick(BAD_SEPARATORS)}`,
+          stop: this.r() < 0.3,
+        };
       case 'key':
-        return { text: `{${this.r() < 0.5 ? '' : `${this.fewKey()}:1,`}${this.ws()}${this.r() < 0.2 ? '' : this.pick(['1', 'a', '}', "'a'", '[', '\u00e9', ','])}`, stop: this.r() < 0.2 };
+        return {
+          text: `{${this.r() < 0.5 ? '' : `${this.fewKey()}:1,`}${this.ws()}${this.r() < 0.2 ? '' : this.pick(['1', 'a', '}', "'a'", '[', '\u00e9', ','])}`,
+          stop: this.r() < 0.2,
+        };
       case 'colon':
-        return { text: `{${this.fewKey()}${this.ws()}${this.r() < 0.2 ? '' : this.pick(['1', ',', '}', '=', '"b"', ';'])}`, stop: this.r() < 0.2 };
+        return {
+          text: `{${this.fewKey()}${this.ws()}${this.r() < 0.2 ? '' : this.pick(['1', ',', '}', '=', '"b"', ';'])}`,
+          stop: this.r() < 0.2,
+        };
       case 'duplicate':
         return { text: this.duplicates() };
       case 'trailing':
@@ -436,7 +754,8 @@ class FaultGen extends Gen {
         }
       }
     } else {
-      text += this.small() + this.ws() + this.pick(['x', '1', ']', '}', ',', '"a"', '{}', 'é', '\u0000', 'nul']);
+      text +=
+        this.small() + this.ws() + this.pick(['x', '1', ']', '}', ',', '"a"', '{}', 'é', '\u0000', 'nul']);
     }
     const f = this.fault(kind, stack.length);
     const parts: Array<string | number[]> = [text + f.text];
@@ -448,17 +767,22 @@ class FaultGen extends Gen {
       // the rest of the document: more members, the closing brackets, maybe more faults
       let rest = '';
       while (stack.length > 0) {
-        if (this.r() < 0.3) rest += ',' + this.ws() + (stack.at(-1) === '}' ? `${this.fewKey()}:` : '') + this.small();
+        if (this.r() < 0.3)
+          rest += ',' + this.ws() + (stack.at(-1) === '}' ? `${this.fewKey()}:` : '') + this.small();
         if (this.r() < 0.05) rest += this.pick(NOT_A_VALUE);
         rest += this.ws() + stack.pop()!;
       }
       if (this.r() < 0.05) rest += ' x';
       parts.push(rest);
-      if (this.r() < 0.15) parts.push(asBytes ? this.pick(INVALID_UTF8) : this.pick(['\ud800', '\udc00']), '"]');
+      if (this.r() < 0.15)
+        parts.push(asBytes ? this.pick(INVALID_UTF8) : this.pick(['\ud800', '\udc00']), '"]');
     }
     const maxDepth = f.maxDepth ?? (this.r() < 0.1 ? stack.length + 1 + this.int(3) : 1000);
     if (!asBytes) return [parts.map((p) => (typeof p === 'string' ? p : '')).join(''), maxDepth];
-    return [Buffer.concat(parts.map((p) => (typeof p === 'string' ? encoder.encode(p) : Uint8Array.from(p)))), maxDepth];
+    return [
+      Buffer.concat(parts.map((p) => (typeof p === 'string' ? encoder.encode(p) : Uint8Array.from(p)))),
+      maxDepth,
+    ];
   }
 }
 
@@ -475,13 +799,27 @@ function reasonOf(error: string): string {
 
 /** Every reason the JS parser gives (reasons.ts), as reasonOf() writes it. */
 const EVERY_REASON = [
-  'invalid UTF-8', 'lone surrogate in the text (it cannot be encoded as UTF-8)', 'unexpected end of input, expected a value',
-  'unexpected character C, expected a value', 'invalid literal, expected W', 'invalid number: a digit must follow the minus sign',
-  'invalid number: a digit must follow the decimal point', 'invalid number: a digit must follow the exponent mark',
-  'invalid \\u escape: four hex digits expected', 'unterminated string', 'invalid escape in string',
-  'unescaped control character in string', 'nesting deeper than the limit of N', 'unexpected end of input in an array',
-  "unexpected character C, expected ',' or ']'", 'unexpected end of input in an object', "unexpected character C, expected ',' or '}'",
-  'expected a string key', "expected ':' after an object key", 'duplicate key K', 'unexpected data after the JSON value',
+  'invalid UTF-8',
+  'lone surrogate in the text (it cannot be encoded as UTF-8)',
+  'unexpected end of input, expected a value',
+  'unexpected character C, expected a value',
+  'invalid literal, expected W',
+  'invalid number: a digit must follow the minus sign',
+  'invalid number: a digit must follow the decimal point',
+  'invalid number: a digit must follow the exponent mark',
+  'invalid \\u escape: four hex digits expected',
+  'unterminated string',
+  'invalid escape in string',
+  'unescaped control character in string',
+  'nesting deeper than the limit of N',
+  'unexpected end of input in an array',
+  "unexpected character C, expected ',' or ']'",
+  'unexpected end of input in an object',
+  "unexpected character C, expected ',' or '}'",
+  'expected a string key',
+  "expected ':' after an object key",
+  'duplicate key K',
+  'unexpected data after the JSON value',
 ];
 
 // JOBHOOK_DIFFERENTIAL_SCALE (0 < x ≤ 1) runs a share of the generated documents: the
@@ -508,7 +846,8 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
       const doc = wasm.parse(c.input, { maxDepth: 1000 });
       for (const d of DIALECTS) {
         const want = c.expected[d];
-        if (want === null) expect(() => doc.bytes(d)).toThrow(expect.objectContaining({ code: 'CANONICAL_UNREPRESENTABLE' }));
+        if (want === null)
+          expect(() => doc.bytes(d)).toThrow(expect.objectContaining({ code: 'CANONICAL_UNREPRESENTABLE' }));
         else expect(Buffer.from(doc.bytes(d)).toString('utf8')).toBe(want);
       }
       doc.dispose();
@@ -560,16 +899,22 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
       for (let i = 0; i < MALFORMED_GENERATED; i++) yield gen.malformed();
     }
     const { failures, accepted, rejected, reasons } = compareAll(wasm, bodies());
-    console.log(`differential: ${MALFORMED_GENERATED} generated malformed documents, ${accepted} accepted, ${rejected} rejected; reasons: ${JSON.stringify(reasons)}`);
+    console.log(
+      `differential: ${MALFORMED_GENERATED} generated malformed documents, ${accepted} accepted, ${rejected} rejected; reasons: ${JSON.stringify(reasons)}`,
+    );
     expect(failures).toEqual([]);
     expect(rejected).toBeGreaterThan(MALFORMED_GENERATED * 0.9);
     // Every reason the JS parser gives is met many times from bytes and from strings
     // (invalid UTF-8 only from bytes, a lone surrogate only from strings), and no other.
     for (const reason of EVERY_REASON) {
-      if (!reason.startsWith('lone surrogate')) expect(reasons[`bytes: ${reason}`] ?? 0, `bytes: ${reason}`).toBeGreaterThan(50);
-      if (reason !== 'invalid UTF-8') expect(reasons[`string: ${reason}`] ?? 0, `string: ${reason}`).toBeGreaterThan(50);
+      if (!reason.startsWith('lone surrogate'))
+        expect(reasons[`bytes: ${reason}`] ?? 0, `bytes: ${reason}`).toBeGreaterThan(50);
+      if (reason !== 'invalid UTF-8')
+        expect(reasons[`string: ${reason}`] ?? 0, `string: ${reason}`).toBeGreaterThan(50);
     }
-    expect(Object.keys(reasons).filter((k) => !EVERY_REASON.includes(k.replace(/^(bytes|string): /, '')))).toEqual([]);
+    expect(
+      Object.keys(reasons).filter((k) => !EVERY_REASON.includes(k.replace(/^(bytes|string): /, ''))),
+    ).toEqual([]);
   }, 120_000);
 
   it('duplicate keys: the one the JS parser reports, where it reports it', () => {
@@ -578,17 +923,33 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
     const bodies: Array<[string | Uint8Array, number]> = [];
     for (const text of [
       // in order: the second of an equal pair fails as it is read, before anything after it
-      '{"a":1,"a":2}', '{"a":1,"a":2,"b":x}', '{"a":1,"a"', '{"a":1,"a":[1,', '{"a":1,"a":{"b":1,"b":2}}', '{"a":{"b":1,"b":2},"a":1}',
-      '{"a":1,"b":{"c":1,"c":',  '{"a":1,"a":1,"b":{"c":1,"c":', '[{"a":1,"\u0061":2}]',
+      '{"a":1,"a":2}',
+      '{"a":1,"a":2,"b":x}',
+      '{"a":1,"a"',
+      '{"a":1,"a":[1,',
+      '{"a":1,"a":{"b":1,"b":2}}',
+      '{"a":{"b":1,"b":2},"a":1}',
+      '{"a":1,"b":{"c":1,"c":',
+      '{"a":1,"a":1,"b":{"c":1,"c":',
+      '[{"a":1,"\u0061":2}]',
       // out of order: found when the object ends, after what is inside it
-      '{"b":1,"a":2,"a":3,"c":x}', '{"b":1,"a":2,"a":3}', '{"b":1,"a":{"c":1,"c":2},"a":3}', '{"z":1,"a":1,"z":2,"a":2}',
+      '{"b":1,"a":2,"a":3,"c":x}',
+      '{"b":1,"a":2,"a":3}',
+      '{"b":1,"a":{"c":1,"c":2},"a":3}',
+      '{"z":1,"a":1,"z":2,"a":2}',
       '{"b":1,"a":1,"b":{"x":1,"x":2}}',
       // more than 16 members: the second occurrence of the smallest repeated key
-      many([...letters(20), 'k19', 'k03']), many([...letters(20).reverse(), 'k19', 'k03', 'k03']),
-      many(['z', 'y', ...letters(17), 'y', 'z']), many(['z', ...letters(17), 'z', 'k05', 'k05']),
-      `{"a":1,${many([...letters(17), 'k01']).slice(1, -1)}}`, `{"a":${many(['b', ...letters(17), 'b'])},"a":1}`,
+      many([...letters(20), 'k19', 'k03']),
+      many([...letters(20).reverse(), 'k19', 'k03', 'k03']),
+      many(['z', 'y', ...letters(17), 'y', 'z']),
+      many(['z', ...letters(17), 'z', 'k05', 'k05']),
+      `{"a":1,${many([...letters(17), 'k01']).slice(1, -1)}}`,
+      `{"a":${many(['b', ...letters(17), 'b'])},"a":1}`,
       // keys that differ in bytes but not in value, and lone surrogates
-      '{"é":1,"\u00e9":2}', '{"😀":1,"\ud83d\ude00":2}', '{"\ud83d":1,"\ud83d":2}', '{"x":1,"\ud800\ud800":1,"\ud800\ud800":2}',
+      '{"é":1,"\u00e9":2}',
+      '{"😀":1,"\ud83d\ude00":2}',
+      '{"\ud83d":1,"\ud83d":2}',
+      '{"x":1,"\ud800\ud800":1,"\ud800\ud800":2}',
       `{"${'k'.repeat(5000)}é":1,"${'k'.repeat(5000)}\u00e9":2}`,
     ]) {
       bodies.push([text, 1000], [encoder.encode(text), 1000]);
@@ -599,21 +960,35 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
     expect(reasons['bytes: duplicate key K']).toBeGreaterThan(bodies.length / 2 - 5);
   });
 
-  it('a malformed body is refused from the WebAssembly parser\'s own report: the JS parser does not run', async () => {
+  it("a malformed body is refused from the WebAssembly parser's own report: the JS parser does not run", async () => {
     // ~1 MB bodies that fail near their end (what a replay under a captured signature can send)
     const floats = `[${Array.from({ length: 60_000 }, (_, i) => `${i}.${i % 97}e-3`).join(',')}`;
     const nested = '{"a":[' + '{"b":[1.5,"x",{"c":null}],"d":"é"},'.repeat(25_000);
     const strings = `[${'"the quick brown fox \\n jumps é 😀",'.repeat(25_000)}`;
     const objects = `[${Array.from({ length: 12_000 }, (_, i) => `{"text":"w${i}","confidence":0.9${i},"bbox":[1,2,3,4]}`).join(',')}`;
     const cases = [
-      `${floats}]x`, `${floats},1.e5]`, `${floats},-]`, `${nested}{"b":1,"b":2}]}`, `${nested}{"b":tru}]}`, `${nested}`,
-      `${strings}"\\x"]`, `${strings}"abc`, `${strings}"\\u12"]`, `${objects},{"text":"w","text":"v"}]`, `${objects},{"text" 1}]`,
-      `${objects}]]`, `${objects},{"b":1,"a":2,"b":3}]`,
+      `${floats}]x`,
+      `${floats},1.e5]`,
+      `${floats},-]`,
+      `${nested}{"b":1,"b":2}]}`,
+      `${nested}{"b":tru}]}`,
+      `${nested}`,
+      `${strings}"\\x"]`,
+      `${strings}"abc`,
+      `${strings}"\\u12"]`,
+      `${objects},{"text":"w","text":"v"}]`,
+      `${objects},{"text" 1}]`,
+      `${objects}]]`,
+      `${objects},{"b":1,"a":2,"b":3}]`,
     ];
     const decoder = new TextDecoder();
     for (const text of cases) {
       expect(text.length).toBeGreaterThan(500_000);
-      for (const body of [text, encoder.encode(text), Buffer.concat([encoder.encode(text), Uint8Array.of(0xff)])]) {
+      for (const body of [
+        text,
+        encoder.encode(text),
+        Buffer.concat([encoder.encode(text), Uint8Array.of(0xff)]),
+      ]) {
         const runs = jsParserRuns();
         let fromWasm: unknown;
         try {
@@ -658,8 +1033,13 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
   it('large bodies: long strings, big and out-of-order objects, output in chunks of at most 64 KiB', () => {
     const gen = new Gen(mulberry32(7));
     const members: string[] = [];
-    for (let i = 0; i < 3000; i++) members.push(`"k${(i * 7919) % 3000}${gen.pick(['', 'é', '😀', '\\u00e9'])}":${gen.r() < 0.5 ? gen.number() : gen.string()}`);
-    const base64 = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 31 + 7) & 255)).toString('base64');
+    for (let i = 0; i < 3000; i++)
+      members.push(
+        `"k${(i * 7919) % 3000}${gen.pick(['', 'é', '😀', '\\u00e9'])}":${gen.r() < 0.5 ? gen.number() : gen.string()}`,
+      );
+    const base64 = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 31 + 7) & 255)).toString(
+      'base64',
+    );
     const bodies: Array<[string | Uint8Array, number]> = [
       [`{${members.join(',')}}`, 1000],
       [`{"data":"${base64}","name":"x"}`, 1000],
@@ -692,7 +1072,9 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
     const inner: string[] = [];
     a.write('orjson', () => inner.push(Buffer.from(b.bytes('python')).toString('utf8')));
     expect(inner).toEqual(['[\n  "\\u00e9",\n  1e+16\n]']);
-    expect(Buffer.from(a.bytes('python')).toString('utf8')).toBe('{\n  "a": "x",\n  "b": [\n    1.5e+300\n  ]\n}');
+    expect(Buffer.from(a.bytes('python')).toString('utf8')).toBe(
+      '{\n  "a": "x",\n  "b": [\n    1.5e+300\n  ]\n}',
+    );
     // disposing from inside its own sink takes effect when the write returns
     let chunks = 0;
     b.write('orjson', () => {
@@ -723,7 +1105,10 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
         }
         const text = `[${items.join(',')}]`;
         const body = gen.r() < 0.5 ? text : encoder.encode(text);
-        live.push({ doc: wasm.parse(body, { maxDepth: 10 }), want: serializeDocument(parseDocument(text), 'python') });
+        live.push({
+          doc: wasm.parse(body, { maxDepth: 10 }),
+          want: serializeDocument(parseDocument(text), 'python'),
+        });
       } else if (live.length > 0) {
         const [{ doc, want }] = live.splice(gen.int(live.length), 1) as [{ doc: WasmDocument; want: string }];
         expect(Buffer.from(doc.bytes('python')).toString('utf8')).toBe(want);
@@ -739,7 +1124,11 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
     const body = encoder.encode(`{"x":[${'1.25,'.repeat(50_000)}0],"s":"${'é'.repeat(50_000)}"}`);
     const cycle = (n: number) => {
       for (let i = 0; i < n; i++) {
-        const docs = [wasm.parse(body, { maxDepth: 1000 }), wasm.parse('[1,2,3]', { maxDepth: 1000 }), wasm.parse(new TextDecoder().decode(body), { maxDepth: 1000 })];
+        const docs = [
+          wasm.parse(body, { maxDepth: 1000 }),
+          wasm.parse('[1,2,3]', { maxDepth: 1000 }),
+          wasm.parse(new TextDecoder().decode(body), { maxDepth: 1000 }),
+        ];
         for (const d of docs) d.bytes('python');
         try {
           wasm.parse('[1,', { maxDepth: 1000 });
@@ -756,14 +1145,24 @@ describe.skipIf(engine === undefined)('WebAssembly engine vs JS engine', () => {
   });
 
   it('orders keys after a lone high surrogate by code point, as the JS engine does', () => {
-    const doc = wasm.parse('{"\\ud800\\ufbbb":1,"\\ud800\\ud800":2,"\\ud800\\ud83d\\ude00":3,"\\ud800\\udc00":4}', { maxDepth: 10 });
+    const doc = wasm.parse(
+      '{"\\ud800\\ufbbb":1,"\\ud800\\ud800":2,"\\ud800\\ud83d\\ude00":3,"\\ud800\\udc00":4}',
+      { maxDepth: 10 },
+    );
     // U+D800 U+D800 < U+D800 U+FBBB < U+D800 U+1F600 < U+10000
     expect(Buffer.from(doc.bytes('python')).toString('utf8')).toBe(
       '{\n  "\\ud800\\ud800": 2,\n  "\\ud800\\ufbbb": 1,\n  "\\ud800\\ud83d\\ude00": 3,\n  "\\ud800\\udc00": 4\n}',
     );
-    expect(serializeDocument(parseDocument('{"\\ud800\\ufbbb":1,"\\ud800\\ud800":2,"\\ud800\\ud83d\\ude00":3,"\\ud800\\udc00":4}'), 'python')).toBe(Buffer.from(doc.bytes('python')).toString('utf8'));
+    expect(
+      serializeDocument(
+        parseDocument('{"\\ud800\\ufbbb":1,"\\ud800\\ud800":2,"\\ud800\\ud83d\\ude00":3,"\\ud800\\udc00":4}'),
+        'python',
+      ),
+    ).toBe(Buffer.from(doc.bytes('python')).toString('utf8'));
     doc.dispose();
-    expect(() => wasm.parse('{"\\ud800\\ud800":1,"\\ud800\\u0061":2,"\\ud800\\ud800":3}', { maxDepth: 10 })).toThrow(/duplicate key/);
+    expect(() =>
+      wasm.parse('{"\\ud800\\ud800":1,"\\ud800\\u0061":2,"\\ud800\\ud800":3}', { maxDepth: 10 }),
+    ).toThrow(/duplicate key/);
   });
 
   it('throws the JS errors for bad arguments', () => {

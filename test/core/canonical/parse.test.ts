@@ -81,8 +81,18 @@ describe('nesting limit', () => {
 describe('parseJson values', () => {
   it('keeps big integers exact in bigint and string modes', () => {
     const body = '{"a":18446744073709551615,"b":9007199254740993,"c":12,"d":1.5}';
-    expect(parseJson(body, { integers: 'bigint' })).toEqual({ a: 18446744073709551615n, b: 9007199254740993n, c: 12, d: 1.5 });
-    expect(parseJson(body, { integers: 'string' })).toEqual({ a: '18446744073709551615', b: '9007199254740993', c: 12, d: 1.5 });
+    expect(parseJson(body, { integers: 'bigint' })).toEqual({
+      a: 18446744073709551615n,
+      b: 9007199254740993n,
+      c: 12,
+      d: 1.5,
+    });
+    expect(parseJson(body, { integers: 'string' })).toEqual({
+      a: '18446744073709551615',
+      b: '9007199254740993',
+      c: 12,
+      d: 1.5,
+    });
     expect(parseJson(body)).toEqual({ a: 18446744073709551615, b: 9007199254740992, c: 12, d: 1.5 });
   });
 
@@ -139,18 +149,26 @@ describe('duplicate keys in objects of any size and order (property)', () => {
   it('unique keys in any order are accepted and come out sorted by code point', async () => {
     const fc = (await import('fast-check')).default;
     fc.assert(
-      fc.property(fc.uniqueArray(fc.string({ unit: 'binary', maxLength: 3 }).filter((s) => s.isWellFormed()), { maxLength: 40 }), (keys) => {
-        const text = `{${keys.map((k, i) => `${JSON.stringify(k)}:${i}`).join(',')}}`;
-        const byCodePoint = [...keys].sort((a, b) => {
-          const x = [...a].map((c) => c.codePointAt(0)!);
-          const y = [...b].map((c) => c.codePointAt(0)!);
-          for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
-          return x.length - y.length;
-        });
-        const out = canonicalize(text, { dialect: 'python' });
-        const order = [...out.matchAll(/^ {2}("(?:[^"\\]|\\.)*"): /gm)].map((m) => JSON.parse(m[1]!) as string);
-        expect(order).toEqual(byCodePoint);
-      }),
+      fc.property(
+        fc.uniqueArray(
+          fc.string({ unit: 'binary', maxLength: 3 }).filter((s) => s.isWellFormed()),
+          { maxLength: 40 },
+        ),
+        (keys) => {
+          const text = `{${keys.map((k, i) => `${JSON.stringify(k)}:${i}`).join(',')}}`;
+          const byCodePoint = [...keys].sort((a, b) => {
+            const x = [...a].map((c) => c.codePointAt(0)!);
+            const y = [...b].map((c) => c.codePointAt(0)!);
+            for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+            return x.length - y.length;
+          });
+          const out = canonicalize(text, { dialect: 'python' });
+          const order = [...out.matchAll(/^ {2}("(?:[^"\\]|\\.)*"): /gm)].map(
+            (m) => JSON.parse(m[1]!) as string,
+          );
+          expect(order).toEqual(byCodePoint);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -160,9 +178,14 @@ describe('key order with lone surrogates (python dialect)', () => {
   it('keys sharing a lone high surrogate and differing after it are distinct, in code point order', () => {
     // Found by the differential test against the WebAssembly engine.
     const body = '{"\\ud800\\ud800":1,"\\ud800\\ufbbb":2,"\\ud800a":3}';
-    expect(canonicalize(body, { dialect: 'python' })).toBe('{\n  "\\ud800a": 3,\n  "\\ud800\\ud800": 1,\n  "\\ud800\\ufbbb": 2\n}');
+    expect(canonicalize(body, { dialect: 'python' })).toBe(
+      '{\n  "\\ud800a": 3,\n  "\\ud800\\ud800": 1,\n  "\\ud800\\ufbbb": 2\n}',
+    );
     // More than 16 members take the other sort path.
-    const many = Array.from({ length: 20 }, (_, k) => `"\\ud800\\u${(0xfb00 + k).toString(16)}":${k}`).reverse();
+    const many = Array.from(
+      { length: 20 },
+      (_, k) => `"\\ud800\\u${(0xfb00 + k).toString(16)}":${k}`,
+    ).reverse();
     const out = canonicalize(`{${many.join(',')},"\\ud800\\ud800":99}`, { dialect: 'python' });
     expect(out.indexOf('\\ud800\\ud800')).toBeLessThan(out.indexOf('\\ud800\\ufb00'));
     expect(out.indexOf('\\ud800\\ufb00')).toBeLessThan(out.indexOf('\\ud800\\ufb13'));

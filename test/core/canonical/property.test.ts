@@ -14,16 +14,28 @@ const jsonValue = fc.letrec((tie) => ({
     fc.boolean(),
     fc.constant(null),
     fc.array(tie('value'), { maxLength: 5 }),
-    fc.dictionary(fc.string({ unit: 'binary' }).filter((s) => s.isWellFormed()), tie('value'), { maxKeys: 5 }),
+    fc.dictionary(
+      fc.string({ unit: 'binary' }).filter((s) => s.isWellFormed()),
+      tie('value'),
+      { maxKeys: 5 },
+    ),
   ),
 })).value;
 
 /** Writes a value as compact JSON text, keeping float-ness (1.0 stays a float) and bigints exact. */
 function toText(v: unknown): string {
   if (typeof v === 'bigint') return v.toString();
-  if (typeof v === 'number') return Number.isInteger(v) && !Object.is(v, -0) ? `${v}.0`.replace('e+', 'e').replace(/e(-?\d+)\.0$/, 'e$1') : JSON.stringify(v) === '0' ? '-0.0' : JSON.stringify(v);
+  if (typeof v === 'number')
+    return Number.isInteger(v) && !Object.is(v, -0)
+      ? `${v}.0`.replace('e+', 'e').replace(/e(-?\d+)\.0$/, 'e$1')
+      : JSON.stringify(v) === '0'
+        ? '-0.0'
+        : JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(toText).join(',')}]`;
-  if (v !== null && typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}:${toText(x)}`).join(',')}}`;
+  if (v !== null && typeof v === 'object')
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${JSON.stringify(k)}:${toText(x)}`)
+      .join(',')}}`;
   return JSON.stringify(v);
 }
 

@@ -90,7 +90,9 @@ describe('keys and strings', () => {
   it('writes a lone surrogate only in the python dialect', () => {
     expect(canonicalize('"\\ud800"', { dialect: 'python' })).toBe('"\\ud800"');
     for (const dialect of ['orjson', 'orjson-legacy', 'python-utf8'] as const) {
-      expect(() => canonicalize('"\\ud800"', { dialect })).toThrow(expect.objectContaining({ code: 'CANONICAL_UNREPRESENTABLE' }));
+      expect(() => canonicalize('"\\ud800"', { dialect })).toThrow(
+        expect.objectContaining({ code: 'CANONICAL_UNREPRESENTABLE' }),
+      );
     }
   });
   it('rejects an unknown dialect with a TypeError', () => {

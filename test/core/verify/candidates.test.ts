@@ -38,7 +38,11 @@ describe('dialect candidates', () => {
     ['non-ASCII: python differs', '{"a":"é","b":1.0}', ['orjson', 'python']],
     ['1e16 alone: orjson and Python both write 1e+16', '{"a":1e16}', ['orjson', 'orjson-legacy']],
     ['1e16 and 1e-5: three float layouts', '{"a":[1e16,1e-5]}', ['orjson', 'orjson-legacy', 'python-utf8']],
-    ['three float layouts and non-ASCII: four', '{"a":[1e16,1e-5],"b":"é"}', ['orjson', 'orjson-legacy', 'python-utf8', 'python']],
+    [
+      'three float layouts and non-ASCII: four',
+      '{"a":[1e16,1e-5],"b":"é"}',
+      ['orjson', 'orjson-legacy', 'python-utf8', 'python'],
+    ],
     ['a lone surrogate: python only', '{"a":"\\ud800"}', ['python']],
   ])('%s', (_l, body, want) => {
     expect(viaFlags(body)).toEqual(want);
@@ -52,7 +56,23 @@ describe('dialect candidates', () => {
 
   it('the flags never skip a dialect that text comparison would keep (property)', () => {
     const token = fc.oneof(
-      fc.constantFrom('1', '-0', '0.5', '1.0', '1e16', '1e-7', '0.00001', '123456789012345678901', '1.5e300', '"é"', '"\\u007f"', '"x"', 'true', 'null', '"\\ud83d\\ude00"'),
+      fc.constantFrom(
+        '1',
+        '-0',
+        '0.5',
+        '1.0',
+        '1e16',
+        '1e-7',
+        '0.00001',
+        '123456789012345678901',
+        '1.5e300',
+        '"é"',
+        '"\\u007f"',
+        '"x"',
+        'true',
+        'null',
+        '"\\ud83d\\ude00"',
+      ),
       fc.double({ noNaN: true, noDefaultInfinity: true }).map((v) => (Object.is(v, -0) ? '-0.0' : String(v))),
     );
     fc.assert(

@@ -3,7 +3,13 @@
  * small body whose canonical work is large goes to a worker; a genuine delivery stays.
  */
 import { describe, expect, it } from 'vitest';
-import { canonicalWork, countFloats, LOCAL_WORK_BYTES, onWorker, placement } from '../../../src/lib/core/verify/cost.js';
+import {
+  canonicalWork,
+  countFloats,
+  LOCAL_WORK_BYTES,
+  onWorker,
+  placement,
+} from '../../../src/lib/core/verify/cost.js';
 import { resolveOptions } from '../../../src/lib/core/verify/options.js';
 import { payloadText } from '../../helpers/deliveries.js';
 
@@ -20,14 +26,25 @@ describe('verification cost', () => {
     const genuine = payloadText('job-1');
     expect(canonicalWork(genuine, o)).toBeLessThan(LOCAL_WORK_BYTES / 10);
     expect(onWorker(genuine, o, MiB)).toBe(false);
-    const deep = payloadText('job-2', `,"deep":[${Array(10).fill('['.repeat(400) + '1.5' + ']'.repeat(400)).join(',')}]`);
+    const deep = payloadText(
+      'job-2',
+      `,"deep":[${Array(10)
+        .fill('['.repeat(400) + '1.5' + ']'.repeat(400))
+        .join(',')}]`,
+    );
     expect(deep.length).toBeLessThan(20_000);
     expect(onWorker(deep, o, MiB)).toBe(true);
-    const floats = payloadText('job-3', `,"v":[${Array.from({ length: 5_000 }, (_, k) => `${k}.25e-9`).join(',')}]`);
+    const floats = payloadText(
+      'job-3',
+      `,"v":[${Array.from({ length: 5_000 }, (_, k) => `${k}.25e-9`).join(',')}]`,
+    );
     expect(floats.length).toBeLessThan(100_000);
     expect(onWorker(floats, o, MiB)).toBe(true);
     // The same count of floats every dialect writes alike costs one dialect's bytes only.
-    const plain = payloadText('job-4', `,"v":[${Array.from({ length: 5_000 }, (_, k) => `${k}.25`).join(',')}]`);
+    const plain = payloadText(
+      'job-4',
+      `,"v":[${Array.from({ length: 5_000 }, (_, k) => `${k}.25`).join(',')}]`,
+    );
     expect(onWorker(plain, o, MiB)).toBe(false);
   });
 
@@ -43,7 +60,12 @@ describe('verification cost', () => {
     const body = `{"job_id":"x","values":[${'1.5,'.repeat(20_000)}`;
     const where = placement(body, o, MiB);
     expect(where.worker).toBe(false);
-    expect(where).toMatchObject({ refused: expect.objectContaining({ code: 'BODY_MALFORMED', offset: body.length }) });
-    expect(placement(payloadText('job-5'), o, MiB)).toMatchObject({ worker: false, parsed: expect.anything() });
+    expect(where).toMatchObject({
+      refused: expect.objectContaining({ code: 'BODY_MALFORMED', offset: body.length }),
+    });
+    expect(placement(payloadText('job-5'), o, MiB)).toMatchObject({
+      worker: false,
+      parsed: expect.anything(),
+    });
   });
 });

@@ -27,11 +27,18 @@ export interface Backend {
 export async function startBackend(kind: StoreKind, instances: number): Promise<Backend> {
   if (kind === 'memory') {
     const store = new MemoryIdempotencyStore();
-    return { stores: Array.from({ length: instances }, () => store), server: undefined, close: async () => undefined };
+    return {
+      stores: Array.from({ length: instances }, () => store),
+      server: undefined,
+      close: async () => undefined,
+    };
   }
   if (kind === 'redis' || kind === 'redis-volatile') {
     const server = await startRedis({ appendOnly: kind === 'redis' });
-    const stores = Array.from({ length: instances }, () => new RedisIdempotencyStore({ url: server.url, keyPrefix: 'faults:job:' }));
+    const stores = Array.from(
+      { length: instances },
+      () => new RedisIdempotencyStore({ url: server.url, keyPrefix: 'faults:job:' }),
+    );
     return {
       stores,
       server,
@@ -42,7 +49,10 @@ export async function startBackend(kind: StoreKind, instances: number): Promise<
     };
   }
   const server = await startPostgres();
-  const stores = Array.from({ length: instances }, () => new PostgresIdempotencyStore({ connectionString: server.url, table: 'faults_jobs' }));
+  const stores = Array.from(
+    { length: instances },
+    () => new PostgresIdempotencyStore({ connectionString: server.url, table: 'faults_jobs' }),
+  );
   await Promise.all(stores.map((s) => s.migrate()));
   return {
     stores,

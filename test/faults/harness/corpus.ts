@@ -100,7 +100,8 @@ export function buildCorpus(options: CorpusOptions): Corpus {
   const distinct = total - duplicates;
   const concurrent = Math.round(duplicates * (options.concurrentShare ?? 0.5));
   const generated = Array.from({ length: distinct }, () => uuid(rand));
-  if (options.jobIds !== undefined && options.jobIds.length < distinct) throw new Error(`buildCorpus: ${distinct} job ids needed, ${options.jobIds.length} given`);
+  if (options.jobIds !== undefined && options.jobIds.length < distinct)
+    throw new Error(`buildCorpus: ${distinct} job ids needed, ${options.jobIds.length} given`);
   const jobIds = options.jobIds?.slice(0, distinct) ?? generated;
   const workMs = new Map(jobIds.map((id) => [id, 1 + Math.floor(rand() * 20)]));
 
@@ -120,10 +121,21 @@ export function buildCorpus(options: CorpusOptions): Corpus {
   for (let i = 0; i < distinct; i++) {
     const instance = i % instances;
     planned.push({ key: i, jobIndex: i, kind: 'original', instance });
-    if (concurrentSet.has(i)) planned.push({ key: i + 0.5, jobIndex: i, kind: 'duplicate-concurrent', instance: (instance + 1) % instances });
+    if (concurrentSet.has(i))
+      planned.push({
+        key: i + 0.5,
+        jobIndex: i,
+        kind: 'duplicate-concurrent',
+        instance: (instance + 1) % instances,
+      });
     if (laterSet.has(i)) {
       const gap = 256 + rand() * (maxGap - 256);
-      planned.push({ key: Math.min(i + gap, distinct - 1 + rand()), jobIndex: i, kind: 'duplicate-later', instance: Math.floor(rand() * instances) });
+      planned.push({
+        key: Math.min(i + gap, distinct - 1 + rand()),
+        jobIndex: i,
+        kind: 'duplicate-later',
+        instance: Math.floor(rand() * instances),
+      });
     }
   }
   planned.sort((x, y) => x.key - y.key);
@@ -134,7 +146,20 @@ export function buildCorpus(options: CorpusOptions): Corpus {
   const signed = jobIds.map((id) => signDelivery(payload(id, now), key));
   const deliveries = planned.map((p, seq) => {
     const s = signed[p.jobIndex]!;
-    return { seq, jobId: jobIds[p.jobIndex]!, kind: p.kind, instance: p.instance, body: s.body, headers: s.headers };
+    return {
+      seq,
+      jobId: jobIds[p.jobIndex]!,
+      kind: p.kind,
+      instance: p.instance,
+      body: s.body,
+      headers: s.headers,
+    };
   });
-  return { seed, deliveries, jobIds, workMs, concurrentDuplicateJobs: [...concurrentSet].sort((a, b) => a - b).map((i) => jobIds[i]!) };
+  return {
+    seed,
+    deliveries,
+    jobIds,
+    workMs,
+    concurrentDuplicateJobs: [...concurrentSet].sort((a, b) => a - b).map((i) => jobIds[i]!),
+  };
 }

@@ -18,7 +18,16 @@ import { freePort, startPostgres, startRedis, type FaultableServer } from '../..
 import type { Corpus } from './corpus.js';
 import { startPgProxy, type PgProxy } from '../../helpers/pg-proxy.js';
 import { EFFECTS_TABLE, INBOX_TABLE, REDIS_KEY_PREFIX, STORE_TABLE } from './process-shared.js';
-import { killSlot, readLogs, signalSlot, startProxy, startSlot, type BlackholeProxy, type EffectLine, type ReceiverSlot } from './processes.js';
+import {
+  killSlot,
+  readLogs,
+  signalSlot,
+  startProxy,
+  startSlot,
+  type BlackholeProxy,
+  type EffectLine,
+  type ReceiverSlot,
+} from './processes.js';
 import { sendAll, type AttemptRecord, type GatewayPolicy } from './sender.js';
 
 export type ProcessFault =
@@ -36,7 +45,13 @@ export type ProcessFault =
    * claims cannot even be released). What was black-holed stays silent (the server keeps
    * the sessions) until `ms` has passed. The handlers use the README's inbox pattern (INBOX=1).
    */
-  | { kind: 'tx-cut'; at: 'complete' | 'handler'; fault: 'reset' | 'blackhole' | 'blackhole-all'; times: number; ms: number }
+  | {
+      kind: 'tx-cut';
+      at: 'complete' | 'handler';
+      fault: 'reset' | 'blackhole' | 'blackhole-all';
+      times: number;
+      ms: number;
+    }
   /**
    * Receiver 1's clock `skewS` behind the others' (the skew tolerated, maxFutureSkewSeconds),
    * replay window `windowS`, retention the window: after the load, every delivery is sent
@@ -165,15 +180,28 @@ async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): P
 function parentStore(def: ProcessCaseDef, url: string): IdempotencyStore & { close(): Promise<void> } {
   return def.store === 'redis'
     ? new RedisIdempotencyStore({ url, keyPrefix: REDIS_KEY_PREFIX, log: {} })
-    : new PostgresIdempotencyStore({ connectionString: url, table: STORE_TABLE, transactional: def.transactional });
+    : new PostgresIdempotencyStore({
+        connectionString: url,
+        table: STORE_TABLE,
+        transactional: def.transactional,
+      });
 }
 
-export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, config: ProcessRunConfig, client: Pick<GatewayClient, 'getJob'>, script: string): Promise<ProcessCaseResult> {
+export async function runProcessCase(
+  def: ProcessCaseDef,
+  suiteCorpus: Corpus,
+  config: ProcessRunConfig,
+  client: Pick<GatewayClient, 'getJob'>,
+  script: string,
+): Promise<ProcessCaseResult> {
   // The skew case's events are signed now (they must be fresh when its window is counted).
   const builtAt = Date.now();
   const corpus = def.freshCorpus?.() ?? suiteCorpus;
   const dir = mkdtempSync(join(tmpdir(), `jobhook-faults18-${def.id}-`));
-  const server: FaultableServer = def.store === 'redis' ? await startRedis({ appendOnly: true }) : await startPostgres({ maxConnections: 300 });
+  const server: FaultableServer =
+    def.store === 'redis'
+      ? await startRedis({ appendOnly: true })
+      : await startPostgres({ maxConnections: 300 });
   const store = parentStore(def, server.url);
   let proxy: BlackholeProxy | undefined;
   let pgProxy: PgProxy | undefined;
@@ -181,22 +209,46 @@ export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, c
   const windows: FaultWindow[] = [];
   let faultRun: Promise<void> | undefined;
   let loadDone = false;
-  const pg = def.store === 'postgres' ? new (await import('pg')).default.Pool({ connectionString: server.url, max: 2 }) : undefined;
+  const pg =
+    def.store === 'postgres'
+      ? new (await import('pg')).default.Pool({ connectionString: server.url, max: 2 })
+      : undefined;
   pg?.on('error', () => undefined);
   try {
     if (store instanceof PostgresIdempotencyStore) await store.migrate();
-    await pg?.query(`CREATE TABLE ${EFFECTS_TABLE} (id bigserial PRIMARY KEY, job_id text NOT NULL, pid integer NOT NULL, fence bigint NOT NULL)`);
+    await pg?.query(
+      `CREATE TABLE ${EFFECTS_TABLE} (id bigserial PRIMARY KEY, job_id text NOT NULL, pid integer NOT NULL, fence bigint NOT NULL)`,
+    );
     await pg?.query(`CREATE TABLE ${INBOX_TABLE} (job_id text PRIMARY KEY)`);
     // What createGatewayClient({ store }).createJob does for each job it creates: record it as pending.
     await pool(corpus.jobIds, 16, (jobId) => store.trackPending!(jobId, { since: Date.now() - 1000 }));
 
     if (def.fault.kind === 'blackhole') proxy = await startProxy(server.url);
     if (def.fault.kind === 'tx-cut') pgProxy = await startPgProxy(server.url);
-    const storeUrls = Array.from({ length: config.receivers }, (_, i) => (i === 0 ? (proxy?.url ?? pgProxy?.url ?? server.url) : server.url));
-    const env = { script, publicKey: publicPem(2048), store: def.store, storeUrls, transactional: def.transactional, dir, ...receiverEnv(def.fault) };
+    const storeUrls = Array.from({ length: config.receivers }, (_, i) =>
+      i === 0 ? (proxy?.url ?? pgProxy?.url ?? server.url) : server.url,
+    );
+    const env = {
+      script,
+      publicKey: publicPem(2048),
+      store: def.store,
+      storeUrls,
+      transactional: def.transactional,
+      dir,
+      ...receiverEnv(def.fault),
+    };
     for (let i = 0; i < config.receivers; i++) {
       const port = await freePort();
-      slots.push({ index: i, port, url: `http://127.0.0.1:${port}/webhooks/gateway`, child: undefined, logFiles: [], running: new Set(), incarnations: 0, stderr: [] });
+      slots.push({
+        index: i,
+        port,
+        url: `http://127.0.0.1:${port}/webhooks/gateway`,
+        child: undefined,
+        logFiles: [],
+        running: new Set(),
+        incarnations: 0,
+        stderr: [],
+      });
     }
     await Promise.all(slots.map((s) => startSlot(s, env)));
 
@@ -212,7 +264,12 @@ export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, c
         signalSlot(slot, 'SIGSTOP');
         await sleep(fault.ms);
         signalSlot(slot, 'SIGCONT');
-        windows.push({ what: `receiver 1 stopped (${slot.running.size} handler(s) running)`, slot: 1, from: at, to: Date.now() });
+        windows.push({
+          what: `receiver 1 stopped (${slot.running.size} handler(s) running)`,
+          slot: 1,
+          from: at,
+          to: Date.now(),
+        });
       } else if (fault.kind === 'blackhole') {
         proxy!.blackhole();
         await sleep(fault.ms);
@@ -282,7 +339,15 @@ export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, c
     await faultRun;
     if (fault.kind === 'skew') {
       const from = Date.now();
-      await replayAroundWindowEnds(fault, corpus, builtAt, (deliveries) => sendAll({ deliveries, urls: slots.map((s) => s.url), concurrency: config.concurrency, policy: config.policy, onAttempt }));
+      await replayAroundWindowEnds(fault, corpus, builtAt, (deliveries) =>
+        sendAll({
+          deliveries,
+          urls: slots.map((s) => s.url),
+          concurrency: config.concurrency,
+          policy: config.policy,
+          onAttempt,
+        }),
+      );
       windows.push({ what: 'replays near the window ends', from, to: Date.now() });
     }
 
@@ -294,7 +359,11 @@ export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, c
     const receiverFiles = () => slots.flatMap((s) => s.logFiles);
     const effectJobs = (lines: EffectLine[]) => new Set(lines.map((e) => e.jobId));
     const beforeReconciler = def.transactional
-      ? new Set(((await pg!.query<{ job_id: string }>(`SELECT DISTINCT job_id FROM ${EFFECTS_TABLE}`)).rows).map((r) => r.job_id))
+      ? new Set(
+          (await pg!.query<{ job_id: string }>(`SELECT DISTINCT job_id FROM ${EFFECTS_TABLE}`)).rows.map(
+            (r) => r.job_id,
+          ),
+        )
       : effectJobs(readLogs(receiverFiles()).effects);
     const lostBeforeReconciler = corpus.jobIds.filter((id) => !beforeReconciler.has(id)).length;
 
@@ -314,10 +383,16 @@ export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, c
       log: {},
       onError: (error, { jobId, stage }) => {
         const e = error as { code?: string; message?: string };
-        void write(`R ${Date.now()} ${jobId ?? '-'} ${stage} ${e?.code ?? 'error'} ${(e?.message ?? String(error)).replace(/\s+/g, ' ')}`);
+        void write(
+          `R ${Date.now()} ${jobId ?? '-'} ${stage} ${e?.code ?? 'error'} ${(e?.message ?? String(error)).replace(/\s+/g, ' ')}`,
+        );
       },
       onEvent: async (_event, ctx) => {
-        if (def.transactional) await ctx.transaction!.query(`INSERT INTO ${EFFECTS_TABLE} (job_id, pid, fence) VALUES ($1, $2, $3)`, [ctx.jobId, process.pid, ctx.fencingToken]);
+        if (def.transactional)
+          await ctx.transaction!.query(
+            `INSERT INTO ${EFFECTS_TABLE} (job_id, pid, fence) VALUES ($1, $2, $3)`,
+            [ctx.jobId, process.pid, ctx.fencingToken],
+          );
         await write(`E ${Date.now()} ${ctx.jobId} ${process.pid} ${ctx.fencingToken}`);
       },
     });
@@ -339,14 +414,25 @@ export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, c
     // Count.
     const logs = readLogs([...receiverFiles(), reconcilerLog]);
     const handlerEffects = logs.effects.length;
-    let effects: Array<{ jobId: string; at: number; pid: number; fence: number; file: string }> = logs.effects;
+    let effects: Array<{ jobId: string; at: number; pid: number; fence: number; file: string }> =
+      logs.effects;
     if (def.transactional) {
-      const rows = (await pg!.query<{ job_id: string; pid: number; fence: string }>(`SELECT job_id, pid, fence FROM ${EFFECTS_TABLE} ORDER BY id`)).rows;
+      const rows = (
+        await pg!.query<{ job_id: string; pid: number; fence: string }>(
+          `SELECT job_id, pid, fence FROM ${EFFECTS_TABLE} ORDER BY id`,
+        )
+      ).rows;
       // A row's time and file: the log line of the same job, pid and fence (written right after the insert).
       const lineOf = new Map(logs.effects.map((e) => [`${e.jobId} ${e.pid} ${e.fence}`, e]));
       effects = rows.map((r) => {
         const line = lineOf.get(`${r.job_id} ${r.pid} ${r.fence}`);
-        return { jobId: r.job_id, pid: r.pid, fence: Number(r.fence), at: line?.at ?? NaN, file: line?.file ?? '(no log line)' };
+        return {
+          jobId: r.job_id,
+          pid: r.pid,
+          fence: Number(r.fence),
+          at: line?.at ?? NaN,
+          file: line?.file ?? '(no log line)',
+        };
       });
     }
     const byJob = new Map<string, typeof effects>();
@@ -358,15 +444,24 @@ export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, c
       const key = `${r.stage} ${r.code}: ${r.message.split(r.jobId).join('…').slice(0, 110)}`;
       reportsByStage.set(key, (reportsByStage.get(key) ?? 0) + 1);
     }
-    const inWindow = (at: number) => windows.some((w) => at >= w.from - config.leaseMs - 1000 && at <= w.to + 2000);
+    const inWindow = (at: number) =>
+      windows.some((w) => at >= w.from - config.leaseMs - 1000 && at <= w.to + 2000);
     const rel = (at: number) => `${((at - t0) / 1000).toFixed(2)} s`;
     const storyOf = (jobId: string): string => {
       const deliveries = corpus.deliveries.filter((d) => d.jobId === jobId);
       const sent = deliveries
-        .map((d) => `→r${d.instance}: ${(attemptsBySeq.get(d.seq) ?? []).map((a) => a.label).join(', ') || 'never sent'} ⇒ ${attemptsBySeq.get(d.seq)?.at(-1)?.outcome ?? '-'}`)
+        .map(
+          (d) =>
+            `→r${d.instance}: ${(attemptsBySeq.get(d.seq) ?? []).map((a) => a.label).join(', ') || 'never sent'} ⇒ ${attemptsBySeq.get(d.seq)?.at(-1)?.outcome ?? '-'}`,
+        )
         .join(' | ');
-      const eff = (byJob.get(jobId) ?? []).map((e) => `effect ${rel(e.at)} pid ${e.pid} fence ${e.fence} (${e.file.split('/').pop()})`).join('; ');
-      const reps = logs.reports.filter((r) => r.jobId === jobId).map((r) => `${r.stage} at ${rel(r.at)} (${r.file.split('/').pop()}): ${r.message.slice(0, 160)}`).join('; ');
+      const eff = (byJob.get(jobId) ?? [])
+        .map((e) => `effect ${rel(e.at)} pid ${e.pid} fence ${e.fence} (${e.file.split('/').pop()})`)
+        .join('; ');
+      const reps = logs.reports
+        .filter((r) => r.jobId === jobId)
+        .map((r) => `${r.stage} at ${rel(r.at)} (${r.file.split('/').pop()}): ${r.message.slice(0, 160)}`)
+        .join('; ');
       return `${sent} || ${eff || 'no effect'}${reps ? ` || reports: ${reps}` : ''}`;
     };
     const lostIds = corpus.jobIds.filter((id) => !byJob.has(id));
@@ -383,7 +478,10 @@ export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, c
     return {
       id: def.id,
       title: def.title,
-      store: def.store === 'redis' ? 'Redis 7, appendonly yes, appendfsync everysec' : `PostgreSQL (fsync off)${def.transactional ? ', transactional: true' : ''}`,
+      store:
+        def.store === 'redis'
+          ? 'Redis 7, appendonly yes, appendfsync everysec'
+          : `PostgreSQL (fsync off)${def.transactional ? ', transactional: true' : ''}`,
       fault: faultText(def.fault),
       transactional: def.transactional,
       deliveries: corpus.deliveries.length,
@@ -410,7 +508,12 @@ export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, c
       handlerEffects,
       effects: effects.length,
       receiverRestarts: slots.reduce((n, s) => n + s.incarnations - 1, 0),
-      windows: windows.map((w) => ({ what: w.what, ...(w.slot === undefined ? {} : { slot: w.slot }), fromS: (w.from - t0) / 1000, toS: (w.to - t0) / 1000 })),
+      windows: windows.map((w) => ({
+        what: w.what,
+        ...(w.slot === undefined ? {} : { slot: w.slot }),
+        fromS: (w.from - t0) / 1000,
+        toS: (w.to - t0) / 1000,
+      })),
       receiverLog: Object.fromEntries([...receiverLog.entries()].sort((a, b) => b[1] - a[1])),
       reportsByStage: Object.fromEntries([...reportsByStage.entries()].sort((a, b) => b[1] - a[1])),
       sendSeconds,
@@ -418,7 +521,19 @@ export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, c
       doubledJobs: [
         ...doubledJobs.slice(0, 40),
         // Transactional: a handler run twice outside its transaction and not reported (a silent double of an outside effect).
-        ...(def.transactional ? outsideDoubled.filter((id) => !reportedJobs.has(id)).slice(0, 20).map((jobId) => ({ jobId, reported: false, inWindow: inWindow(Math.min(...logs.effects.filter((e) => e.jobId === jobId).map((e) => e.at))), story: `handler ran ${runsByJob.get(jobId)} times: ${storyOf(jobId)}` })) : []),
+        ...(def.transactional
+          ? outsideDoubled
+              .filter((id) => !reportedJobs.has(id))
+              .slice(0, 20)
+              .map((jobId) => ({
+                jobId,
+                reported: false,
+                inWindow: inWindow(
+                  Math.min(...logs.effects.filter((e) => e.jobId === jobId).map((e) => e.at)),
+                ),
+                story: `handler ran ${runsByJob.get(jobId)} times: ${storyOf(jobId)}`,
+              }))
+          : []),
       ],
     };
   } finally {
@@ -444,7 +559,10 @@ export async function runProcessCase(def: ProcessCaseDef, suiteCorpus: Corpus, c
 }
 
 /** The receivers' environment for a fault: the inbox pattern for a cut transaction; the window, the skew and receiver 1's clock for the skew case. */
-function receiverEnv(f: ProcessFault): { extra?: Record<string, string>; perSlot?: Array<Record<string, string>> } {
+function receiverEnv(f: ProcessFault): {
+  extra?: Record<string, string>;
+  perSlot?: Array<Record<string, string>>;
+} {
   if (f.kind === 'tx-cut') return { extra: { INBOX: '1' } };
   if (f.kind !== 'skew') return {};
   return {
@@ -458,14 +576,29 @@ const COMPLETION = /UPDATE \S+ SET state = 'completed'/;
 const HANDLER_ROW = new RegExp(`INSERT INTO ${EFFECTS_TABLE} `);
 
 /** Arms the proxy `times` times, waits `ms`, heals what was black-holed; the fault's window. */
-async function cutTransactions(proxy: PgProxy, f: Extract<ProcessFault, { kind: 'tx-cut' }>): Promise<FaultWindow> {
+async function cutTransactions(
+  proxy: PgProxy,
+  f: Extract<ProcessFault, { kind: 'tx-cut' }>,
+): Promise<FaultWindow> {
   const from = Date.now();
   let hits = 0;
-  const fired = proxy.arm({ match: f.at === 'complete' ? COMPLETION : HANDLER_ROW, when: f.at === 'complete' ? 'before' : 'after', fault: f.fault, times: f.times }).then(() => (hits = f.times));
+  const fired = proxy
+    .arm({
+      match: f.at === 'complete' ? COMPLETION : HANDLER_ROW,
+      when: f.at === 'complete' ? 'before' : 'after',
+      fault: f.fault,
+      times: f.times,
+    })
+    .then(() => (hits = f.times));
   await Promise.race([fired, sleep(f.ms)]);
   await sleep(Math.max(0, from + f.ms - Date.now()));
   proxy.heal();
-  return { what: `receiver 0's ${f.fault === 'blackhole-all' ? 'store link' : 'transactions'} ${f.fault === 'reset' ? 'reset' : 'black-holed'} at ${f.at === 'complete' ? 'the completion' : 'the handler\'s row'} (${hits === f.times ? f.times : `fewer than ${f.times}`} times)`, slot: 0, from, to: Date.now() };
+  return {
+    what: `receiver 0's ${f.fault === 'blackhole-all' ? 'store link' : 'transactions'} ${f.fault === 'reset' ? 'reset' : 'black-holed'} at ${f.at === 'complete' ? 'the completion' : "the handler's row"} (${hits === f.times ? f.times : `fewer than ${f.times}`} times)`,
+    slot: 0,
+    from,
+    to: Date.now(),
+  };
 }
 
 /**
@@ -473,13 +606,22 @@ async function cutTransactions(proxy: PgProxy, f: Extract<ProcessFault, { kind: 
  * `skewS` behind) at 1.5 s before and after the end of the window on each clock, counted
  * from `signedAt` (when the events were signed: their finished_at).
  */
-async function replayAroundWindowEnds(f: Extract<ProcessFault, { kind: 'skew' }>, corpus: Corpus, signedAt: number, send: (deliveries: Corpus['deliveries']) => Promise<void>): Promise<void> {
+async function replayAroundWindowEnds(
+  f: Extract<ProcessFault, { kind: 'skew' }>,
+  corpus: Corpus,
+  signedAt: number,
+  send: (deliveries: Corpus['deliveries']) => Promise<void>,
+): Promise<void> {
   const windowMs = f.windowS * 1000;
   const skewMs = f.skewS * 1000;
   const firsts = [...new Map(corpus.deliveries.map((d) => [d.jobId, d] as const)).values()];
   let seq = corpus.deliveries.length;
   for (const age of [windowMs - 1500, windowMs + 1500, windowMs + skewMs - 1500, windowMs + skewMs + 1500]) {
     await sleep(Math.max(0, signedAt + age - Date.now()));
-    await send(firsts.flatMap((d) => [0, 1].map((instance) => ({ ...d, seq: seq++, instance, kind: 'duplicate-later' as const }))));
+    await send(
+      firsts.flatMap((d) =>
+        [0, 1].map((instance) => ({ ...d, seq: seq++, instance, kind: 'duplicate-later' as const })),
+      ),
+    );
   }
 }

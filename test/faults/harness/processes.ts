@@ -23,7 +23,16 @@ export async function bundleReceiver(): Promise<{ file: string; remove(): void }
   const dir = join(ROOT, '.tmp');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `faults-receiver-process-${process.pid}.mjs`);
-  await build({ entryPoints: [SCRIPT], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outfile: file, logLevel: 'warning' });
+  await build({
+    entryPoints: [SCRIPT],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    outfile: file,
+    logLevel: 'warning',
+  });
   return { file, remove: () => rmSync(file, { force: true }) };
 }
 
@@ -80,7 +89,10 @@ export async function startSlot(slot: ReceiverSlot, env: ReceiverEnv): Promise<v
   child.stderr!.on('data', (c: Buffer) => slot.stderr.push(c.toString()));
   const running = slot.running;
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`receiver ${slot.index} did not listen within 60 s:\n${slot.stderr.join('')}`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`receiver ${slot.index} did not listen within 60 s:\n${slot.stderr.join('')}`)),
+      60_000,
+    );
     child.on('message', (m: { t: string; job?: string }) => {
       if (m.t === 'listening') {
         clearTimeout(timer);
@@ -90,7 +102,11 @@ export async function startSlot(slot: ReceiverSlot, env: ReceiverEnv): Promise<v
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`receiver ${slot.index} exited (${code ?? signal}) before it listened:\n${slot.stderr.join('')}`));
+      reject(
+        new Error(
+          `receiver ${slot.index} exited (${code ?? signal}) before it listened:\n${slot.stderr.join('')}`,
+        ),
+      );
     });
   }).catch((err: unknown) => {
     if (slot.child === child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -224,8 +240,10 @@ export function readLogs(files: string[]): ProcessLogs {
     for (const line of lines) {
       if (line === '') continue;
       const [kind, at, a, b, c, ...rest] = line.split(' ');
-      if (kind === 'E') out.effects.push({ at: Number(at), jobId: a!, pid: Number(b), fence: Number(c), file });
-      else if (kind === 'R') out.reports.push({ at: Number(at), jobId: a!, stage: b!, code: c!, message: rest.join(' '), file });
+      if (kind === 'E')
+        out.effects.push({ at: Number(at), jobId: a!, pid: Number(b), fence: Number(c), file });
+      else if (kind === 'R')
+        out.reports.push({ at: Number(at), jobId: a!, stage: b!, code: c!, message: rest.join(' '), file });
       else if (kind === 'L') {
         const key = `log ${a}: ${[b, c, ...rest].join(' ').replace(UUID, '…').slice(0, 110)}`;
         out.logLines.set(key, (out.logLines.get(key) ?? 0) + 1);

@@ -69,7 +69,13 @@ if (env('STORE') === 'redis') {
 } else {
   const pg = (await import('pg')).default;
   // Each running handler holds a connection for its transaction (README): a pool above the deliveries at once.
-  const pool = new pg.Pool({ connectionString: env('STORE_URL'), max: 24, connectionTimeoutMillis: 5000, query_timeout: 5000, idleTimeoutMillis: 10_000 });
+  const pool = new pg.Pool({
+    connectionString: env('STORE_URL'),
+    max: 24,
+    connectionTimeoutMillis: 5000,
+    query_timeout: 5000,
+    idleTimeoutMillis: 10_000,
+  });
   pool.on('error', () => undefined);
   store = new PostgresIdempotencyStore({ pool, table: STORE_TABLE, transactional });
 }
@@ -91,7 +97,9 @@ app.post(
     },
     onError: (error, { jobId, stage }) => {
       const e = error as { code?: string; message?: string };
-      void record(`R ${Date.now()} ${jobId ?? '-'} ${stage} ${e?.code ?? 'error'} ${oneLine(e?.message ?? String(error))}`);
+      void record(
+        `R ${Date.now()} ${jobId ?? '-'} ${stage} ${e?.code ?? 'error'} ${oneLine(e?.message ?? String(error))}`,
+      );
     },
     onEvent: async (event, ctx) => {
       const jobId = ctx.jobId;
@@ -99,8 +107,15 @@ app.post(
       try {
         await new Promise((r) => setTimeout(r, workMsOf(jobId)));
         if (transactional) {
-          if (inbox) await ctx.transaction!.query(`INSERT INTO ${INBOX_TABLE} (job_id) VALUES ($1) ON CONFLICT (job_id) DO NOTHING`, [jobId]);
-          await ctx.transaction!.query(`INSERT INTO ${EFFECTS_TABLE} (job_id, pid, fence) VALUES ($1, $2, $3)`, [jobId, process.pid, ctx.fencingToken]);
+          if (inbox)
+            await ctx.transaction!.query(
+              `INSERT INTO ${INBOX_TABLE} (job_id) VALUES ($1) ON CONFLICT (job_id) DO NOTHING`,
+              [jobId],
+            );
+          await ctx.transaction!.query(
+            `INSERT INTO ${EFFECTS_TABLE} (job_id, pid, fence) VALUES ($1, $2, $3)`,
+            [jobId, process.pid, ctx.fencingToken],
+          );
         }
         await record(`E ${Date.now()} ${jobId} ${process.pid} ${ctx.fencingToken}`);
       } finally {

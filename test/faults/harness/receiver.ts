@@ -27,7 +27,9 @@ export interface FaultReceiver {
   close(): Promise<void>;
 }
 
-type MakeReceiver = (options: Record<string, unknown>) => NodeHandler & { close?: (timeoutMs?: number) => Promise<void> };
+type MakeReceiver = (
+  options: Record<string, unknown>,
+) => NodeHandler & { close?: (timeoutMs?: number) => Promise<void> };
 
 /**
  * The one place that builds a receiver: `createReceiver` from `jobhook/express`, or
@@ -37,7 +39,8 @@ type MakeReceiver = (options: Record<string, unknown>) => NodeHandler & { close?
 export function createFaultReceiver(options: FaultReceiverOptions): FaultReceiver {
   const entry = jobhookExpress as unknown as Record<string, MakeReceiver | undefined>;
   const make = entry.createReceiver ?? entry.webhookReceiver;
-  if (make === undefined) throw new Error('src/express.ts exports neither createReceiver nor webhookReceiver');
+  if (make === undefined)
+    throw new Error('src/express.ts exports neither createReceiver nor webhookReceiver');
   const log = options.log;
   const handler = make({
     publicKey: options.publicKey,
@@ -46,7 +49,9 @@ export function createFaultReceiver(options: FaultReceiverOptions): FaultReceive
     ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
     ...(options.onError !== undefined ? { onError: options.onError } : {}),
     // Counted instead of printed: a fault run would write thousands of lines. Older receivers ignore it.
-    ...(log !== undefined ? { log: { warn: (m: string) => log('warn', m), error: (m: string) => log('error', m) } } : {}),
+    ...(log !== undefined
+      ? { log: { warn: (m: string) => log('warn', m), error: (m: string) => log('error', m) } }
+      : {}),
   });
   return { handler, close: async () => handler.close?.(10_000) };
 }
@@ -90,10 +95,14 @@ export class HandlerRecords {
   readonly onError = (error: unknown, context: { jobId?: string; stage: string }): void => {
     const e = error as { code?: string; message?: string };
     // The message says which failure it was (store down, or a claim that expired); job ids are cut out so the keys group.
-    const why = (e?.message ?? String(error)).split(context.jobId ?? '\u0000').join('…').slice(0, 90);
+    const why = (e?.message ?? String(error))
+      .split(context.jobId ?? '\u0000')
+      .join('…')
+      .slice(0, 90);
     const key = `${context.stage} ${e?.code ?? 'error'}: ${why}`;
     this.receiverErrors.set(key, (this.receiverErrors.get(key) ?? 0) + 1);
-    if (context.jobId !== undefined) this.errorsByJob.set(context.jobId, [...(this.errorsByJob.get(context.jobId) ?? []), key]);
+    if (context.jobId !== undefined)
+      this.errorsByJob.set(context.jobId, [...(this.errorsByJob.get(context.jobId) ?? []), key]);
   };
 }
 

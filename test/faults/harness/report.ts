@@ -22,7 +22,11 @@ export interface SuiteMeta {
 
 function git(args: string[]): string {
   try {
-    return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return execFileSync('git', args, {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   } catch {
     return '';
   }
@@ -30,12 +34,31 @@ function git(args: string[]): string {
 
 export function machineAndGit(): Pick<SuiteMeta, 'machine' | 'git'> {
   return {
-    machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.version, platform: `${process.platform} ${process.arch}` },
+    machine: {
+      cpu: cpus()[0]?.model ?? 'unknown',
+      cores: cpus().length,
+      node: process.version,
+      platform: `${process.platform} ${process.arch}`,
+    },
     git: {
       // JOBHOOK_FAULTS_CODE names the code when it is not a git checkout (e.g. a `git archive` of a commit).
-      commit: git(['rev-parse', '--short', 'HEAD']) || process.env.JOBHOOK_FAULTS_CODE || 'unknown (not a git checkout)',
+      commit:
+        git(['rev-parse', '--short', 'HEAD']) ||
+        process.env.JOBHOOK_FAULTS_CODE ||
+        'unknown (not a git checkout)',
       // Uncommitted changes in the code under test, so a baseline says what it measured.
-      receiverFilesChanged: git(['status', '--porcelain', '--', 'src/lib/receive', 'src/lib/stores', 'src/lib/jobs', 'src/lib/adapters', 'src/express.ts', 'src/redis.ts', 'src/postgres.ts'])
+      receiverFilesChanged: git([
+        'status',
+        '--porcelain',
+        '--',
+        'src/lib/receive',
+        'src/lib/stores',
+        'src/lib/jobs',
+        'src/lib/adapters',
+        'src/express.ts',
+        'src/redis.ts',
+        'src/postgres.ts',
+      ])
         .split('\n')
         .filter(Boolean),
     },
@@ -59,13 +82,28 @@ export function markdownDetails(results: CaseResult[]): string {
   const out: string[] = [];
   for (const r of results) {
     out.push(`#### ${r.title}`);
-    out.push(`- store: ${r.store}; fault: ${r.fault}${r.faultTimeline ? ` (at ${r.faultTimeline.injectedAt} s, restored at ${r.faultTimeline.restoredAt} s)` : ''}; leaseMs: ${r.leaseMs}; slow jobs: ${r.slowJobs}`);
-    out.push(`- answers: ${Object.entries(r.answers).map(([k, v]) => `${k} ×${v}`).join(', ')}`);
-    out.push(`- receiver onError and log: ${Object.entries(r.receiverErrors).map(([k, v]) => `${k} ×${v}`).join(', ') || 'none'}`);
-    out.push(`- handler runs ${r.handlerRuns} (${r.extraRuns} beyond the first); grace ${r.graceMs} ms, unfinished at count ${r.unfinishedAtCount}; latency max ${r.latencyMaxMs} ms`);
+    out.push(
+      `- store: ${r.store}; fault: ${r.fault}${r.faultTimeline ? ` (at ${r.faultTimeline.injectedAt} s, restored at ${r.faultTimeline.restoredAt} s)` : ''}; leaseMs: ${r.leaseMs}; slow jobs: ${r.slowJobs}`,
+    );
+    out.push(
+      `- answers: ${Object.entries(r.answers)
+        .map(([k, v]) => `${k} ×${v}`)
+        .join(', ')}`,
+    );
+    out.push(
+      `- receiver onError and log: ${
+        Object.entries(r.receiverErrors)
+          .map(([k, v]) => `${k} ×${v}`)
+          .join(', ') || 'none'
+      }`,
+    );
+    out.push(
+      `- handler runs ${r.handlerRuns} (${r.extraRuns} beyond the first); grace ${r.graceMs} ms, unfinished at count ${r.unfinishedAtCount}; latency max ${r.latencyMaxMs} ms`,
+    );
     for (const p of r.neverProcessedPatterns) out.push(`- never processed ×${p.jobs}: ${p.pattern}`);
     for (const p of r.runTwicePatterns) out.push(`- run twice ×${p.jobs}: ${p.pattern}`);
-    for (const p of r.gaveUpProcessedPatterns) out.push(`- processed, but a delivery gave up ×${p.jobs}: ${p.pattern}`);
+    for (const p of r.gaveUpProcessedPatterns)
+      out.push(`- processed, but a delivery gave up ×${p.jobs}: ${p.pattern}`);
   }
   return out.join('\n');
 }

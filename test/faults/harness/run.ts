@@ -131,7 +131,14 @@ export async function runCase(def: CaseDef, corpus: Corpus, config: RunConfig): 
   const backend = await startBackend(def.store, config.instances);
   const publicKey = publicPem(2048);
   const receivers = backend.stores.map((store) =>
-    createFaultReceiver({ publicKey, store, onEvent: records.onEvent, onError: records.onError, log: records.log, ...(def.leaseMs !== undefined ? { leaseMs: def.leaseMs } : {}) }),
+    createFaultReceiver({
+      publicKey,
+      store,
+      onEvent: records.onEvent,
+      onError: records.onError,
+      log: records.log,
+      ...(def.leaseMs !== undefined ? { leaseMs: def.leaseMs } : {}),
+    }),
   );
   const instances = await startInstances(receivers.map((r) => r.handler));
 
@@ -152,11 +159,18 @@ export async function runCase(def: CaseDef, corpus: Corpus, config: RunConfig): 
       concurrency: config.concurrency,
       policy: config.policy,
       onDispatch: (count) => {
-        if (count === faultAfter && def.fault !== undefined && backend.server !== undefined) faultRun = def.fault.inject(backend.server, at);
+        if (count === faultAfter && def.fault !== undefined && backend.server !== undefined)
+          faultRun = def.fault.inject(backend.server, at);
       },
       onAttempt: (r) => {
         // Checked the moment the answer arrives: has any run of this job completed?
-        if (r.status !== undefined && r.status >= 200 && r.status < 300 && !records.runs.has(r.delivery.jobId)) twoxxUnprocessed++;
+        if (
+          r.status !== undefined &&
+          r.status >= 200 &&
+          r.status < 300 &&
+          !records.runs.has(r.delivery.jobId)
+        )
+          twoxxUnprocessed++;
         latencies.push(r.latencyMs);
         answers.set(r.label, (answers.get(r.label) ?? 0) + 1);
         const list = attemptsByDelivery.get(r.delivery.seq);
@@ -173,12 +187,14 @@ export async function runCase(def: CaseDef, corpus: Corpus, config: RunConfig): 
     });
     const sendSeconds = (performance.now() - t0) / 1000;
     const faultTimeline = faultRun === undefined ? undefined : await faultRun;
-    if (def.fault !== undefined && faultTimeline === undefined) throw new Error(`${def.id}: the fault was never injected`);
+    if (def.fault !== undefined && faultTimeline === undefined)
+      throw new Error(`${def.id}: the fault was never injected`);
 
     // Grace: the gateway is done (every delivery ended). Let the receivers finish what
     // they still hold (a handler whose client gave up, a store call that is timing out).
     const g0 = performance.now();
-    while (performance.now() - g0 < config.graceMaxMs && (records.running > 0 || instances.unanswered() > 0)) await sleep(20);
+    while (performance.now() - g0 < config.graceMaxMs && (records.running > 0 || instances.unanswered() > 0))
+      await sleep(20);
     const graceMs = Math.round(performance.now() - g0);
     const unfinishedAtCount = records.running + instances.unanswered();
 
@@ -192,7 +208,9 @@ export async function runCase(def: CaseDef, corpus: Corpus, config: RunConfig): 
     const story = (jobId: string) => {
       const deliveries = byJob.get(jobId) ?? [];
       const errors = records.errorsByJob.get(jobId);
-      return deliveries.map(deliveryStory).join('  |  ') + (errors ? `  [receiver: ${errors.join(', ')}]` : '');
+      return (
+        deliveries.map(deliveryStory).join('  |  ') + (errors ? `  [receiver: ${errors.join(', ')}]` : '')
+      );
     };
     const lost: string[] = [];
     const doubled: string[] = [];
@@ -201,7 +219,8 @@ export async function runCase(def: CaseDef, corpus: Corpus, config: RunConfig): 
     for (const jobId of corpus.jobIds) {
       const runs = records.runs.get(jobId) ?? 0;
       if (runs === 0) lost.push(jobId);
-      else if ((byJob.get(jobId) ?? []).some((attempts) => attempts.at(-1)?.outcome === 'gave-up')) gaveUpProcessed.push(jobId);
+      else if ((byJob.get(jobId) ?? []).some((attempts) => attempts.at(-1)?.outcome === 'gave-up'))
+        gaveUpProcessed.push(jobId);
       if (runs > 1) {
         doubled.push(jobId);
         extraRuns += runs - 1;
@@ -215,7 +234,10 @@ export async function runCase(def: CaseDef, corpus: Corpus, config: RunConfig): 
       store: STORE_LABEL[def.store],
       fault: def.fault?.describe ?? 'none',
       leaseMs: def.leaseMs ?? 'receiver default',
-      slowJobs: def.slow === undefined ? 'none' : `${slowJobs.size} jobs (each with a concurrent duplicate) take ${def.slow.ms} ms per run`,
+      slowJobs:
+        def.slow === undefined
+          ? 'none'
+          : `${slowJobs.size} jobs (each with a concurrent duplicate) take ${def.slow.ms} ms per run`,
       asserted: def.asserted,
       deliveries: corpus.deliveries.length,
       distinctJobs: corpus.jobIds.length,

@@ -28,12 +28,21 @@ export interface GatewayPolicy {
 }
 
 /** DESIGN §1 and `sendDelivery`'s defaults: 3 retries, backoff 1 s doubling, capped at 30 s, 30 s per attempt. */
-export const GATEWAY_POLICY: GatewayPolicy = { retries: 3, backoffMs: 1000, maxBackoffMs: 30_000, timeoutMs: 30_000 };
+export const GATEWAY_POLICY: GatewayPolicy = {
+  retries: 3,
+  backoffMs: 1000,
+  maxBackoffMs: 30_000,
+  timeoutMs: 30_000,
+};
 
 export type Outcome = 'delivered' | 'rejected' | 'retry' | 'gave-up';
 
 /** What the gateway does after attempt number `attempt` (1-based) got `status` (undefined: no answer). */
-export function decide(policy: GatewayPolicy, attempt: number, status: number | undefined): { outcome: Outcome; delayMs?: number } {
+export function decide(
+  policy: GatewayPolicy,
+  attempt: number,
+  status: number | undefined,
+): { outcome: Outcome; delayMs?: number } {
   if (status !== undefined && status >= 200 && status < 300) return { outcome: 'delivered' };
   if (status !== undefined && status < 500) return { outcome: 'rejected' };
   if (attempt > policy.retries) return { outcome: 'gave-up' };
@@ -67,7 +76,12 @@ export interface SendRunOptions {
   onAttempt: (record: AttemptRecord) => void;
 }
 
-function attemptOnce(agent: Agent, url: string, d: Delivery, timeoutMs: number): Promise<{ status?: number; label: string }> {
+function attemptOnce(
+  agent: Agent,
+  url: string,
+  d: Delivery,
+  timeoutMs: number,
+): Promise<{ status?: number; label: string }> {
   return new Promise((resolve) => {
     let settled = false;
     const done = (answer: { status?: number; label: string }) => {
@@ -76,21 +90,32 @@ function attemptOnce(agent: Agent, url: string, d: Delivery, timeoutMs: number):
       clearTimeout(timer);
       resolve(answer);
     };
-    const req = request(url, { method: 'POST', agent, headers: { ...d.headers, 'content-length': String(Buffer.byteLength(d.body)) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', (err: NodeJS.ErrnoException) => done({ label: `ERR ${err.code ?? err.name}` }));
-      res.on('end', () => {
-        let detail = '';
-        try {
-          const json = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { status?: string; error?: { code?: string } };
-          detail = json.error?.code ?? json.status ?? '';
-        } catch {
-          // not JSON: the status alone
-        }
-        done({ status: res.statusCode, label: `${res.statusCode} ${detail}`.trim() });
-      });
-    });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: { ...d.headers, 'content-length': String(Buffer.byteLength(d.body)) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (err: NodeJS.ErrnoException) => done({ label: `ERR ${err.code ?? err.name}` }));
+        res.on('end', () => {
+          let detail = '';
+          try {
+            const json = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+              status?: string;
+              error?: { code?: string };
+            };
+            detail = json.error?.code ?? json.status ?? '';
+          } catch {
+            // not JSON: the status alone
+          }
+          done({ status: res.statusCode, label: `${res.statusCode} ${detail}`.trim() });
+        });
+      },
+    );
     // The whole attempt, as the gateway's per-attempt timeout (fetch's AbortSignal.timeout in sendDelivery).
     const timer = setTimeout(() => {
       done({ label: 'ERR timeout' });
@@ -119,10 +144,13 @@ export function sendAll(options: SendRunOptions): Promise<void> {
     if (rate === undefined || d.kind === 'duplicate-concurrent') return true;
     const at = started + (paced * 1000) / rate;
     if (performance.now() >= at) return true;
-    wake ??= setTimeout(() => {
-      wake = undefined;
-      pump();
-    }, Math.max(1, at - performance.now()));
+    wake ??= setTimeout(
+      () => {
+        wake = undefined;
+        pump();
+      },
+      Math.max(1, at - performance.now()),
+    );
     return false;
   };
   let pump: () => void = () => undefined;
@@ -153,7 +181,14 @@ export function sendAll(options: SendRunOptions): Promise<void> {
       const latencyMs = performance.now() - t0;
       const step = decide(policy, attempt, answer.status);
       inFlight--;
-      options.onAttempt({ delivery: d, attempt, status: answer.status, label: answer.label, outcome: step.outcome, latencyMs });
+      options.onAttempt({
+        delivery: d,
+        attempt,
+        status: answer.status,
+        label: answer.label,
+        outcome: step.outcome,
+        latencyMs,
+      });
       if (step.outcome === 'retry') {
         setTimeout(() => {
           due.push({ d, attempt: attempt + 1 });

@@ -2,14 +2,23 @@ import crypto from 'node:crypto';
 import express from 'express';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MOD_POW, PROBE_MESSAGE, PROBE_PUBLIC_KEY_SPKI, PROBE_SIGNATURE, PUBLIC_DECRYPT, probeRsaOperation, rsaOperation } from '../../../src/lib/runtime/crypto/rsa-probe.js';
+import {
+  MOD_POW,
+  PROBE_MESSAGE,
+  PROBE_PUBLIC_KEY_SPKI,
+  PROBE_SIGNATURE,
+  PUBLIC_DECRYPT,
+  probeRsaOperation,
+  rsaOperation,
+} from '../../../src/lib/runtime/crypto/rsa-probe.js';
 import { deliveries, publicPem } from '../../helpers/keys.js';
 import { readFixtureBytes } from '../../helpers/paths.js';
 
 // The fixtures finished at 2026-11-21T10:00:05Z: a clock inside the replay window.
 const now = () => Date.parse('2026-11-21T10:05:00Z');
 /** Where `export` lives for public KeyObjects (a subclass of KeyObject). */
-const publicKeyPrototype = () => Object.getPrototypeOf(crypto.createPublicKey(publicPem(2048))) as { export: () => unknown };
+const publicKeyPrototype = () =>
+  Object.getPrototypeOf(crypto.createPublicKey(publicPem(2048))) as { export: () => unknown };
 const unknownPadding = () => {
   throw new Error('Unknown padding');
 };
@@ -21,8 +30,17 @@ afterEach(() => {
 
 describe('the RSA operation probe', () => {
   it('its known answer is the TEST-ONLY 2048-bit key of fixtures/keys and a signature that key made over the message', () => {
-    expect(Buffer.from(PROBE_PUBLIC_KEY_SPKI, 'base64').equals(readFixtureBytes('keys', 'test-2048-public.der'))).toBe(true);
-    expect(crypto.verify('sha256', Buffer.from(PROBE_MESSAGE), publicPem(2048), Buffer.from(PROBE_SIGNATURE, 'base64'))).toBe(true);
+    expect(
+      Buffer.from(PROBE_PUBLIC_KEY_SPKI, 'base64').equals(readFixtureBytes('keys', 'test-2048-public.der')),
+    ).toBe(true);
+    expect(
+      crypto.verify(
+        'sha256',
+        Buffer.from(PROBE_MESSAGE),
+        publicPem(2048),
+        Buffer.from(PROBE_SIGNATURE, 'base64'),
+      ),
+    ).toBe(true);
   });
 
   it('picks node:crypto publicDecrypt on Node', () => {
@@ -37,13 +55,18 @@ describe('the RSA operation probe', () => {
 
   it('falls back where publicDecrypt answers with a wrong block (e.g. one it unpadded itself)', () => {
     const real = crypto.publicDecrypt;
-    vi.spyOn(crypto, 'publicDecrypt').mockImplementation((key, data) => real(key as crypto.KeyLike, data as Uint8Array).subarray(-32));
+    vi.spyOn(crypto, 'publicDecrypt').mockImplementation((key, data) =>
+      real(key as crypto.KeyLike, data as Uint8Array).subarray(-32),
+    );
     expect(probeRsaOperation()).toBe(MOD_POW);
   });
 
   it('falls back where publicDecrypt answers the same block whatever it is given (a signature one bit off must not open)', () => {
     const real = crypto.publicDecrypt;
-    const genuine = real({ key: crypto.createPublicKey(publicPem(2048)), padding: crypto.constants.RSA_NO_PADDING }, Buffer.from(PROBE_SIGNATURE, 'base64'));
+    const genuine = real(
+      { key: crypto.createPublicKey(publicPem(2048)), padding: crypto.constants.RSA_NO_PADDING },
+      Buffer.from(PROBE_SIGNATURE, 'base64'),
+    );
     vi.spyOn(crypto, 'publicDecrypt').mockImplementation(() => Buffer.from(genuine));
     expect(probeRsaOperation()).toBe(MOD_POW);
   });
@@ -54,7 +77,9 @@ describe('the RSA operation probe', () => {
       throw new Error('JWK export is not supported');
     });
     expect(() => probeRsaOperation()).toThrow(TypeError);
-    expect(() => probeRsaOperation()).toThrow(/publicDecrypt: Unknown padding; modPow: JWK export is not supported.*'jobhook\/web'/);
+    expect(() => probeRsaOperation()).toThrow(
+      /publicDecrypt: Unknown padding; modPow: JWK export is not supported.*'jobhook\/web'/,
+    );
   });
 });
 
@@ -68,10 +93,14 @@ describe('a process whose publicDecrypt has no raw RSA (as on Deno), from its fi
     for (const d of fixtures) {
       const verifier = createVerifier({ publicKey: [publicPem(3072), publicPem(d.keyBits)], now });
       expect(verifier.verify(d.body, d.headers).jobId, d.name).toBe(d.jobId);
-      expect(() => verifier.verify(d.body.replace(d.jobId, `${d.jobId}x`), d.headers), d.name).toThrow(expect.objectContaining({ code: 'SIGNATURE_INVALID' }));
+      expect(() => verifier.verify(d.body.replace(d.jobId, `${d.jobId}x`), d.headers), d.name).toThrow(
+        expect.objectContaining({ code: 'SIGNATURE_INVALID' }),
+      );
     }
     const single = createVerifier({ publicKey: publicPem(2048), now });
-    expect(() => single.verify('{}', { 'X-Service-Signature': '01'.repeat(256) })).toThrow(expect.objectContaining({ code: 'SIGNATURE_INVALID' }));
+    expect(() => single.verify('{}', { 'X-Service-Signature': '01'.repeat(256) })).toThrow(
+      expect.objectContaining({ code: 'SIGNATURE_INVALID' }),
+    );
     // The probe tried publicDecrypt once; after that it is never asked again.
     expect(decrypt).toHaveBeenCalledTimes(1);
   });
@@ -99,7 +128,8 @@ describe('a process whose publicDecrypt has no raw RSA (as on Deno), from its fi
     const root = await import('../../../src/index.js');
     const expressEntry = await import('../../../src/express.js');
     const options = { publicKey: publicPem(2048), onEvent: () => undefined };
-    const refusal = /^jobhook's Node entries cannot verify signatures in this runtime.*Use createReceiver or createVerifier from 'jobhook\/web'/;
+    const refusal =
+      /^jobhook's Node entries cannot verify signatures in this runtime.*Use createReceiver or createVerifier from 'jobhook\/web'/;
     expect(() => root.createVerifier({ publicKey: options.publicKey })).toThrow(refusal);
     expect(() => root.createReceiver(options)).toThrow(refusal);
     expect(() => expressEntry.createReceiver(options)).toThrow(refusal);

@@ -18,7 +18,8 @@ function oracle(base: bigint, exponent: bigint, modulus: bigint): bigint {
 }
 
 const toBig = (b: Uint8Array) => (b.length === 0 ? 0n : BigInt('0x' + Buffer.from(b).toString('hex')));
-const toBytes = (v: bigint, length: number) => new Uint8Array(Buffer.from(v.toString(16).padStart(length * 2, '0'), 'hex'));
+const toBytes = (v: bigint, length: number) =>
+  new Uint8Array(Buffer.from(v.toString(16).padStart(length * 2, '0'), 'hex'));
 
 /** An odd modulus of exactly `bytes` bytes (top bit set unless `loose`). */
 function modulusOf(seed: Uint8Array, loose = false): Uint8Array {
@@ -32,7 +33,17 @@ function modulusOf(seed: Uint8Array, loose = false): Uint8Array {
 /** The bases that test the edges: 0, 1, 2, n−1, n, n+1, the largest of the length, and random ones on both sides of n. */
 function edgeBases(n: bigint, length: number): bigint[] {
   const top = (1n << BigInt(8 * length)) - 1n;
-  return [0n, 1n, 2n, n - 1n, n, n + 1n, top, toBig(randomBytes(length)) % n, toBig(randomBytes(length))].filter((b) => b >= 0n && b <= top);
+  return [
+    0n,
+    1n,
+    2n,
+    n - 1n,
+    n,
+    n + 1n,
+    top,
+    toBig(randomBytes(length)) % n,
+    toBig(randomBytes(length)),
+  ].filter((b) => b >= 0n && b <= top);
 }
 
 function check(modulus: Uint8Array, exponent: Uint8Array, bases: bigint[]): string[] {
@@ -43,7 +54,10 @@ function check(modulus: Uint8Array, exponent: Uint8Array, bases: bigint[]): stri
   for (const b of bases) {
     const got = toBig(rsa.apply(toBytes(b, modulus.length)));
     const want = oracle(b, e, n);
-    if (got !== want) wrong.push(`n=${n.toString(16).slice(0, 16)}… (${modulus.length} B) e=${e} s=${b.toString(16).slice(0, 16)}…`);
+    if (got !== want)
+      wrong.push(
+        `n=${n.toString(16).slice(0, 16)}… (${modulus.length} B) e=${e} s=${b.toString(16).slice(0, 16)}…`,
+      );
   }
   expect(rsa.engine).toBe('wasm');
   return wrong;
@@ -60,7 +74,8 @@ describe('the WebAssembly RSA public operation (native/rsa.c) against BigInt', (
     for (const bytes of [256, 384, 441, 442, 512, 1024, 1721, 1722, 2048]) {
       // A random modulus, and n = 2^(8 bytes) − 1: every limb and every product at its largest.
       for (const n of [modulusOf(randomBytes(bytes)), new Uint8Array(bytes).fill(0xff)]) {
-        for (const e of [[0x01, 0x00, 0x01], [0x03]]) wrong.push(...check(n, new Uint8Array(e), edgeBases(toBig(n), bytes)));
+        for (const e of [[0x01, 0x00, 0x01], [0x03]])
+          wrong.push(...check(n, new Uint8Array(e), edgeBases(toBig(n), bytes)));
       }
     }
     expect(wrong).toEqual([]);
@@ -73,7 +88,11 @@ describe('the WebAssembly RSA public operation (native/rsa.c) against BigInt', (
           fc.record({
             n: fc.uint8Array({ minLength: len, maxLength: len }),
             loose: fc.boolean(),
-            e: fc.oneof(fc.constant(Uint8Array.of(1, 0, 1)), fc.uint8Array({ minLength: 1, maxLength: 6 }), fc.uint8Array({ minLength: 1, maxLength: 40 })),
+            e: fc.oneof(
+              fc.constant(Uint8Array.of(1, 0, 1)),
+              fc.uint8Array({ minLength: 1, maxLength: 6 }),
+              fc.uint8Array({ minLength: 1, maxLength: 40 }),
+            ),
             s: fc.uint8Array({ minLength: len, maxLength: len }),
           }),
         ),
@@ -133,19 +152,30 @@ describe('the WebAssembly RSA public operation (native/rsa.c) against BigInt', (
 
   it('modPowBigInt (the BigInt fallback) agrees with the oracle, exponent 0 and modulus 1 included', () => {
     fc.assert(
-      fc.property(fc.bigInt({ min: 0n, max: 1n << 300n }), fc.bigInt({ min: 0n, max: 1n << 40n }), fc.bigInt({ min: 1n, max: 1n << 300n }), (b, e, n) => {
-        expect(modPowBigInt(b, e, n)).toBe(oracle(b, e, n));
-      }),
+      fc.property(
+        fc.bigInt({ min: 0n, max: 1n << 300n }),
+        fc.bigInt({ min: 0n, max: 1n << 40n }),
+        fc.bigInt({ min: 1n, max: 1n << 300n }),
+        (b, e, n) => {
+          expect(modPowBigInt(b, e, n)).toBe(oracle(b, e, n));
+        },
+      ),
       { numRuns: 500 },
     );
-    expect([modPowBigInt(5n, 0n, 7n), modPowBigInt(5n, 0n, 1n), modPowBigInt(5n, 3n, 1n), modPowBigInt(0n, 5n, 7n)]).toEqual([1n, 0n, 0n, 0n]);
+    expect([
+      modPowBigInt(5n, 0n, 7n),
+      modPowBigInt(5n, 0n, 1n),
+      modPowBigInt(5n, 3n, 1n),
+      modPowBigInt(0n, 5n, 7n),
+    ]).toEqual([1n, 0n, 0n, 0n]);
   });
 
   it("engine: 'bigint' forces BigInt, with the same answers", () => {
     const n = modulusOf(randomBytes(256));
     const viaWasm = createRsaPublicOperation(n, Uint8Array.of(1, 0, 1));
     const viaBig = createRsaPublicOperation(n, Uint8Array.of(1, 0, 1), { engine: 'bigint' });
-    for (const s of edgeBases(toBig(n), 256)) expect(viaBig.apply(toBytes(s, 256))).toEqual(viaWasm.apply(toBytes(s, 256)));
+    for (const s of edgeBases(toBig(n), 256))
+      expect(viaBig.apply(toBytes(s, 256))).toEqual(viaWasm.apply(toBytes(s, 256)));
     expect([viaWasm.engine, viaBig.engine]).toEqual(['wasm', 'bigint']);
   });
 });

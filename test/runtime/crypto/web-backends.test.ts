@@ -1,9 +1,18 @@
 import crypto, { createHash, createPrivateKey, sign, webcrypto } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createVerifier as createWebVerifier } from '../../../src/web.js';
-import { builtinCrypto, builtinSha256, type BuiltinCrypto } from '../../../src/lib/runtime/crypto/builtin-crypto.js';
+import {
+  builtinCrypto,
+  builtinSha256,
+  type BuiltinCrypto,
+} from '../../../src/lib/runtime/crypto/builtin-crypto.js';
 import { wasmRsaLoaded } from '../../../src/lib/runtime/crypto/rsa-wasm.js';
-import { prepareWebKey, sha256HexSubtle, sha256HexWeb, sha256OfHexWeb } from '../../../src/lib/runtime/crypto/web.js';
+import {
+  prepareWebKey,
+  sha256HexSubtle,
+  sha256HexWeb,
+  sha256OfHexWeb,
+} from '../../../src/lib/runtime/crypto/web.js';
 import { deliveries, keyForms, privatePem, publicPem } from '../../helpers/keys.js';
 
 // How jobhook/web picks its RSA backend: node:crypto where a probe on the key passes,
@@ -19,7 +28,10 @@ const hOf = (digestHex: string) => new Uint8Array(createHash('sha256').update(di
 /** A genuine signature (the 2048-bit test key) over the hex digest of `text`, and the H open() must return for it. */
 function genuine(text = 'some canonical bytes'): { sig: Uint8Array; h: Uint8Array } {
   const digestHex = createHash('sha256').update(text).digest('hex');
-  return { sig: new Uint8Array(sign('sha256', Buffer.from(digestHex), createPrivateKey(privatePem(2048)))), h: hOf(digestHex) };
+  return {
+    sig: new Uint8Array(sign('sha256', Buffer.from(digestHex), createPrivateKey(privatePem(2048)))),
+    h: hOf(digestHex),
+  };
 }
 
 /** As a plain Uint8Array (node:crypto hands out Buffers), for comparisons. */
@@ -41,7 +53,8 @@ describe('jobhook/web on Node: node:crypto, reached without an import', () => {
   });
 
   it('every key form gets the node-crypto backend', () => {
-    for (const [form, input] of Object.entries(keyForms(2048))) expect(prepareWebKey(input).backend(), form).toBe('node-crypto');
+    for (const [form, input] of Object.entries(keyForms(2048)))
+      expect(prepareWebKey(input).backend(), form).toBe('node-crypto');
   });
 
   it('a forged signature costs one RSA operation per key of its size, after one probe per key at construction', async () => {
@@ -49,12 +62,20 @@ describe('jobhook/web on Node: node:crypto, reached without an import', () => {
     const web = createWebVerifier({ publicKey: [pub, publicPem(3072)], now });
     expect(decrypt).toHaveBeenCalledTimes(2); // the probes
     decrypt.mockClear();
-    await expect(web.verify('{"not": "even read"}', { 'X-Service-Signature': '01'.repeat(256) })).rejects.toMatchObject({ code: 'SIGNATURE_INVALID' });
+    await expect(
+      web.verify('{"not": "even read"}', { 'X-Service-Signature': '01'.repeat(256) }),
+    ).rejects.toMatchObject({ code: 'SIGNATURE_INVALID' });
     expect(decrypt).toHaveBeenCalledTimes(1);
   });
 
   it('a CryptoKey is probed at its first open (its numbers come from an asynchronous export)', async () => {
-    const cryptoKey = await webcrypto.subtle.importKey('spki', keyForms(2048)['DER SPKI'], { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, true, ['verify']);
+    const cryptoKey = await webcrypto.subtle.importKey(
+      'spki',
+      keyForms(2048)['DER SPKI'],
+      { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
+      true,
+      ['verify'],
+    );
     const key = prepareWebKey(cryptoKey);
     expect(key.backend()).toBeUndefined();
     const { sig, h } = genuine();
@@ -68,7 +89,9 @@ describe('jobhook/web on Node: node:crypto, reached without an import', () => {
       const data = new Uint8Array(crypto.randomBytes(size));
       const hex = await sha256HexWeb(data);
       expect(hex).toBe(await sha256HexSubtle(data));
-      expect(plain(await sha256OfHexWeb(hex))).toEqual(new Uint8Array(await webcrypto.subtle.digest('SHA-256', new TextEncoder().encode(hex))));
+      expect(plain(await sha256OfHexWeb(hex))).toEqual(
+        new Uint8Array(await webcrypto.subtle.digest('SHA-256', new TextEncoder().encode(hex))),
+      );
     }
   });
 });

@@ -3,7 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { importNodeKey, importNodeKeyWith } from '../../../src/lib/runtime/crypto/node.js';
 import { MOD_POW } from '../../../src/lib/runtime/crypto/rsa-probe.js';
 import { createRsaPublicOperation } from '../../../src/lib/runtime/crypto/rsa-public.js';
-import { prepareWebKey, type WebKeyOptions, type WebRsaBackend } from '../../../src/lib/runtime/crypto/web.js';
+import {
+  prepareWebKey,
+  type WebKeyOptions,
+  type WebRsaBackend,
+} from '../../../src/lib/runtime/crypto/web.js';
 import { decodeSignature } from '../../../src/lib/core/verify/signature.js';
 import { readFixture } from '../../helpers/paths.js';
 
@@ -73,7 +77,11 @@ function nodeLayer(key: ReturnType<typeof importNodeKey>, msg: Uint8Array, sigHe
 }
 
 /** The same through the WebCrypto verifier's opener (node:crypto, WebAssembly or BigInt: see the backends below). */
-async function webLayer(key: ReturnType<typeof prepareWebKey>, msg: Uint8Array, sigHex: string): Promise<boolean> {
+async function webLayer(
+  key: ReturnType<typeof prepareWebKey>,
+  msg: Uint8Array,
+  sigHex: string,
+): Promise<boolean> {
   const sig = decoded(sigHex, key.modulusBytes);
   return sig !== undefined && same(await key.open(sig), sha256(msg));
 }
@@ -84,7 +92,10 @@ function openssl(pem: string, msg: Uint8Array, sigHex: string): boolean {
 }
 
 for (const bits of [2048, 3072, 4096, 8192]) {
-  const file = JSON.parse(readFixture('vectors', 'wycheproof', `rsa_signature_${bits}_sha256_test.json`)) as { testGroups: WycheproofGroup[]; numberOfTests: number };
+  const file = JSON.parse(readFixture('vectors', 'wycheproof', `rsa_signature_${bits}_sha256_test.json`)) as {
+    testGroups: WycheproofGroup[];
+    numberOfTests: number;
+  };
   describe(`Wycheproof RSASSA-PKCS1-v1_5 SHA-256, ${bits}-bit`, () => {
     const total = file.testGroups.reduce((n, g) => n + g.tests.length, 0);
     it('has every test of the file', () => {
@@ -101,7 +112,8 @@ for (const bits of [2048, 3072, 4096, 8192]) {
           expect(key.modulusBytes * 8).toBe(g.keySize);
           for (const t of g.tests) {
             checked++;
-            if (nodeLayer(key, hex(t.msg), t.sig) !== expectation(t)) wrong.push(`${form} tc${t.tcId} ${t.comment}`);
+            if (nodeLayer(key, hex(t.msg), t.sig) !== expectation(t))
+              wrong.push(`${form} tc${t.tcId} ${t.comment}`);
           }
         }
         // A KeyObject the caller imported is the sixth form.
@@ -121,12 +133,16 @@ for (const bits of [2048, 3072, 4096, 8192]) {
       const wrong: string[] = [];
       let checked = 0;
       for (const g of file.testGroups) {
-        const forms: Array<[string, Parameters<typeof importNodeKey>[0]]> = [...Object.entries(keyFormsOf(g)), ['KeyObject', createPublicKey(g.publicKeyPem)]];
+        const forms: Array<[string, Parameters<typeof importNodeKey>[0]]> = [
+          ...Object.entries(keyFormsOf(g)),
+          ['KeyObject', createPublicKey(g.publicKeyPem)],
+        ];
         for (const [form, input] of forms) {
           const key = importNodeKeyWith(input, MOD_POW);
           for (const t of g.tests) {
             checked++;
-            if (nodeLayer(key, hex(t.msg), t.sig) !== expectation(t)) wrong.push(`${form} tc${t.tcId} ${t.comment}`);
+            if (nodeLayer(key, hex(t.msg), t.sig) !== expectation(t))
+              wrong.push(`${form} tc${t.tcId} ${t.comment}`);
           }
         }
       }
@@ -150,7 +166,8 @@ for (const bits of [2048, 3072, 4096, 8192]) {
             const key = prepareWebKey(input as Parameters<typeof prepareWebKey>[0], options);
             for (const t of g.tests) {
               checked++;
-              if ((await webLayer(key, hex(t.msg), t.sig)) !== expectation(t)) wrong.push(`${form} tc${t.tcId} ${t.comment}`);
+              if ((await webLayer(key, hex(t.msg), t.sig)) !== expectation(t))
+                wrong.push(`${form} tc${t.tcId} ${t.comment}`);
             }
             expect(key.backend()).toBe(backend);
           }
@@ -160,7 +177,7 @@ for (const bits of [2048, 3072, 4096, 8192]) {
       });
     }
 
-    it('the raw operation (createRsaPublicOperation, WebAssembly and BigInt) gives OpenSSL\'s s^e mod n for every signature below n', () => {
+    it("the raw operation (createRsaPublicOperation, WebAssembly and BigInt) gives OpenSSL's s^e mod n for every signature below n", () => {
       const differ: string[] = [];
       let compared = 0;
       for (const g of file.testGroups) {
@@ -170,11 +187,20 @@ for (const bits of [2048, 3072, 4096, 8192]) {
         const keyObject = createPublicKey(g.publicKeyPem);
         for (const t of g.tests) {
           const sig = Buffer.from(t.sig, 'hex');
-          if (sig.length !== g.keySize / 8 || Buffer.compare(sig, n.subarray(n.length - sig.length)) >= 0 || n.length - sig.length > 1) continue;
-          const want = crypto.publicDecrypt({ key: keyObject, padding: crypto.constants.RSA_NO_PADDING }, sig);
+          if (
+            sig.length !== g.keySize / 8 ||
+            Buffer.compare(sig, n.subarray(n.length - sig.length)) >= 0 ||
+            n.length - sig.length > 1
+          )
+            continue;
+          const want = crypto.publicDecrypt(
+            { key: keyObject, padding: crypto.constants.RSA_NO_PADDING },
+            sig,
+          );
           for (const op of ops) {
             compared++;
-            if (!Buffer.from(op.apply(sig)).equals(want)) differ.push(`${op.engine} tc${t.tcId} ${t.comment}`);
+            if (!Buffer.from(op.apply(sig)).equals(want))
+              differ.push(`${op.engine} tc${t.tcId} ${t.comment}`);
           }
         }
         expect(ops.map((op) => op.engine)).toEqual(['wasm', 'bigint']);

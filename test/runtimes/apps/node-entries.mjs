@@ -38,9 +38,19 @@ await entry('/verifier', async () => {
     const body = await readBody(req);
     try {
       const { jobId } = verifier.verify(body, req.headers);
-      send(res, 200, { 'content-type': 'application/json' }, JSON.stringify({ status: 'verified', job_id: jobId }));
+      send(
+        res,
+        200,
+        { 'content-type': 'application/json' },
+        JSON.stringify({ status: 'verified', job_id: jobId }),
+      );
     } catch (err) {
-      send(res, 422, { 'content-type': 'application/json' }, JSON.stringify({ error: { code: err.code, message: err.message } }));
+      send(
+        res,
+        422,
+        { 'content-type': 'application/json' },
+        JSON.stringify({ error: { code: err.code, message: err.message } }),
+      );
     }
   };
 });

@@ -18,7 +18,11 @@ export interface ParseJsonOptions extends ParseOptions {
 const decoder = new TextDecoder();
 
 /** Canonical bytes from the WebAssembly engine, or undefined where it cannot load. */
-function wasmBytes(body: string | Uint8Array, dialect: DialectName, options?: CanonicalizeOptions): Uint8Array | undefined {
+function wasmBytes(
+  body: string | Uint8Array,
+  dialect: DialectName,
+  options?: CanonicalizeOptions,
+): Uint8Array | undefined {
   const engine = wasmEngine();
   if (engine === undefined) return undefined;
   const doc = engine.parse(body, { maxDepth: resolveMaxDepth(options?.maxDepth) });
@@ -32,12 +36,16 @@ function wasmBytes(body: string | Uint8Array, dialect: DialectName, options?: Ca
 export function canonicalizeText(body: string | Uint8Array, options?: CanonicalizeOptions): string {
   const dialect = options?.dialect === undefined ? 'orjson' : assertDialect(options.dialect);
   const bytes = wasmBytes(body, dialect, options);
-  return bytes !== undefined ? decoder.decode(bytes) : serializeDocument(parseDocument(body, options), dialect);
+  return bytes !== undefined
+    ? decoder.decode(bytes)
+    : serializeDocument(parseDocument(body, options), dialect);
 }
 
 export function canonicalizeBytes(body: string | Uint8Array, options?: CanonicalizeOptions): Uint8Array {
   const dialect = options?.dialect === undefined ? 'orjson' : assertDialect(options.dialect);
-  return wasmBytes(body, dialect, options) ?? encodeUtf8(serializeDocument(parseDocument(body, options), dialect));
+  return (
+    wasmBytes(body, dialect, options) ?? encodeUtf8(serializeDocument(parseDocument(body, options), dialect))
+  );
 }
 
 export function parseJsonValue(body: string | Uint8Array, options?: ParseJsonOptions): JsonValue {

@@ -15,7 +15,6 @@ export interface ParseOptions {
   maxDepth?: number;
 }
 
-
 const ESCAPES: Record<number, string> = {
   0x22: '"',
   0x5c: '\\',
@@ -84,7 +83,8 @@ export function parseDocument(body: string | Uint8Array, options?: ParseOptions)
       layoutBytes: parser.layoutBytes,
     };
   } catch (err) {
-    if (err instanceof ParseFailure) throw new BodyMalformedError(err.reason, utf8ByteLength(text, err.index));
+    if (err instanceof ParseFailure)
+      throw new BodyMalformedError(err.reason, utf8ByteLength(text, err.index));
     throw err;
   }
 }
@@ -315,7 +315,8 @@ class Parser {
           j += 6;
         } else {
           const s = ESCAPES[e];
-          if (s === undefined) this.fail(Number.isNaN(e) ? MALFORMED.unterminatedString : MALFORMED.invalidEscape, j);
+          if (s === undefined)
+            this.fail(Number.isNaN(e) ? MALFORMED.unterminatedString : MALFORMED.invalidEscape, j);
           out += s;
           j += 2;
         }
@@ -439,7 +440,8 @@ class Parser {
       const o = order[k]!;
       out[2 * k] = m[2 * o]!;
       out[2 * k + 1] = m[2 * o + 1]!;
-      if (k > 0 && out[2 * k] === out[2 * k - 2]) this.duplicate(start, out[2 * k] as string, Math.max(o, order[k - 1]!));
+      if (k > 0 && out[2 * k] === out[2 * k - 2])
+        this.duplicate(start, out[2 * k] as string, Math.max(o, order[k - 1]!));
     }
     return out;
   }

@@ -27,7 +27,10 @@ export type Expected = 'a value' | "',' or ']'" | "',' or '}'";
 
 /** An unexpected UTF-16 code unit `c` (the first of a surrogate pair for an astral character). */
 export function unexpectedCharacter(c: number, expected: Expected): string {
-  const what = c >= 0x21 && c <= 0x7e ? `'${String.fromCharCode(c)}'` : `U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
+  const what =
+    c >= 0x21 && c <= 0x7e
+      ? `'${String.fromCharCode(c)}'`
+      : `U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
   return `unexpected character ${what}, expected ${expected}`;
 }
 

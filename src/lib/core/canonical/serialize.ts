@@ -4,7 +4,6 @@ import { formatFloat } from './floats.js';
 import { asciiToken, PYTHON_ESCAPED, quoteUtf8 } from './quote.js';
 import { JsonNumber, JsonObject, type DocumentFlags, type JsonNode, type ParsedDocument } from './tree.js';
 
-
 const INDENTS: string[] = ['\n'];
 function indent(depth: number): string {
   let s = INDENTS[depth];
@@ -76,9 +75,14 @@ export function serializeDocument(doc: ParsedDocument, dialect: DialectName): st
  * (the last, flagged `last`, may be shorter; a document gives at least one chunk), so it can be
  * hashed without holding all of it. Throws like {@link serializeDocument}.
  */
-export function writeDocument(doc: ParsedDocument, dialect: DialectName, sink: (chunk: string, last: boolean) => void): void {
+export function writeDocument(
+  doc: ParsedDocument,
+  dialect: DialectName,
+  sink: (chunk: string, last: boolean) => void,
+): void {
   const reason = unrepresentableReason(doc, dialect);
-  if (reason !== undefined) throw new CanonicalUnrepresentableError(`No canonical ${dialect} form: ${reason}.`);
+  if (reason !== undefined)
+    throw new CanonicalUnrepresentableError(`No canonical ${dialect} form: ${reason}.`);
   const w = new Writer(dialect, doc.nonAscii && dialect === 'python', sink);
   w.node(doc.root, 0);
   sink(w.out, true);

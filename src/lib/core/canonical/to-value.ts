@@ -7,7 +7,8 @@ import { JsonNumber, JsonObject, type JsonNode, type ParsedDocument } from './tr
 export type IntegerMode = 'number' | 'bigint' | 'string';
 
 /** A plain JS value built from JSON. `bigint`/`string` appear only for large integers in those modes. */
-export type JsonValue = string | number | bigint | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type JsonValue =
+  string | number | bigint | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 export function assertIntegerMode(mode: unknown): IntegerMode {
   if (mode === undefined) return 'number';
@@ -53,7 +54,8 @@ function integer(raw: string, integers: IntegerMode, orjson: boolean): JsonValue
 }
 
 /** A tree's value with numbers made by `number` (their token, and whether it is a float). */
-export type MappedValue<N> = string | boolean | null | N | MappedValue<N>[] | { [key: string]: MappedValue<N> };
+export type MappedValue<N> =
+  string | boolean | null | N | MappedValue<N>[] | { [key: string]: MappedValue<N> };
 
 /**
  * The plain value of a tree, numbers turned into whatever `number` makes of their
@@ -74,7 +76,12 @@ export function mapTree<N>(node: JsonNode, number: (raw: string, isFloat: boolea
     const out: { [key: string]: MappedValue<N> } = {};
     const m = node.m;
     for (let k = 0; k < m.length; k += 2) {
-      Object.defineProperty(out, m[k] as string, { value: mapTree(m[k + 1]!, number), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, m[k] as string, {
+        value: mapTree(m[k + 1]!, number),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return out;
   }
@@ -84,5 +91,7 @@ export function mapTree<N>(node: JsonNode, number: (raw: string, isFloat: boolea
 }
 
 function toValue(node: JsonNode, integers: IntegerMode, orjson: boolean): JsonValue {
-  return mapTree(node, (raw, isFloat) => (isFloat ? Number(raw) : integer(raw, integers, orjson))) as JsonValue;
+  return mapTree(node, (raw, isFloat) =>
+    isFloat ? Number(raw) : integer(raw, integers, orjson),
+  ) as JsonValue;
 }

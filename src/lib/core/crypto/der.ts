@@ -33,7 +33,7 @@ function readTlv(b: Uint8Array, pos: number, limit = b.length): Tlv {
 
 function children(b: Uint8Array, parent: Tlv): Tlv[] {
   const out: Tlv[] = [];
-  for (let pos = parent.start; pos < parent.end; ) {
+  for (let pos = parent.start; pos < parent.end;) {
     const t = readTlv(b, pos, parent.end);
     out.push(t);
     pos = t.end;
@@ -113,7 +113,10 @@ function tlv(tag: number, content: Uint8Array): Uint8Array {
 
 /** Wraps a PKCS#1 RSAPublicKey into an rsaEncryption SubjectPublicKeyInfo. */
 export function spkiFromPkcs1(pkcs1: Uint8Array): Uint8Array {
-  const algId = tlv(0x30, Uint8Array.from([0x06, RSA_ENCRYPTION_OID.length, ...RSA_ENCRYPTION_OID, 0x05, 0x00]));
+  const algId = tlv(
+    0x30,
+    Uint8Array.from([0x06, RSA_ENCRYPTION_OID.length, ...RSA_ENCRYPTION_OID, 0x05, 0x00]),
+  );
   const bits = new Uint8Array(pkcs1.length + 1);
   bits.set(pkcs1, 1);
   const bitString = tlv(0x03, bits);
@@ -139,12 +142,15 @@ export interface RsaSpkiInfo {
 export function inspectSpki(spki: Uint8Array): RsaSpkiInfo {
   const outer = readTlv(spki, 0);
   const [algId, bitString] = children(spki, outer);
-  if (algId === undefined || bitString === undefined || bitString.tag !== 0x03) throw new DerError('malformed SubjectPublicKeyInfo');
+  if (algId === undefined || bitString === undefined || bitString.tag !== 0x03)
+    throw new DerError('malformed SubjectPublicKeyInfo');
   const oid = readTlv(spki, algId.start, algId.end);
   const oidBytes = spki.subarray(oid.start, oid.end);
   if (!sameBytes(oidBytes, RSA_ENCRYPTION_OID)) {
     const known = OIDS.find(([, o]) => sameBytes(oidBytes, o));
-    throw new DerError(`the key is ${known ? `an ${known[0]}` : 'not an RSA'} key; the gateway signs with RSA PKCS#1 v1.5`);
+    throw new DerError(
+      `the key is ${known ? `an ${known[0]}` : 'not an RSA'} key; the gateway signs with RSA PKCS#1 v1.5`,
+    );
   }
   const rsaKey = spki.subarray(bitString.start + 1, bitString.end);
   const seq = readTlv(rsaKey, 0);

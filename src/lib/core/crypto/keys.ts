@@ -1,4 +1,11 @@
-import { classifyDer, DerError, inspectSpki, integerBits, spkiFromCertificate, spkiFromPkcs1 } from './der.js';
+import {
+  classifyDer,
+  DerError,
+  inspectSpki,
+  integerBits,
+  spkiFromCertificate,
+  spkiFromPkcs1,
+} from './der.js';
 
 /** The smallest RSA modulus jobhook accepts. */
 export const MIN_MODULUS_BITS = 2048;
@@ -13,10 +20,7 @@ export interface RsaPublicJwk {
 }
 
 /** A key normalised for either crypto backend, with its numbers for opening signatures. */
-export type NormalizedKey = (
-  | { kind: 'spki'; spki: Uint8Array }
-  | { kind: 'jwk'; jwk: RsaPublicJwk }
-) & {
+export type NormalizedKey = ({ kind: 'spki'; spki: Uint8Array } | { kind: 'jwk'; jwk: RsaPublicJwk }) & {
   modulusBits: number;
   /** Modulus, big-endian. */
   modulus: Uint8Array;
@@ -32,7 +36,9 @@ function base64ToBytes(b64: string, what: string): Uint8Array {
   const clean = b64.replace(/\s/g, '');
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean)) {
     const bad = clean.match(/[^A-Za-z0-9+/=]/)?.[0];
-    throw new TypeError(`${what} has invalid base64${bad === undefined ? '' : ` (found ${JSON.stringify(bad)})`}`);
+    throw new TypeError(
+      `${what} has invalid base64${bad === undefined ? '' : ` (found ${JSON.stringify(bad)})`}`,
+    );
   }
   const bin = atob(clean);
   const out = new Uint8Array(bin.length);
@@ -48,7 +54,9 @@ function base64UrlToBytes(b64url: string, what: string): Uint8Array {
 /** TypeError unless `bits` is a modulus size jobhook accepts. The one place that says so. */
 export function checkModulusBits(bits: number): void {
   if (!(bits >= MIN_MODULUS_BITS)) {
-    throw new TypeError(`publicKey is a ${bits}-bit RSA key; jobhook requires at least ${MIN_MODULUS_BITS} bits (a smaller key can be forged)`);
+    throw new TypeError(
+      `publicKey is a ${bits}-bit RSA key; jobhook requires at least ${MIN_MODULUS_BITS} bits (a smaller key can be forged)`,
+    );
   }
 }
 
@@ -71,11 +79,18 @@ export function isJwk(value: unknown): value is { kty: unknown } {
 }
 
 function fromJwk(jwk: { kty: unknown; [k: string]: unknown }): NormalizedKey {
-  if (jwk.kty !== 'RSA') throw new TypeError(`publicKey JWK has kty ${JSON.stringify(jwk.kty)}; expected "RSA" (the gateway signs with RSA)`);
-  if (typeof jwk.n !== 'string' || typeof jwk.e !== 'string') throw new TypeError('publicKey JWK lacks the RSA members n and e (strings)');
-  if ('d' in jwk) throw new TypeError('publicKey JWK is a private key (it has d): pass the public key only (kty, n, e)');
+  if (jwk.kty !== 'RSA')
+    throw new TypeError(
+      `publicKey JWK has kty ${JSON.stringify(jwk.kty)}; expected "RSA" (the gateway signs with RSA)`,
+    );
+  if (typeof jwk.n !== 'string' || typeof jwk.e !== 'string')
+    throw new TypeError('publicKey JWK lacks the RSA members n and e (strings)');
+  if ('d' in jwk)
+    throw new TypeError('publicKey JWK is a private key (it has d): pass the public key only (kty, n, e)');
   if (jwk.alg !== undefined && jwk.alg !== 'RS256') {
-    throw new TypeError(`publicKey JWK is for ${String(jwk.alg)}; expected RS256 (RSA PKCS#1 v1.5 with SHA-256, what the gateway signs with)`);
+    throw new TypeError(
+      `publicKey JWK is for ${String(jwk.alg)}; expected RS256 (RSA PKCS#1 v1.5 with SHA-256, what the gateway signs with)`,
+    );
   }
   const modulus = base64UrlToBytes(jwk.n, 'publicKey JWK n');
   const exponent = base64UrlToBytes(jwk.e, 'publicKey JWK e');
@@ -126,13 +141,24 @@ export function normalizeKey(input: unknown): NormalizedKey {
       throw new TypeError(`publicKey is ${describeText(text)}; ${EXPECTED}`);
     }
     const label = m[1]!;
-    if (label.includes('PRIVATE')) throw new TypeError(`publicKey is a private key (PEM "${label}"): pass the gateway's public key`);
-    if (!PEM_LABELS.includes(label)) throw new TypeError(`publicKey is a PEM "${label}"; expected ${PEM_LABELS.map((l) => `"${l}"`).join(', ')}`);
+    if (label.includes('PRIVATE'))
+      throw new TypeError(`publicKey is a private key (PEM "${label}"): pass the gateway's public key`);
+    if (!PEM_LABELS.includes(label))
+      throw new TypeError(
+        `publicKey is a PEM "${label}"; expected ${PEM_LABELS.map((l) => `"${l}"`).join(', ')}`,
+      );
     return fromDer(base64ToBytes(m[2]!, `publicKey PEM "${label}"`), `PEM ${label}`);
   }
   if (input instanceof Uint8Array) return fromDer(input, 'DER');
   if (input instanceof ArrayBuffer) return fromDer(new Uint8Array(input), 'DER');
   if (isJwk(input)) return fromJwk(input as { kty: unknown });
-  const found = input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input === 'object' ? 'an object without kty' : `a ${typeof input}`;
+  const found =
+    input === null
+      ? 'null'
+      : Array.isArray(input)
+        ? 'an array'
+        : typeof input === 'object'
+          ? 'an object without kty'
+          : `a ${typeof input}`;
   throw new TypeError(`publicKey is ${found}; ${EXPECTED}`);
 }

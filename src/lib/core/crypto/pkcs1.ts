@@ -8,7 +8,10 @@
  */
 
 /** DER of DigestInfo { AlgorithmIdentifier { sha256, NULL }, OCTET STRING (32 bytes) }, without the hash. */
-const SHA256_DIGEST_INFO = [0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04, 0x20];
+const SHA256_DIGEST_INFO = [
+  0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04,
+  0x20,
+];
 
 /** Length of H, the SHA-256 at the end of the block. */
 export const HASH_BYTES = 32;
@@ -17,7 +20,8 @@ export const HASH_BYTES = 32;
 export function expectedPrefix(modulusBytes: number): Uint8Array {
   const prefix = new Uint8Array(modulusBytes - HASH_BYTES);
   const pad = prefix.length - SHA256_DIGEST_INFO.length - 3;
-  if (pad < 8) throw new TypeError(`a ${modulusBytes * 8}-bit modulus is too small for PKCS#1 v1.5 with SHA-256`);
+  if (pad < 8)
+    throw new TypeError(`a ${modulusBytes * 8}-bit modulus is too small for PKCS#1 v1.5 with SHA-256`);
   prefix[0] = 0x00;
   prefix[1] = 0x01;
   prefix.fill(0xff, 2, 2 + pad);
@@ -38,7 +42,11 @@ export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
  * `H` from an opened block when everything before it is the expected encoding, else
  * undefined. `equal` compares in constant time (node's timingSafeEqual where available).
  */
-export function hashFromBlock(block: Uint8Array, prefix: Uint8Array, equal: (a: Uint8Array, b: Uint8Array) => boolean = constantTimeEqual): Uint8Array | undefined {
+export function hashFromBlock(
+  block: Uint8Array,
+  prefix: Uint8Array,
+  equal: (a: Uint8Array, b: Uint8Array) => boolean = constantTimeEqual,
+): Uint8Array | undefined {
   if (block.length !== prefix.length + HASH_BYTES) return undefined;
   return equal(block.subarray(0, prefix.length), prefix) ? block.slice(prefix.length) : undefined;
 }

@@ -11,7 +11,13 @@ import { documentValue, type IntegerMode, type JsonValue } from '../canonical/to
 import type { WasmDocument } from '../canonical/wasm/engine.js';
 import { wasmEngine } from '../canonical/wasm/lazy.js';
 import type { DocumentFlags, ParsedDocument } from '../canonical/tree.js';
-import { CanonicalTooLargeError, EventFromFutureError, EventTooOldError, PayloadInvalidError, SignatureInvalidError } from '../../base/errors.js';
+import {
+  CanonicalTooLargeError,
+  EventFromFutureError,
+  EventTooOldError,
+  PayloadInvalidError,
+  SignatureInvalidError,
+} from '../../base/errors.js';
 import { parseRfc3339, validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../event.js';
 import { constantTimeEqual } from '../crypto/pkcs1.js';
 import type { HeadersInput } from './headers.js';
@@ -67,7 +73,8 @@ export function parseBody(body: string | Uint8Array, o: ResolvedOptions): Parsed
   const wasm = wasmEngine();
   if (wasm === undefined) {
     const doc = parseDocument(body, { maxDepth: o.maxDepth });
-    if (bodySize(body) + doc.layoutBytes > o.maxCanonicalBytes) throw new CanonicalTooLargeError(o.maxCanonicalBytes);
+    if (bodySize(body) + doc.layoutBytes > o.maxCanonicalBytes)
+      throw new CanonicalTooLargeError(o.maxCanonicalBytes);
     return new JsBody(doc);
   }
   const doc = wasm.parse(body, { maxDepth: o.maxDepth });
@@ -173,7 +180,12 @@ export interface OpenedSignature {
  * checks, then one opening per key of the signature's size. No key opens it:
  * SIGNATURE_INVALID, and the body need not even be read.
  */
-export function* opening(headers: HeadersInput, o: ResolvedOptions, modulusBytes: readonly number[], decodeHex?: (hex: string) => Uint8Array): Generator<Step, OpenedSignature, unknown> {
+export function* opening(
+  headers: HeadersInput,
+  o: ResolvedOptions,
+  modulusBytes: readonly number[],
+  decodeHex?: (hex: string) => Uint8Array,
+): Generator<Step, OpenedSignature, unknown> {
   const { signature, keyIndexes } = readSignature(headers, o, modulusBytes, decodeHex);
   const opened: Opened[] = [];
   for (const keyIndex of keyIndexes) {
@@ -252,7 +264,10 @@ export function drive<T>(flow: Generator<Step, T, unknown>, perform: (step: Step
 }
 
 /** Runs `flow`, awaiting each step. */
-export async function driveAsync<T>(flow: Generator<Step, T, unknown>, perform: (step: Step) => unknown): Promise<T> {
+export async function driveAsync<T>(
+  flow: Generator<Step, T, unknown>,
+  perform: (step: Step) => unknown,
+): Promise<T> {
   let r = flow.next();
   while (!r.done) {
     let result: unknown;
@@ -268,11 +283,21 @@ export async function driveAsync<T>(flow: Generator<Step, T, unknown>, perform: 
 }
 
 /** SIGNATURE_INVALID when a key opened the signature but no dialect's canonical form hashes to what it signed. */
-export function noDialectMatches(body: ParsedBody, o: ResolvedOptions, opened: readonly Opened[], tried: number): SignatureInvalidError {
+export function noDialectMatches(
+  body: ParsedBody,
+  o: ResolvedOptions,
+  opened: readonly Opened[],
+  tried: number,
+): SignatureInvalidError {
   const key = `Key ${opened[0]!.keyIndex} opens the signature (it is the gateway's)`;
   if (tried === 0) {
-    const reasons = o.dialects.map((d) => unrepresentableReason(body.flags, d)).filter((r) => r !== undefined);
-    return new SignatureInvalidError(`${key}, but no dialect tried can write this body (${reasons[0]}), so it is not what was signed.`, 'body-changed');
+    const reasons = o.dialects
+      .map((d) => unrepresentableReason(body.flags, d))
+      .filter((r) => r !== undefined);
+    return new SignatureInvalidError(
+      `${key}, but no dialect tried can write this body (${reasons[0]}), so it is not what was signed.`,
+      'body-changed',
+    );
   }
   return new SignatureInvalidError(
     `${key}, but the hash it carries matches the canonical form of this body in no dialect tried: the body was changed after signing, or re-serialized before verification (pass the raw bytes).`,
@@ -281,7 +306,13 @@ export function noDialectMatches(body: ParsedBody, o: ResolvedOptions, opened: r
 }
 
 /** After a dialect matched: build the value of what was signed, then the result. */
-export function finish(body: ParsedBody, o: ResolvedOptions, dialect: DialectName, keyIndex: number, canonicalSha256: string): VerifiedDelivery {
+export function finish(
+  body: ParsedBody,
+  o: ResolvedOptions,
+  dialect: DialectName,
+  keyIndex: number,
+  canonicalSha256: string,
+): VerifiedDelivery {
   return deliveryFrom(body.value(o.integers, dialect), o, dialect, keyIndex, canonicalSha256);
 }
 
@@ -289,19 +320,31 @@ export function finish(body: ParsedBody, o: ResolvedOptions, dialect: DialectNam
  * The result from the verified value: validate the payload, and with the replay window
  * on, its times (RFC 3339; `finished_at` required, neither too old nor too far ahead).
  */
-export function deliveryFrom(value: JsonValue, o: ResolvedOptions, dialect: DialectName, keyIndex: number, canonicalSha256: string): VerifiedDelivery {
+export function deliveryFrom(
+  value: JsonValue,
+  o: ResolvedOptions,
+  dialect: DialectName,
+  keyIndex: number,
+  canonicalSha256: string,
+): VerifiedDelivery {
   const event = validateEvent(value);
   if (o.maxAgeSeconds !== undefined) {
     const finished = parseRfc3339(event.finished_at);
     if (finished === undefined) {
-      throw new PayloadInvalidError(`The replay window (maxAgeSeconds) needs finished_at as an RFC 3339 date-time (such as 2026-11-21T10:00:05Z); got ${event.finished_at === undefined ? 'none' : JSON.stringify(event.finished_at).slice(0, 60)}.`);
+      throw new PayloadInvalidError(
+        `The replay window (maxAgeSeconds) needs finished_at as an RFC 3339 date-time (such as 2026-11-21T10:00:05Z); got ${event.finished_at === undefined ? 'none' : JSON.stringify(event.finished_at).slice(0, 60)}.`,
+      );
     }
     if (event.created_at !== undefined && parseRfc3339(event.created_at) === undefined) {
-      throw new PayloadInvalidError(`created_at is not an RFC 3339 date-time: ${JSON.stringify(event.created_at).slice(0, 60)}.`);
+      throw new PayloadInvalidError(
+        `created_at is not an RFC 3339 date-time: ${JSON.stringify(event.created_at).slice(0, 60)}.`,
+      );
     }
     const age = (o.now() - finished) / 1000;
     if (age > o.maxAgeSeconds) {
-      throw new EventTooOldError(`The event finished ${Math.round(age)} s ago, more than maxAgeSeconds (${o.maxAgeSeconds} s): a replay, or a clock out of step.`);
+      throw new EventTooOldError(
+        `The event finished ${Math.round(age)} s ago, more than maxAgeSeconds (${o.maxAgeSeconds} s): a replay, or a clock out of step.`,
+      );
     }
     if (-age > o.maxFutureSkewSeconds) {
       throw new EventFromFutureError(
@@ -309,5 +352,12 @@ export function deliveryFrom(value: JsonValue, o: ResolvedOptions, dialect: Dial
       );
     }
   }
-  return { event, payload: event as unknown as JsonObjectValue, jobId: event.job_id, dialect, keyIndex, canonicalSha256 };
+  return {
+    event,
+    payload: event as unknown as JsonObjectValue,
+    jobId: event.job_id,
+    dialect,
+    keyIndex,
+    canonicalSha256,
+  };
 }

@@ -51,7 +51,11 @@ export function canonicalWork(body: string | Uint8Array, o: ResolvedOptions): nu
  * stay here unparsed (refused at once); a body that does not parse comes back with its
  * error (`refused`), to be refused without being parsed again.
  */
-export function placement(body: string | Uint8Array, o: ResolvedOptions, threshold: number): { worker: true } | { worker: false; parsed?: ParsedBody; refused?: unknown } {
+export function placement(
+  body: string | Uint8Array,
+  o: ResolvedOptions,
+  threshold: number,
+): { worker: true } | { worker: false; parsed?: ParsedBody; refused?: unknown } {
   const n = typeof body === 'string' ? body.length : body.byteLength;
   if (n > o.maxBodyBytes || threshold === Infinity) return { worker: false };
   if (n >= threshold) return { worker: true };

@@ -57,7 +57,9 @@ export interface KeyRing<K, T> {
 }
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
-  (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
+  (typeof value === 'object' || typeof value === 'function') &&
+  value !== null &&
+  typeof (value as { then?: unknown }).then === 'function';
 
 /** True for `async () => …`: its result is always a promise, so a synchronous verifier can refuse it at construction. */
 export function isAsyncFunction(fn: unknown): boolean {
@@ -76,11 +78,17 @@ export const ASYNC_KEY_REFUSED =
  */
 function keyFunctionFailed(err: unknown): Error {
   const reason = err instanceof Error ? err.message : String(err);
-  return new Error(`jobhook: the publicKey function did not give a usable key: ${reason}. This verification failed; the function is called again at the next one.`, { cause: err });
+  return new Error(
+    `jobhook: the publicKey function did not give a usable key: ${reason}. This verification failed; the function is called again at the next one.`,
+    { cause: err },
+  );
 }
 
 /** Imports the given keys, with what a verifier needs of them. */
-function keySet<K, T extends { modulusBytes: number }>(given: KeyInput<K> | undefined, importOne: (key: K) => T): KeySet<K, T> {
+function keySet<K, T extends { modulusBytes: number }>(
+  given: KeyInput<K> | undefined,
+  importOne: (key: K) => T,
+): KeySet<K, T> {
   const imported = importKeys(given, importOne);
   return { inputs: keyList(given), imported, modulusBytes: imported.map((k) => k.modulusBytes) };
 }
@@ -89,7 +97,10 @@ function keySet<K, T extends { modulusBytes: number }>(given: KeyInput<K> | unde
  * The keys of a verifier. Given keys are imported now (TypeError naming the bad one);
  * a function is only checked to be one, and called when `get()` first needs it.
  */
-export function keyRing<K, T extends { modulusBytes: number }>(publicKey: PublicKeySource<K> | undefined, importOne: (key: K) => T): KeyRing<K, T> {
+export function keyRing<K, T extends { modulusBytes: number }>(
+  publicKey: PublicKeySource<K> | undefined,
+  importOne: (key: K) => T,
+): KeyRing<K, T> {
   if (typeof publicKey === 'function') return new KeyFunctionRing(publicKey as KeyFunction<K>, importOne);
   const ready = keySet(publicKey, importOne);
   return { ready, get: () => Promise.resolve(ready), getSync: () => ready };

@@ -2,7 +2,14 @@ import { DIALECTS, assertDialect, type DialectName } from '../canonical/dialects
 import { resolveMaxDepth } from '../canonical/parse.js';
 import { assertIntegerMode, type IntegerMode } from '../canonical/to-value.js';
 import { headerName, optionalNumber, type OptionNamesOf } from '../../base/options.js';
-import { DEFAULT_ALGORITHM_HEADER, DEFAULT_CANONICAL_EXPANSION, DEFAULT_MAX_AGE_SECONDS, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_FUTURE_SKEW_SECONDS, DEFAULT_SIGNATURE_HEADER } from '../../base/protocol.js';
+import {
+  DEFAULT_ALGORITHM_HEADER,
+  DEFAULT_CANONICAL_EXPANSION,
+  DEFAULT_MAX_AGE_SECONDS,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_FUTURE_SKEW_SECONDS,
+  DEFAULT_SIGNATURE_HEADER,
+} from '../../base/protocol.js';
 
 /** Options every verifier takes, whatever the crypto backend. */
 export interface VerifyOptionsBase {
@@ -59,20 +66,40 @@ export interface ResolvedOptions {
 }
 
 export function resolveOptions(options: VerifyOptionsBase): ResolvedOptions {
-  const dialects = options.dialects === undefined ? [...DIALECTS] : [...options.dialects].map((d) => assertDialect(d, 'dialects[]'));
+  const dialects =
+    options.dialects === undefined
+      ? [...DIALECTS]
+      : [...options.dialects].map((d) => assertDialect(d, 'dialects[]'));
   if (dialects.length === 0) throw new TypeError('dialects must name at least one dialect');
   const signatureHeader = headerName(options.signatureHeader, 'signatureHeader', DEFAULT_SIGNATURE_HEADER);
   const maxBodyBytes = optionalNumber(options.maxBodyBytes, 'maxBodyBytes', DEFAULT_MAX_BODY_BYTES);
-  if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError('now must be a function returning epoch milliseconds');
+  if (options.now !== undefined && typeof options.now !== 'function')
+    throw new TypeError('now must be a function returning epoch milliseconds');
   return {
     dialects,
     signatureHeader: signatureHeader.toLowerCase(),
     signatureHeaderName: signatureHeader,
-    algorithmHeader: headerName(options.algorithmHeader, 'algorithmHeader', DEFAULT_ALGORITHM_HEADER).toLowerCase(),
+    algorithmHeader: headerName(
+      options.algorithmHeader,
+      'algorithmHeader',
+      DEFAULT_ALGORITHM_HEADER,
+    ).toLowerCase(),
     maxBodyBytes,
-    maxCanonicalBytes: optionalNumber(options.maxCanonicalBytes, 'maxCanonicalBytes', DEFAULT_CANONICAL_EXPANSION * maxBodyBytes),
-    maxAgeSeconds: options.maxAgeSeconds === false ? undefined : optionalNumber(options.maxAgeSeconds, 'maxAgeSeconds', DEFAULT_MAX_AGE_SECONDS),
-    maxFutureSkewSeconds: optionalNumber(options.maxFutureSkewSeconds, 'maxFutureSkewSeconds', DEFAULT_MAX_FUTURE_SKEW_SECONDS, { min: 0 }),
+    maxCanonicalBytes: optionalNumber(
+      options.maxCanonicalBytes,
+      'maxCanonicalBytes',
+      DEFAULT_CANONICAL_EXPANSION * maxBodyBytes,
+    ),
+    maxAgeSeconds:
+      options.maxAgeSeconds === false
+        ? undefined
+        : optionalNumber(options.maxAgeSeconds, 'maxAgeSeconds', DEFAULT_MAX_AGE_SECONDS),
+    maxFutureSkewSeconds: optionalNumber(
+      options.maxFutureSkewSeconds,
+      'maxFutureSkewSeconds',
+      DEFAULT_MAX_FUTURE_SKEW_SECONDS,
+      { min: 0 },
+    ),
     integers: assertIntegerMode(options.integers),
     maxDepth: resolveMaxDepth(options.maxDepth),
     now: options.now ?? Date.now,
@@ -85,7 +112,9 @@ export function resolveOptions(options: VerifyOptionsBase): ResolvedOptions {
  */
 export function checkReplayWindow(maxAgeSeconds: number | undefined, retainMs: number): void {
   if (maxAgeSeconds === undefined) {
-    throw new TypeError('maxAgeSeconds: false leaves no replay window: a captured delivery replayed after retainMs would run the handler again; a receiver needs one');
+    throw new TypeError(
+      'maxAgeSeconds: false leaves no replay window: a captured delivery replayed after retainMs would run the handler again; a receiver needs one',
+    );
   }
   if (maxAgeSeconds * 1000 > retainMs) {
     throw new TypeError(

@@ -1,5 +1,12 @@
 import { utf8ByteLength } from '../canonical/utf8.js';
-import { AlgorithmUnsupportedError, BodyTooLargeError, BodyUnavailableError, SignatureInvalidError, SignatureMalformedError, SignatureMissingError } from '../../base/errors.js';
+import {
+  AlgorithmUnsupportedError,
+  BodyTooLargeError,
+  BodyUnavailableError,
+  SignatureInvalidError,
+  SignatureMalformedError,
+  SignatureMissingError,
+} from '../../base/errors.js';
 import { DEFAULT_SIGNATURE_HEADER } from '../../base/protocol.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { ResolvedOptions } from './options.js';
@@ -31,7 +38,8 @@ function bodyBytes(body: unknown, limit: number): number {
 
 /** BODY_TOO_LARGE (413) for a body over `maxBodyBytes`; BODY_UNAVAILABLE for anything that is not a raw body. */
 export function checkBodySize(body: string | Uint8Array, o: Pick<ResolvedOptions, 'maxBodyBytes'>): void {
-  if (bodyBytes(body, o.maxBodyBytes) > o.maxBodyBytes) throw refusal(() => new BodyTooLargeError(o.maxBodyBytes));
+  if (bodyBytes(body, o.maxBodyBytes) > o.maxBodyBytes)
+    throw refusal(() => new BodyTooLargeError(o.maxBodyBytes));
 }
 
 /**
@@ -39,15 +47,31 @@ export function checkBodySize(body: string | Uint8Array, o: Pick<ResolvedOptions
  * length for a key: 401). The body is not read here: nobody without the key can make
  * jobhook parse anything, nor wait for a body.
  */
-export function readSignature(headers: HeadersInput, o: ResolvedOptions, modulusBytes: readonly number[], decodeHex: (hex: string) => Uint8Array = hexToBytes): SignatureBytes {
+export function readSignature(
+  headers: HeadersInput,
+  o: ResolvedOptions,
+  modulusBytes: readonly number[],
+  decodeHex: (hex: string) => Uint8Array = hexToBytes,
+): SignatureBytes {
   const raw = getHeader(headers, o.signatureHeader);
   if (raw === undefined || raw.trim() === '') {
-    throw refusal(() => new SignatureMissingError(`The ${o.signatureHeaderName} header is missing: the request was not signed by the gateway, or a proxy dropped the header.`));
+    throw refusal(
+      () =>
+        new SignatureMissingError(
+          `The ${o.signatureHeaderName} header is missing: the request was not signed by the gateway, or a proxy dropped the header.`,
+        ),
+    );
   }
   const algorithm = getHeader(headers, o.algorithmHeader);
   if (algorithm !== undefined) {
     const a = algorithm.trim().toUpperCase();
-    if (a !== 'SHA256' && a !== 'SHA-256') throw refusal(() => new AlgorithmUnsupportedError(`The hash algorithm header says ${JSON.stringify(algorithm)}; only SHA256 is supported.`));
+    if (a !== 'SHA256' && a !== 'SHA-256')
+      throw refusal(
+        () =>
+          new AlgorithmUnsupportedError(
+            `The hash algorithm header says ${JSON.stringify(algorithm)}; only SHA256 is supported.`,
+          ),
+      );
   }
   return decodeSignature(raw, modulusBytes, o.signatureHeaderName, decodeHex);
 }
@@ -67,7 +91,10 @@ export function decodeSignature(
   headerName = DEFAULT_SIGNATURE_HEADER,
   decodeHex: (hex: string) => Uint8Array = hexToBytes,
 ): SignatureBytes {
-  const hex = isBlank(raw.charCodeAt(0)) || isBlank(raw.charCodeAt(raw.length - 1)) ? raw.replace(/^[ \t]+|[ \t]+$/g, '') : raw;
+  const hex =
+    isBlank(raw.charCodeAt(0)) || isBlank(raw.charCodeAt(raw.length - 1))
+      ? raw.replace(/^[ \t]+|[ \t]+$/g, '')
+      : raw;
   const even = hex.length % 2 === 0;
   const signature = even ? decodeHex(hex) : undefined;
   // All of an even-length string decoded: it is hex. (Odd lengths are only measured.)
@@ -83,7 +110,12 @@ export function decodeSignature(
   for (let k = 0; k < modulusBytes.length; k++) if (modulusBytes[k]! * 2 === hex.length) keyIndexes.push(k);
   if (keyIndexes.length === 0) {
     const want = [...new Set(modulusBytes.map((m) => m * 2))].join(' or ');
-    throw refusal(() => new SignatureMalformedError(`The signature has ${hex.length} hex digits but the key's modulus needs ${want}: it was truncated or padded, or signed with another key.`));
+    throw refusal(
+      () =>
+        new SignatureMalformedError(
+          `The signature has ${hex.length} hex digits but the key's modulus needs ${want}: it was truncated or padded, or signed with another key.`,
+        ),
+    );
   }
   return { signature: signature!, keyIndexes };
 }
@@ -133,8 +165,11 @@ export function refusal<E extends Error>(make: () => E): E {
 
 /** SIGNATURE_INVALID when no key opened the signature: a forgery, or a key the receiver does not have. */
 export function noKeyOpens(tried: number): SignatureInvalidError {
-  return refusal(() => new SignatureInvalidError(
-    `The signature was not made with ${tried === 1 ? 'the configured key' : `any of the ${tried} configured keys of its size`}: a forged request, or the gateway signs with another key (a rotation? check publicKey).`,
-    'unknown-key',
-  ));
+  return refusal(
+    () =>
+      new SignatureInvalidError(
+        `The signature was not made with ${tried === 1 ? 'the configured key' : `any of the ${tried} configured keys of its size`}: a forged request, or the gateway signs with another key (a rotation? check publicKey).`,
+        'unknown-key',
+      ),
+  );
 }

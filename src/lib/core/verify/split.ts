@@ -14,7 +14,10 @@ type Member = { kind: 'member'; keyStart: number; keyEnd: number; value: Plan };
 type Item = { kind: 'item'; value: Plan };
 
 /** How a value is rebuilt: one parse, or its parts. Offsets are byte offsets in the body. */
-export type Plan = { kind: 'leaf'; start: number; end: number } | { kind: 'object'; parts: Array<Run | Member> } | { kind: 'array'; parts: Array<Run | Item> };
+export type Plan =
+  | { kind: 'leaf'; start: number; end: number }
+  | { kind: 'object'; parts: Array<Run | Member> }
+  | { kind: 'array'; parts: Array<Run | Item> };
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -76,7 +79,9 @@ class Scanner {
       const v = this.value(isObject ? this.ws(this.ws(keyEnd) + 1) : i);
       if (v.end - i > this.maxPiece) {
         run = undefined;
-        parts.push(isObject ? { kind: 'member', keyStart: i, keyEnd, value: v.plan } : { kind: 'item', value: v.plan });
+        parts.push(
+          isObject ? { kind: 'member', keyStart: i, keyEnd, value: v.plan } : { kind: 'item', value: v.plan },
+        );
       } else if (run !== undefined && v.end - run.start <= this.maxPiece) {
         run.end = v.end;
       } else {
@@ -89,7 +94,12 @@ class Scanner {
     }
     const end = i + 1;
     if (end - start <= this.maxPiece) return { end, plan: { kind: 'leaf', start, end } };
-    return { end, plan: isObject ? { kind: 'object', parts: parts as Array<Run | Member> } : { kind: 'array', parts: parts as Array<Run | Item> } };
+    return {
+      end,
+      plan: isObject
+        ? { kind: 'object', parts: parts as Array<Run | Member> }
+        : { kind: 'array', parts: parts as Array<Run | Item> },
+    };
   }
 }
 
@@ -103,7 +113,10 @@ const decoder = new TextDecoder();
 // setImmediate where there is one (Node, Bun, Deno): it lets pending I/O run, without the 1 ms floor of a timer.
 const yieldToLoop: () => Promise<void> =
   typeof (globalThis as { setImmediate?: unknown }).setImmediate === 'function'
-    ? () => new Promise<void>((resolve) => (globalThis as unknown as { setImmediate: (f: () => void) => void }).setImmediate(resolve))
+    ? () =>
+        new Promise<void>((resolve) =>
+          (globalThis as unknown as { setImmediate: (f: () => void) => void }).setImmediate(resolve),
+        )
     : () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 /**
@@ -127,9 +140,11 @@ export async function buildValue(body: Uint8Array, plan: Plan, sliceMs = 3): Pro
     if (p.kind === 'object') {
       const out: { [key: string]: JsonValue } = {};
       // As JSON.parse does: "__proto__" is an own property, not the prototype.
-      const set = (key: string, value: JsonValue) => Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+      const set = (key: string, value: JsonValue) =>
+        Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
       for (const part of p.parts) {
-        if (part.kind === 'member') set(JSON.parse(text(part.keyStart, part.keyEnd)) as string, await build(part.value));
+        if (part.kind === 'member')
+          set(JSON.parse(text(part.keyStart, part.keyEnd)) as string, await build(part.value));
         else {
           const members = JSON.parse(`{${text(part.start, part.end)}}`) as { [key: string]: JsonValue };
           for (const key of Object.keys(members)) set(key, members[key]!);

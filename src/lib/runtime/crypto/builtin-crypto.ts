@@ -9,12 +9,21 @@
 
 /** The part of node:crypto jobhook/web uses, typed here so that no Node type leaks in. */
 export interface BuiltinCrypto {
-  createPublicKey(options: { key: Uint8Array | Record<string, unknown>; format: 'der' | 'jwk'; type?: 'spki' }): unknown;
+  createPublicKey(options: {
+    key: Uint8Array | Record<string, unknown>;
+    format: 'der' | 'jwk';
+    type?: 'spki';
+  }): unknown;
   publicDecrypt(options: { key: unknown; padding: number }, buffer: Uint8Array): Uint8Array;
   constants: { RSA_NO_PADDING: number };
-  createHash(algorithm: 'sha256'): { update(data: Uint8Array | string): { digest(): Uint8Array; digest(encoding: 'hex'): string } };
+  createHash(algorithm: 'sha256'): {
+    update(data: Uint8Array | string): { digest(): Uint8Array; digest(encoding: 'hex'): string };
+  };
   /** Node ≥ 20.12 and 21.7: a one-shot hash without a Hash object. */
-  hash?: { (algorithm: 'sha256', data: Uint8Array | string, encoding: 'buffer'): Uint8Array; (algorithm: 'sha256', data: Uint8Array | string, encoding: 'hex'): string };
+  hash?: {
+    (algorithm: 'sha256', data: Uint8Array | string, encoding: 'buffer'): Uint8Array;
+    (algorithm: 'sha256', data: Uint8Array | string, encoding: 'hex'): string;
+  };
   timingSafeEqual?: (a: Uint8Array, b: Uint8Array) => boolean;
 }
 
@@ -26,8 +35,16 @@ export function builtinCrypto(): BuiltinCrypto | undefined {
     cached = null;
     try {
       const proc = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process;
-      const m = typeof proc?.getBuiltinModule === 'function' ? (proc.getBuiltinModule('node:crypto') as Partial<BuiltinCrypto> | undefined) : undefined;
-      if (typeof m?.createPublicKey === 'function' && typeof m.publicDecrypt === 'function' && typeof m.createHash === 'function' && typeof m.constants?.RSA_NO_PADDING === 'number') {
+      const m =
+        typeof proc?.getBuiltinModule === 'function'
+          ? (proc.getBuiltinModule('node:crypto') as Partial<BuiltinCrypto> | undefined)
+          : undefined;
+      if (
+        typeof m?.createPublicKey === 'function' &&
+        typeof m.publicDecrypt === 'function' &&
+        typeof m.createHash === 'function' &&
+        typeof m.constants?.RSA_NO_PADDING === 'number'
+      ) {
         cached = m as BuiltinCrypto;
       }
     } catch {
@@ -61,8 +78,14 @@ export function builtinSha256(): BuiltinSha256 | undefined {
       const oneShot = c.hash;
       const candidate: BuiltinSha256 =
         typeof oneShot === 'function'
-          ? { bytes: (data) => oneShot('sha256', data, 'buffer'), hex: (data) => oneShot('sha256', data, 'hex') }
-          : { bytes: (data) => c.createHash('sha256').update(data).digest(), hex: (data) => c.createHash('sha256').update(data).digest('hex') };
+          ? {
+              bytes: (data) => oneShot('sha256', data, 'buffer'),
+              hex: (data) => oneShot('sha256', data, 'hex'),
+            }
+          : {
+              bytes: (data) => c.createHash('sha256').update(data).digest(),
+              hex: (data) => c.createHash('sha256').update(data).digest('hex'),
+            };
       try {
         const digest = candidate.bytes(new Uint8Array([0x61, 0x62, 0x63]));
         let hex = '';

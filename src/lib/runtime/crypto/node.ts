@@ -63,9 +63,12 @@ export function importNodeKey(input: NodePublicKeyInput): ImportedNodeKey {
 /** importNodeKey with a given RSA operation (tests: the fallback on Node). */
 export function importNodeKeyWith(input: NodePublicKeyInput, operation: RsaOperation): ImportedNodeKey {
   if (input instanceof KeyObject) {
-    if (input.type !== 'public') throw new TypeError(`publicKey is a ${input.type} KeyObject; expected the gateway's public key`);
+    if (input.type !== 'public')
+      throw new TypeError(`publicKey is a ${input.type} KeyObject; expected the gateway's public key`);
     if (input.asymmetricKeyType !== 'rsa') {
-      throw new TypeError(`publicKey is an ${String(input.asymmetricKeyType)} key; expected RSA (the gateway signs with RSA PKCS#1 v1.5)`);
+      throw new TypeError(
+        `publicKey is an ${String(input.asymmetricKeyType)} key; expected RSA (the gateway signs with RSA PKCS#1 v1.5)`,
+      );
     }
     const bits = input.asymmetricKeyDetails?.modulusLength ?? 0;
     checkModulusBits(bits);
@@ -79,7 +82,11 @@ export function importNodeKeyWith(input: NodePublicKeyInput, operation: RsaOpera
   return opener(key, Math.ceil(normalized.modulusBits / 8), operation);
 }
 
-const oneShot = (crypto as { hash?: (algorithm: string, data: string | Uint8Array, encoding: 'hex' | 'buffer') => string | Buffer }).hash;
+const oneShot = (
+  crypto as {
+    hash?: (algorithm: string, data: string | Uint8Array, encoding: 'hex' | 'buffer') => string | Buffer;
+  }
+).hash;
 
 /** Lowercase hex SHA-256 of a UTF-8 text or bytes. */
 export function sha256Hex(data: string | Uint8Array): string {

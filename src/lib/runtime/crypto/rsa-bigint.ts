@@ -30,7 +30,8 @@ export function rsaNumbers(modulus: Uint8Array, exponent: Uint8Array): RsaNumber
 /** The base of an operation without its leading zeros; RangeError when it is longer than the modulus. */
 export function baseFor(base: Uint8Array, modulusBytes: number): Uint8Array {
   const b = stripZeros(base);
-  if (b.length > modulusBytes) throw new RangeError(`the base is ${b.length} bytes, longer than the ${modulusBytes}-byte modulus`);
+  if (b.length > modulusBytes)
+    throw new RangeError(`the base is ${b.length} bytes, longer than the ${modulusBytes}-byte modulus`);
   return b;
 }
 

@@ -37,9 +37,14 @@ export const MOD_POW: RsaOperation = {
   name: 'modPow',
   prepare(key, modulusBytes) {
     const jwk = key.export({ format: 'jwk' }) as { n?: unknown; e?: unknown };
-    if (typeof jwk.n !== 'string' || typeof jwk.e !== 'string') throw new TypeError('the key exported as JWK lacks n or e');
-    const operation = deferredRsaPublicOperation(Buffer.from(jwk.n, 'base64url'), Buffer.from(jwk.e, 'base64url'));
-    if (operation.modulusBytes > modulusBytes) throw new RangeError('the key\'s modulus is longer than its stated size');
+    if (typeof jwk.n !== 'string' || typeof jwk.e !== 'string')
+      throw new TypeError('the key exported as JWK lacks n or e');
+    const operation = deferredRsaPublicOperation(
+      Buffer.from(jwk.n, 'base64url'),
+      Buffer.from(jwk.e, 'base64url'),
+    );
+    if (operation.modulusBytes > modulusBytes)
+      throw new RangeError("the key's modulus is longer than its stated size");
     return (signature) => {
       const out = operation.apply(signature);
       if (out.length === modulusBytes) return out;
@@ -71,16 +76,22 @@ const PROBE_MODULUS_BYTES = 256;
 /** Why `operation` fails the probe, or undefined when it opens the known signature right (and refuses it one bit off). */
 function failure(operation: RsaOperation): string | undefined {
   try {
-    const key = crypto.createPublicKey({ key: Buffer.from(PROBE_PUBLIC_KEY_SPKI, 'base64'), format: 'der', type: 'spki' });
+    const key = crypto.createPublicKey({
+      key: Buffer.from(PROBE_PUBLIC_KEY_SPKI, 'base64'),
+      format: 'der',
+      type: 'spki',
+    });
     const raw = operation.prepare(key, PROBE_MODULUS_BYTES);
     const prefix = expectedPrefix(PROBE_MODULUS_BYTES);
     const signature = new Uint8Array(Buffer.from(PROBE_SIGNATURE, 'base64'));
     const expected = crypto.createHash('sha256').update(PROBE_MESSAGE).digest();
     const opened = hashFromBlock(raw(signature), prefix);
-    if (opened === undefined || !expected.equals(opened)) return 'it opened a known signature to the wrong block';
+    if (opened === undefined || !expected.equals(opened))
+      return 'it opened a known signature to the wrong block';
     signature[signature.length - 1]! ^= 1;
     const bent = hashFromBlock(raw(signature), prefix);
-    if (bent !== undefined && expected.equals(bent)) return 'it opened a signature one bit off to the right block';
+    if (bent !== undefined && expected.equals(bent))
+      return 'it opened a signature one bit off to the right block';
     return undefined;
   } catch (err) {
     return err instanceof Error ? err.message : String(err);

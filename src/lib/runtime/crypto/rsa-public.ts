@@ -42,7 +42,11 @@ export interface RsaPublicOperation {
  * const block = rsa.apply(signatureBytes); // s^e mod n, modulusBytes long
  * ```
  */
-export function createRsaPublicOperation(modulus: Uint8Array, exponent: Uint8Array, options: { engine?: RsaPublicEngine } = {}): RsaPublicOperation {
+export function createRsaPublicOperation(
+  modulus: Uint8Array,
+  exponent: Uint8Array,
+  options: { engine?: RsaPublicEngine } = {},
+): RsaPublicOperation {
   const numbers = rsaNumbers(modulus, exponent);
   const { modulusBytes } = numbers;
   let wasm: WasmRsaKey | undefined;

@@ -27,7 +27,12 @@ export class RsaEngine {
 
   constructor(module: WebAssembly.Module) {
     this.x = new WebAssembly.Instance(module, {}).exports as unknown as RsaExports;
-    if (typeof this.x.rsa_key !== 'function' || typeof this.x.rsa_io !== 'function' || typeof this.x.rsa_max_bytes !== 'function') throw new TypeError('not the RSA module');
+    if (
+      typeof this.x.rsa_key !== 'function' ||
+      typeof this.x.rsa_io !== 'function' ||
+      typeof this.x.rsa_max_bytes !== 'function'
+    )
+      throw new TypeError('not the RSA module');
     this.key = this.x.rsa_key();
     this.io = this.x.rsa_io();
     this.maxBytes = this.x.rsa_max_bytes();
@@ -70,10 +75,18 @@ export function provideRsaWasmModule(module: WebAssembly.Module): void {
   try {
     e = new RsaEngine(module);
   } catch (err) {
-    throw new TypeError(`the WebAssembly module given for RSA cannot be instantiated: ${(err as Error).message}`);
+    throw new TypeError(
+      `the WebAssembly module given for RSA cannot be instantiated: ${(err as Error).message}`,
+    );
   }
-  if (typeof e.x.rsa_modexp !== 'function' || typeof e.x.rsa_prepare !== 'function' || !(e.x.memory instanceof WebAssembly.Memory)) {
-    throw new TypeError("the WebAssembly module given for RSA is not jobhook's (native/rsa.c): it lacks rsa_prepare, rsa_modexp or its memory");
+  if (
+    typeof e.x.rsa_modexp !== 'function' ||
+    typeof e.x.rsa_prepare !== 'function' ||
+    !(e.x.memory instanceof WebAssembly.Memory)
+  ) {
+    throw new TypeError(
+      "the WebAssembly module given for RSA is not jobhook's (native/rsa.c): it lacks rsa_prepare, rsa_modexp or its memory",
+    );
   }
   engine = e;
 }

@@ -19,7 +19,11 @@ export { provideRsaWasmModule, wasmRsaLoaded } from './rsa-wasm-engine.js';
 /** The engine, compiled from the embedded bytes at the first call (synchronously: they are 12 KB) unless given compiled. */
 function rsaEngine(): RsaEngine | undefined {
   // Undefined where WebAssembly is missing or may not be compiled from bytes (Cloudflare Workers and other hosts that forbid code generation).
-  return rsaEngineOr(() => (typeof WebAssembly === 'object' && typeof atob === 'function' ? new WebAssembly.Module(decodeBase64(RSA_WASM_BASE64)) : undefined));
+  return rsaEngineOr(() =>
+    typeof WebAssembly === 'object' && typeof atob === 'function'
+      ? new WebAssembly.Module(decodeBase64(RSA_WASM_BASE64))
+      : undefined,
+  );
 }
 
 /** The module's bytes (native/rsa.c compiled), to ship as a file for such hosts. */
@@ -54,9 +58,13 @@ export class WasmRsaKey {
       mem.set(this.#area, e.key);
       e.current = this;
     }
-    if (base.length > e.maxBytes) throw new RangeError(`the base is ${base.length} bytes, longer than the modulus (${this.modulusBytes})`);
+    if (base.length > e.maxBytes)
+      throw new RangeError(
+        `the base is ${base.length} bytes, longer than the modulus (${this.modulusBytes})`,
+      );
     mem.set(base, e.io + e.maxBytes);
-    if (e.x.rsa_modexp(base.length) !== 0) throw new RangeError(`the base is longer than the modulus (${this.modulusBytes} bytes)`);
+    if (e.x.rsa_modexp(base.length) !== 0)
+      throw new RangeError(`the base is longer than the modulus (${this.modulusBytes} bytes)`);
     const out = e.io + 2 * e.maxBytes;
     return mem.slice(out, out + this.modulusBytes);
   }

@@ -33,7 +33,8 @@ export interface ImportedWebKey {
 
 function subtle(): SubtleCrypto {
   const s = globalThis.crypto?.subtle;
-  if (s === undefined) throw new TypeError('WebCrypto (globalThis.crypto.subtle) is not available in this runtime');
+  if (s === undefined)
+    throw new TypeError('WebCrypto (globalThis.crypto.subtle) is not available in this runtime');
   return s;
 }
 
@@ -95,7 +96,11 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
  * the runtime's node:crypto is missing, throws, or answers wrong (Deno's publicDecrypt
  * has no RSA_NO_PADDING).
  */
-function nodeCryptoOperation(c: BuiltinCrypto, numbers: KeyNumbers, modulusBytes: number): ((s: Uint8Array) => Uint8Array) | undefined {
+function nodeCryptoOperation(
+  c: BuiltinCrypto,
+  numbers: KeyNumbers,
+  modulusBytes: number,
+): ((s: Uint8Array) => Uint8Array) | undefined {
   try {
     const key = c.createPublicKey(numbers.nodeKey);
     const padding = c.constants.RSA_NO_PADDING;
@@ -139,7 +144,9 @@ function portableOperation(numbers: KeyNumbers, bigint: boolean): Operation {
   let rsa: RsaPublicOperation | undefined;
   let loading: Promise<unknown> | undefined = import('./rsa-public.js').then((m) => {
     // WebAssembly is compiled, and the key prepared in it, at the first apply.
-    rsa = m.createRsaPublicOperation(numbers.modulus, numbers.exponent, { engine: bigint ? 'bigint' : undefined });
+    rsa = m.createRsaPublicOperation(numbers.modulus, numbers.exponent, {
+      engine: bigint ? 'bigint' : undefined,
+    });
     loading = undefined;
   });
   loading.catch(() => undefined); // rethrown by the first open, not reported as unhandled
@@ -153,17 +160,29 @@ function portableOperation(numbers: KeyNumbers, bigint: boolean): Operation {
 
 function operationFor(numbers: KeyNumbers, modulusBytes: number, options: WebKeyOptions): Operation {
   const choice = options.backend ?? 'auto';
-  const c = choice === 'auto' ? (options.nodeCrypto === undefined ? builtinCrypto() : (options.nodeCrypto ?? undefined)) : undefined;
+  const c =
+    choice === 'auto'
+      ? options.nodeCrypto === undefined
+        ? builtinCrypto()
+        : (options.nodeCrypto ?? undefined)
+      : undefined;
   const viaNode = c === undefined ? undefined : nodeCryptoOperation(c, numbers, modulusBytes);
   if (viaNode !== undefined) {
     const safeEqual = c!.timingSafeEqual;
-    const equal = typeof safeEqual === 'function' ? (a: Uint8Array, b: Uint8Array) => a.length === b.length && safeEqual(a, b) : constantTimeEqual;
+    const equal =
+      typeof safeEqual === 'function'
+        ? (a: Uint8Array, b: Uint8Array) => a.length === b.length && safeEqual(a, b)
+        : constantTimeEqual;
     return { backend: () => 'node-crypto', loading: () => undefined, apply: viaNode, equal };
   }
   return portableOperation(numbers, choice === 'bigint');
 }
 
-function opener(modulusBytes: number, numbers: KeyNumbers | Promise<KeyNumbers>, options: WebKeyOptions): ImportedWebKey {
+function opener(
+  modulusBytes: number,
+  numbers: KeyNumbers | Promise<KeyNumbers>,
+  options: WebKeyOptions,
+): ImportedWebKey {
   const prefix = expectedPrefix(modulusBytes);
   const ready = (k: KeyNumbers) => ({ modulus: k.modulus, op: operationFor(k, modulusBytes, options) });
   let prepared: { modulus: Uint8Array; op: Operation } | undefined;
@@ -178,7 +197,12 @@ function opener(modulusBytes: number, numbers: KeyNumbers | Promise<KeyNumbers>,
       prepared ??= await pending!;
       const { modulus, op } = prepared;
       // Not a signature of this key: a number not below the modulus (OpenSSL would throw).
-      if (signature.length !== modulusBytes || modulus.length !== modulusBytes || compareBytes(signature, modulus) >= 0) return undefined;
+      if (
+        signature.length !== modulusBytes ||
+        modulus.length !== modulusBytes ||
+        compareBytes(signature, modulus) >= 0
+      )
+        return undefined;
       const loading = op.loading();
       if (loading !== undefined) await loading;
       return hashFromBlock(op.apply(signature), prefix, op.equal);
@@ -203,8 +227,12 @@ function base64UrlToBytes(value: string): Uint8Array {
 export function prepareWebKey(input: WebPublicKeyInput, options: WebKeyOptions = {}): ImportedWebKey {
   if (isCryptoKey(input)) {
     const alg = input.algorithm as RsaHashedKeyAlgorithm;
-    if (!alg.name.startsWith('RSA')) throw new TypeError(`publicKey CryptoKey is for ${alg.name}; expected an RSA key (RSASSA-PKCS1-v1_5 with SHA-256)`);
-    if (input.type !== 'public') throw new TypeError(`publicKey CryptoKey is a ${input.type} key; expected the gateway's public key`);
+    if (!alg.name.startsWith('RSA'))
+      throw new TypeError(
+        `publicKey CryptoKey is for ${alg.name}; expected an RSA key (RSASSA-PKCS1-v1_5 with SHA-256)`,
+      );
+    if (input.type !== 'public')
+      throw new TypeError(`publicKey CryptoKey is a ${input.type} key; expected the gateway's public key`);
     if (!input.extractable) {
       throw new TypeError(
         'publicKey CryptoKey is not extractable: jobhook opens the signature itself (one modular exponentiation, so a forged request costs no parsing); import it with extractable: true, or pass the PEM or JWK',
@@ -224,7 +252,10 @@ export function prepareWebKey(input: WebPublicKeyInput, options: WebKeyOptions =
   const numbers: KeyNumbers = {
     modulus: stripped(key.modulus),
     exponent: stripped(key.exponent),
-    nodeKey: key.kind === 'spki' ? { key: key.spki, format: 'der', type: 'spki' } : { key: { ...key.jwk }, format: 'jwk' },
+    nodeKey:
+      key.kind === 'spki'
+        ? { key: key.spki, format: 'der', type: 'spki' }
+        : { key: { ...key.jwk }, format: 'jwk' },
   };
   return opener(Math.ceil(key.modulusBits / 8), numbers, options);
 }

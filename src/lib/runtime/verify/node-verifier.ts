@@ -2,13 +2,34 @@ import crypto from 'node:crypto';
 import { importNodeKey, sha256Hex, sha256OfHex, type NodePublicKeyInput } from '../crypto/node.js';
 import { rsaOperation } from '../crypto/rsa-probe.js';
 import type { DialectName } from '../../core/canonical/dialects.js';
-import { boundedSink, drive, matching, opening, verification, type OpenedSignature, type Step, type VerifiedDelivery, type ParsedBody } from '../../core/verify/core.js';
+import {
+  boundedSink,
+  drive,
+  matching,
+  opening,
+  verification,
+  type OpenedSignature,
+  type Step,
+  type VerifiedDelivery,
+  type ParsedBody,
+} from '../../core/verify/core.js';
 import type { HeadersInput } from '../../core/verify/headers.js';
-import { ASYNC_KEY_REFUSED, isAsyncFunction, keyRing, type KeyInput, type PublicKeySource } from '../../core/verify/key-list.js';
+import {
+  ASYNC_KEY_REFUSED,
+  isAsyncFunction,
+  keyRing,
+  type KeyInput,
+  type PublicKeySource,
+} from '../../core/verify/key-list.js';
 import { loadWasmEngine } from '../../core/canonical/wasm/lazy.js';
 import { nodeBuiltins } from './node-threads.js';
 import type { VerifyRuntime } from './offload.js';
-import { resolveOptions, VERIFY_OPTIONS, type ResolvedOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
+import {
+  resolveOptions,
+  VERIFY_OPTIONS,
+  type ResolvedOptions,
+  type VerifyOptionsBase,
+} from '../../core/verify/options.js';
 import type { OptionNamesOf } from '../../base/options.js';
 
 export interface VerifierOptions extends VerifyOptionsBase {
@@ -54,7 +75,8 @@ export interface NodeVerifierCore extends Verifier {
  * Buffer's hex decoding, for ASCII only: Buffer reads a character by its low byte (it
  * would decode "š", U+0161, as "a"), so anything else decodes to nothing (malformed).
  */
-const decodeHex = (hex: string): Uint8Array => (Buffer.byteLength(hex, 'utf8') === hex.length ? Buffer.from(hex, 'hex') : new Uint8Array(0));
+const decodeHex = (hex: string): Uint8Array =>
+  Buffer.byteLength(hex, 'utf8') === hex.length ? Buffer.from(hex, 'hex') : new Uint8Array(0);
 
 /** Lowercase hex SHA-256 of a canonical form, streamed: the text is never held whole. */
 function hashCanonical(body: ParsedBody, dialect: DialectName, limit: number): string {
@@ -85,12 +107,16 @@ export function matchingSteps(o: ResolvedOptions): (step: Step) => unknown {
 
 /** A Node verifier from its options (TypeError for mistakes). */
 export function createNodeVerifier(options: NodeVerifierOptions): NodeVerifierCore {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('options must be an object with a publicKey');
   return nodeVerifier(options.publicKey, resolveOptions(options));
 }
 
 /** The node:crypto verifier of `publicKey`, over options resolved once (a receiver's). */
-export function nodeVerifier(publicKey: PublicKeySource<NodePublicKeyInput>, o: ResolvedOptions): NodeVerifierCore {
+export function nodeVerifier(
+  publicKey: PublicKeySource<NodePublicKeyInput>,
+  o: ResolvedOptions,
+): NodeVerifierCore {
   // Probed here too so a runtime without a working RSA operation is named as such, not as a bad publicKey[0].
   rsaOperation();
   // The WebAssembly canonical engine, loaded now: the first delivery finds it ready.
@@ -107,12 +133,18 @@ export function nodeVerifier(publicKey: PublicKeySource<NodePublicKeyInput>, o: 
         return sha256OfHex(step.digest);
     }
   };
-  const open = (modulusBytes: readonly number[], headers: HeadersInput) => drive(opening(headers, o, modulusBytes, decodeHex), perform);
+  const open = (modulusBytes: readonly number[], headers: HeadersInput) =>
+    drive(opening(headers, o, modulusBytes, decodeHex), perform);
   return {
     options: o,
-    verify: (body, headers) => drive(verification(body, headers, o, ring.getSync().modulusBytes, decodeHex), perform),
-    open: (headers) => (ring.ready !== undefined ? open(ring.ready.modulusBytes, headers) : ring.get().then((keys) => open(keys.modulusBytes, headers))),
-    verifyOpened: (body, signature, parsed) => drive(matching(body, signature, o, undefined, parsed), perform),
+    verify: (body, headers) =>
+      drive(verification(body, headers, o, ring.getSync().modulusBytes, decodeHex), perform),
+    open: (headers) =>
+      ring.ready !== undefined
+        ? open(ring.ready.modulusBytes, headers)
+        : ring.get().then((keys) => open(keys.modulusBytes, headers)),
+    verifyOpened: (body, signature, parsed) =>
+      drive(matching(body, signature, o, undefined, parsed), perform),
   };
 }
 
@@ -121,13 +153,21 @@ export function nodeVerifier(publicKey: PublicKeySource<NodePublicKeyInput>, o: 
  * is refused at construction (and one that returns a promise, at its first call).
  */
 export function createSyncVerifier(options: VerifierOptions): Verifier {
-  if (typeof options === 'object' && options !== null && isAsyncFunction(options.publicKey)) throw new TypeError(ASYNC_KEY_REFUSED);
+  if (typeof options === 'object' && options !== null && isAsyncFunction(options.publicKey))
+    throw new TypeError(ASYNC_KEY_REFUSED);
   const { verify } = createNodeVerifier(options);
   return { verify };
 }
 
 /** `createVerifier` from `jobhook` (and `verifyWebhook`). */
-export const VERIFIER_OPTIONS = { ...VERIFY_OPTIONS, publicKey: true } as const satisfies OptionNamesOf<VerifierOptions> & OptionNamesOf<NodeVerifierOptions>;
+export const VERIFIER_OPTIONS = {
+  ...VERIFY_OPTIONS,
+  publicKey: true,
+} as const satisfies OptionNamesOf<VerifierOptions> & OptionNamesOf<NodeVerifierOptions>;
 
 /** Node's runtime for the receivers: node:crypto, worker threads by import(). */
-export const NODE_RUNTIME: VerifyRuntime<NodePublicKeyInput> = { verifier: nodeVerifier, hashRaw: sha256Hex, builtins: () => nodeBuiltins };
+export const NODE_RUNTIME: VerifyRuntime<NodePublicKeyInput> = {
+  verifier: nodeVerifier,
+  hashRaw: sha256Hex,
+  builtins: () => nodeBuiltins,
+};

@@ -19,7 +19,11 @@ import type { NodeBuiltins, ResolvedWorkers } from './worker-pool.js';
 export interface LocalVerifier {
   readonly options: ResolvedOptions;
   open(headers: HeadersInput): OpenedSignature | Promise<OpenedSignature>;
-  verifyOpened(body: string | Uint8Array, signature: OpenedSignature, parsed?: ParsedBody): VerifiedDelivery | Promise<VerifiedDelivery>;
+  verifyOpened(
+    body: string | Uint8Array,
+    signature: OpenedSignature,
+    parsed?: ParsedBody,
+  ): VerifiedDelivery | Promise<VerifiedDelivery>;
 }
 
 /** A verified delivery, and the SHA-256 (hex) of its raw body when it was taken on the way (a worker's). */
@@ -55,13 +59,19 @@ export class Offloader {
    * `movable`: nobody else holds the body's memory, so it may be moved to the worker
    * rather than copied (a 25 MB copy holds the event loop ~20 ms).
    */
-  verifyOpened(body: string | Uint8Array, signature: OpenedSignature, movable = false): Verified | Promise<Verified> {
+  verifyOpened(
+    body: string | Uint8Array,
+    signature: OpenedSignature,
+    movable = false,
+  ): Verified | Promise<Verified> {
     if (this.builtins === undefined) return this.here(body, signature);
     const where = placement(body, this.verifier.options, this.workers.thresholdBytes);
     // The estimate's parse refused it: the same answer, without parsing it again.
     if (!where.worker && where.refused !== undefined) throw where.refused;
     if (!where.worker) return this.here(body, signature, where.parsed);
-    return typeof body === 'string' ? this.onWorker(new TextEncoder().encode(body), signature, false) : this.onWorker(body, signature, movable);
+    return typeof body === 'string'
+      ? this.onWorker(new TextEncoder().encode(body), signature, false)
+      : this.onWorker(body, signature, movable);
   }
 
   /** Verifications on a worker now, and waiting for one. */
@@ -92,7 +102,11 @@ export class Offloader {
     return this.loading;
   }
 
-  private here(body: string | Uint8Array, signature: OpenedSignature, parsed?: ParsedBody): Verified | Promise<Verified> {
+  private here(
+    body: string | Uint8Array,
+    signature: OpenedSignature,
+    parsed?: ParsedBody,
+  ): Verified | Promise<Verified> {
     const delivery = this.verifier.verifyOpened(body, signature, parsed);
     return delivery instanceof Promise ? delivery.then((d) => ({ delivery: d })) : { delivery };
   }
@@ -105,7 +119,10 @@ export class Offloader {
     } catch (err) {
       if ((err as { code?: unknown }).code === 'RECEIVER_BUSY') throw err;
       // No worker threads after all (a runtime that names the module but cannot start one): verify here.
-      this.log.warn('jobhook: verification workers are unavailable; verifying on the calling thread', errorDetails(err));
+      this.log.warn(
+        'jobhook: verification workers are unavailable; verifying on the calling thread',
+        errorDetails(err),
+      );
       return this.here(body, signature);
     }
     return pool.verify(body, signature, movable);

@@ -31,7 +31,10 @@ let threads: Promise<Threads> | undefined;
 /** Loads node:worker_threads and finds the worker file: the built one next to this chunk. */
 function loadThreads(builtins: NodeBuiltins): Promise<Threads> {
   threads ??= (async (): Promise<Threads> => {
-    const [{ Worker }, { availableParallelism }] = await Promise.all([builtins.workerThreads(), builtins.os()]);
+    const [{ Worker }, { availableParallelism }] = await Promise.all([
+      builtins.workerThreads(),
+      builtins.os(),
+    ]);
     const cores = availableParallelism();
     const here = import.meta.url;
     if (!here.endsWith('.ts')) {
@@ -52,9 +55,16 @@ function loadThreads(builtins: NodeBuiltins): Promise<Threads> {
  * Running from source (this repository's tests): the worker is TypeScript too, loaded
  * through tsx's loader registered inside the worker (hooks are not inherited in Node 20).
  */
-async function sourceWorker(builtins: NodeBuiltins, here: string, WorkerClass: typeof Worker): Promise<StartWorker> {
+async function sourceWorker(
+  builtins: NodeBuiltins,
+  here: string,
+  WorkerClass: typeof Worker,
+): Promise<StartWorker> {
   const [{ createRequire }, { pathToFileURL }] = await Promise.all([builtins.module(), builtins.url()]);
-  const tsx = new URL('dist/esm/api/index.mjs', pathToFileURL(createRequire(here).resolve('tsx/package.json'))).href;
+  const tsx = new URL(
+    'dist/esm/api/index.mjs',
+    pathToFileURL(createRequire(here).resolve('tsx/package.json')),
+  ).href;
   // Not new URL('./verify-worker.ts', import.meta.url): bundlers (Next.js's Turbopack) resolve that
   // pattern at build time, and the built package has no .ts file.
   const file = here.slice(0, here.lastIndexOf('/') + 1) + 'verify-worker.ts';
@@ -115,7 +125,12 @@ export class WorkerPool {
   /** Matches `body` against what opened its signature, on a worker (RECEIVER_BUSY when the queue is full). Call `load()` first. */
   run(body: Uint8Array, opened: WorkerRequest['opened'], movable: boolean): Promise<WorkerResponse> {
     if (this.closed) return Promise.reject(closing());
-    if (this.queue.length >= 8 * this.size) return Promise.reject(new ReceiverBusyError(`${this.queue.length} large deliveries are waiting for the verification workers; retry later.`));
+    if (this.queue.length >= 8 * this.size)
+      return Promise.reject(
+        new ReceiverBusyError(
+          `${this.queue.length} large deliveries are waiting for the verification workers; retry later.`,
+        ),
+      );
     return new Promise<WorkerResponse>((resolve, reject) => {
       this.queue.push({ request: { id: this.nextId++, body, opened }, movable, resolve, reject });
       this.next();
@@ -128,7 +143,11 @@ export class WorkerPool {
    * when the worker sent a plan. With the SHA-256 of the raw body the worker took on the
    * way. Call `load()` first.
    */
-  async verify(body: Uint8Array, signature: OpenedSignature, movable: boolean): Promise<{ delivery: VerifiedDelivery; rawSha256: string }> {
+  async verify(
+    body: Uint8Array,
+    signature: OpenedSignature,
+    movable: boolean,
+  ): Promise<{ delivery: VerifiedDelivery; rawSha256: string }> {
     const opened = signature.opened.map(({ keyIndex, hash }) => ({ keyIndex, hash }));
     const response = await this.run(body, opened, movable);
     if ('error' in response) throw reviveError(response.error);
@@ -136,7 +155,10 @@ export class WorkerPool {
     const o = this.o;
     // The body came back (moved, or the worker's copy).
     const back = response.body;
-    const value = plan === undefined ? documentValue(parseDocument(back, { maxDepth: o.maxDepth }), o.integers, dialect as DialectName) : await buildValue(back, plan);
+    const value =
+      plan === undefined
+        ? documentValue(parseDocument(back, { maxDepth: o.maxDepth }), o.integers, dialect as DialectName)
+        : await buildValue(back, plan);
     return { delivery: deliveryFrom(value, o, dialect as DialectName, keyIndex, canonicalSha256), rawSha256 };
   }
 
@@ -170,7 +192,8 @@ export class WorkerPool {
     });
     slot.worker.on('error', (err) => this.failed(slot, err));
     slot.worker.on('exit', (code) => {
-      if (this.slots.includes(slot)) this.failed(slot, new Error(`the verification worker exited with code ${code}`));
+      if (this.slots.includes(slot))
+        this.failed(slot, new Error(`the verification worker exited with code ${code}`));
     });
     this.slots.push(slot);
     return slot;
@@ -197,7 +220,11 @@ export class WorkerPool {
       slot.idle = undefined;
       slot.worker.ref();
       const { body } = task.request;
-      const movable = task.movable && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
+      const movable =
+        task.movable &&
+        body.byteOffset === 0 &&
+        body.byteLength === body.buffer.byteLength &&
+        body.buffer instanceof ArrayBuffer;
       slot.worker.postMessage(task.request, movable ? [body.buffer as ArrayBuffer] : []);
     }
     for (const s of this.slots) if (s.task === undefined) this.idle(s);

@@ -11,14 +11,30 @@ import type { NodeBuiltins } from './worker-pool.js';
  * runtime): everything is verified on the calling thread.
  */
 export function runtimeBuiltins(): NodeBuiltins | undefined {
-  const p = (globalThis as { process?: { versions?: { node?: string }; getBuiltinModule?: (name: string) => unknown } }).process;
+  const p = (
+    globalThis as { process?: { versions?: { node?: string }; getBuiltinModule?: (name: string) => unknown } }
+  ).process;
   const get = p?.getBuiltinModule;
   // Node itself: Bun and Deno have workers of their own making, not tried here.
-  const edge = (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === 'Cloudflare-Workers';
-  if (typeof get !== 'function' || typeof p?.versions?.node !== 'string' || 'Bun' in globalThis || 'Deno' in globalThis || edge) return undefined;
-  const load = <T>(name: string) => async () => get.call(p, name) as T;
+  const edge =
+    (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === 'Cloudflare-Workers';
+  if (
+    typeof get !== 'function' ||
+    typeof p?.versions?.node !== 'string' ||
+    'Bun' in globalThis ||
+    'Deno' in globalThis ||
+    edge
+  )
+    return undefined;
+  const load =
+    <T>(name: string) =>
+    async () =>
+      get.call(p, name) as T;
   try {
-    if (typeof (get.call(p, 'node:worker_threads') as { Worker?: unknown } | undefined)?.Worker !== 'function') return undefined;
+    if (
+      typeof (get.call(p, 'node:worker_threads') as { Worker?: unknown } | undefined)?.Worker !== 'function'
+    )
+      return undefined;
   } catch {
     return undefined;
   }

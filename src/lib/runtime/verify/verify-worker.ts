@@ -20,18 +20,32 @@ await loadWasmEngine();
 const o = resolveOptions({ ...(workerData as VerifyOptionsBase), maxAgeSeconds: false });
 const perform = matchingSteps(o);
 
-function conclude(parsed: ParsedBody, body: Uint8Array, dialect: string, keyIndex: number, canonicalSha256: string): NonNullable<Extract<WorkerResponse, { ok: unknown }>['ok']> {
+function conclude(
+  parsed: ParsedBody,
+  body: Uint8Array,
+  dialect: string,
+  keyIndex: number,
+  canonicalSha256: string,
+): NonNullable<Extract<WorkerResponse, { ok: unknown }>['ok']> {
   // Values that need the tree (-0, big integers in the exact modes) are built on the main thread at once.
   const plain = !parsed.flags.negativeZero && (o.integers === 'number' || !parsed.flags.unsafeInteger);
   // The raw bytes' hash too: the receiver remembers which bytes verified (a retry of them costs nothing), and the body is here, not there.
-  return { dialect, keyIndex, canonicalSha256, plan: plain ? splitPlan(body) : undefined, rawSha256: sha256Hex(body) };
+  return {
+    dialect,
+    keyIndex,
+    canonicalSha256,
+    plan: plain ? splitPlan(body) : undefined,
+    rawSha256: sha256Hex(body),
+  };
 }
 
 parentPort!.on('message', (m: WorkerRequest) => {
   let response: WorkerResponse;
   try {
     const ok = drive(
-      matching(m.body, { opened: m.opened }, o, (parsed, dialect, keyIndex, digest) => conclude(parsed, m.body, dialect, keyIndex, digest)),
+      matching(m.body, { opened: m.opened }, o, (parsed, dialect, keyIndex, digest) =>
+        conclude(parsed, m.body, dialect, keyIndex, digest),
+      ),
       perform,
     );
     response = { id: m.id, body: m.body, ok };

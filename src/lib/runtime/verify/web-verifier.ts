@@ -1,13 +1,29 @@
 import { prepareWebKey, sha256HexWeb, sha256OfHexWeb, type WebPublicKeyInput } from '../crypto/web.js';
 import type { DialectName } from '../../core/canonical/dialects.js';
 import { concatBytes } from '../../base/bytes.js';
-import { boundedSink, driveAsync, matching, opening, verification, type CanonicalChunk, type OpenedSignature, type ParsedBody, type Step, type VerifiedDelivery } from '../../core/verify/core.js';
+import {
+  boundedSink,
+  driveAsync,
+  matching,
+  opening,
+  verification,
+  type CanonicalChunk,
+  type OpenedSignature,
+  type ParsedBody,
+  type Step,
+  type VerifiedDelivery,
+} from '../../core/verify/core.js';
 import type { HeadersInput } from '../../core/verify/headers.js';
 import { keyRing, type PublicKeySource } from '../../core/verify/key-list.js';
 import { loadWasmEngine } from '../../core/canonical/wasm/lazy.js';
 import { runtimeBuiltins } from './runtime-threads.js';
 import type { VerifyRuntime } from './offload.js';
-import { resolveOptions, VERIFY_OPTIONS, type ResolvedOptions, type VerifyOptionsBase } from '../../core/verify/options.js';
+import {
+  resolveOptions,
+  VERIFY_OPTIONS,
+  type ResolvedOptions,
+  type VerifyOptionsBase,
+} from '../../core/verify/options.js';
 import type { OptionNamesOf } from '../../base/options.js';
 
 export interface WebVerifierOptions extends VerifyOptionsBase {
@@ -32,7 +48,11 @@ export interface WebVerifierCore extends WebVerifier {
   /** The first half, on the headers alone: a signature that opened, or a 401 WebhookError. */
   open(headers: HeadersInput): Promise<OpenedSignature>;
   /** The second half: the body against a signature `open` returned (`parsed`: the body parsed already, which it disposes). */
-  verifyOpened(body: string | Uint8Array, signature: OpenedSignature, parsed?: ParsedBody): Promise<VerifiedDelivery>;
+  verifyOpened(
+    body: string | Uint8Array,
+    signature: OpenedSignature,
+    parsed?: ParsedBody,
+  ): Promise<VerifiedDelivery>;
 }
 
 const encoder = new TextEncoder();
@@ -53,12 +73,16 @@ function canonicalBytes(body: ParsedBody, dialect: DialectName, limit: number): 
 
 /** A WebCrypto verifier from its options (TypeError for mistakes). */
 export function createWebVerifierCore(options: WebVerifierOptions): WebVerifierCore {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object with a publicKey');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('options must be an object with a publicKey');
   return webVerifier(options.publicKey, resolveOptions(options));
 }
 
 /** The WebCrypto verifier of `publicKey`, over options resolved once (a receiver's). */
-export function webVerifier(publicKey: PublicKeySource<WebPublicKeyInput>, o: ResolvedOptions): WebVerifierCore {
+export function webVerifier(
+  publicKey: PublicKeySource<WebPublicKeyInput>,
+  o: ResolvedOptions,
+): WebVerifierCore {
   // The WebAssembly canonical engine, loaded now: the first delivery finds it ready.
   void loadWasmEngine();
   const ring = keyRing(publicKey, prepareWebKey);
@@ -76,17 +100,26 @@ export function webVerifier(publicKey: PublicKeySource<WebPublicKeyInput>, o: Re
   const modulusBytes = async () => (ring.ready ?? (await ring.get())).modulusBytes;
   return {
     options: o,
-    verify: async (body, headers) => driveAsync(verification(body, headers, o, await modulusBytes()), perform),
+    verify: async (body, headers) =>
+      driveAsync(verification(body, headers, o, await modulusBytes()), perform),
     open: async (headers) => driveAsync(opening(headers, o, await modulusBytes()), perform),
-    verifyOpened: (body, signature, parsed) => driveAsync(matching(body, signature, o, undefined, parsed), perform),
+    verifyOpened: (body, signature, parsed) =>
+      driveAsync(matching(body, signature, o, undefined, parsed), perform),
   };
 }
 
 /** `createVerifier` from `jobhook/web`. */
-export const WEB_VERIFIER_OPTIONS = { ...VERIFY_OPTIONS, publicKey: true } as const satisfies OptionNamesOf<WebVerifierOptions>;
+export const WEB_VERIFIER_OPTIONS = {
+  ...VERIFY_OPTIONS,
+  publicKey: true,
+} as const satisfies OptionNamesOf<WebVerifierOptions>;
 
 /**
  * The Fetch runtimes' for the receivers: WebCrypto (or the runtime's node:crypto where a
  * probe shows it works); on Node itself, the same worker threads as the Node receivers.
  */
-export const WEB_RUNTIME: VerifyRuntime<WebPublicKeyInput> = { verifier: webVerifier, hashRaw: sha256HexWeb, builtins: runtimeBuiltins };
+export const WEB_RUNTIME: VerifyRuntime<WebPublicKeyInput> = {
+  verifier: webVerifier,
+  hashRaw: sha256HexWeb,
+  builtins: runtimeBuiltins,
+};

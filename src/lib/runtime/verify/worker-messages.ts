@@ -10,6 +10,23 @@ export interface WorkerRequest {
 
 /** What the worker answers. */
 export type WorkerResponse = { id: number; body: Uint8Array } & (
-  | { ok: { dialect: string; keyIndex: number; canonicalSha256: string; plan: Plan | undefined; rawSha256: string } }
-  | { error: { code?: string; name: string; message: string; offset?: number; limit?: number; reason?: string } }
+  | {
+      ok: {
+        dialect: string;
+        keyIndex: number;
+        canonicalSha256: string;
+        plan: Plan | undefined;
+        rawSha256: string;
+      };
+    }
+  | {
+      error: {
+        code?: string;
+        name: string;
+        message: string;
+        offset?: number;
+        limit?: number;
+        reason?: string;
+      };
+    }
 );

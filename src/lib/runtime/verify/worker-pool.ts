@@ -21,7 +21,10 @@ export interface WorkerOptions {
 }
 
 /** The names of {@link WorkerOptions}. */
-export const WORKER_OPTIONS = { workerThresholdBytes: true, workerPoolSize: true } as const satisfies OptionNamesOf<WorkerOptions>;
+export const WORKER_OPTIONS = {
+  workerThresholdBytes: true,
+  workerPoolSize: true,
+} as const satisfies OptionNamesOf<WorkerOptions>;
 
 /** Below it, verifying on the event loop costs less than a worker round trip (bench/verify.mjs). */
 export const DEFAULT_WORKER_THRESHOLD_BYTES = 1024 * 1024;
@@ -38,8 +41,12 @@ export interface ResolvedWorkers {
 export function resolveWorkers(options: WorkerOptions): ResolvedWorkers {
   const { workerThresholdBytes: threshold, workerPoolSize: size } = options;
   return Object.freeze({
-    thresholdBytes: threshold === false ? Infinity : checkNumber(threshold ?? DEFAULT_WORKER_THRESHOLD_BYTES, 'workerThresholdBytes', { min: 0 }),
-    poolSize: size === undefined ? undefined : checkNumber(size, 'workerPoolSize', { integer: true, max: 64 }),
+    thresholdBytes:
+      threshold === false
+        ? Infinity
+        : checkNumber(threshold ?? DEFAULT_WORKER_THRESHOLD_BYTES, 'workerThresholdBytes', { min: 0 }),
+    poolSize:
+      size === undefined ? undefined : checkNumber(size, 'workerPoolSize', { integer: true, max: 64 }),
   });
 }
 

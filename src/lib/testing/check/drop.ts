@@ -15,7 +15,12 @@ export interface DroppedAttempt {
 }
 
 /** Sends the request, closes the connection once the body is written, never reads an answer. */
-export function sendAndDrop(url: URL, headers: Record<string, string>, body: string | Uint8Array, timeoutMs: number): Promise<DroppedAttempt> {
+export function sendAndDrop(
+  url: URL,
+  headers: Record<string, string>,
+  body: string | Uint8Array,
+  timeoutMs: number,
+): Promise<DroppedAttempt> {
   const startedAt = Date.now();
   const t0 = performance.now();
   const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
@@ -27,9 +32,16 @@ export function sendAndDrop(url: URL, headers: Record<string, string>, body: str
       settled = true;
       clearTimeout(timer);
       req.destroy();
-      resolve({ startedAt, elapsedMs: Math.round(performance.now() - t0), ...(error === undefined ? {} : { error }) });
+      resolve({
+        startedAt,
+        elapsedMs: Math.round(performance.now() - t0),
+        ...(error === undefined ? {} : { error }),
+      });
     };
-    const req: ClientRequest = request(url, { method: 'POST', headers: { ...headers, 'content-length': String(bytes.byteLength) } });
+    const req: ClientRequest = request(url, {
+      method: 'POST',
+      headers: { ...headers, 'content-length': String(bytes.byteLength) },
+    });
     const timer = setTimeout(() => done(`not sent within ${timeoutMs} ms`), timeoutMs);
     req.on('error', (err: NodeJS.ErrnoException) => done(err.code ?? err.message));
     req.on('response', (res) => {

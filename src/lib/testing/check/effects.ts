@@ -19,21 +19,36 @@ export function parseEffects(text: string): string[] {
   if (trimmed.startsWith('[') || trimmed.startsWith('{')) {
     const value: unknown = JSON.parse(trimmed);
     const list = Array.isArray(value) ? value : (value as { jobs?: unknown }).jobs;
-    if (!Array.isArray(list) || list.some((id) => typeof id !== 'string')) throw new TypeError('the effects answer is JSON but not an array of job ids (nor { "jobs": [...] })');
+    if (!Array.isArray(list) || list.some((id) => typeof id !== 'string'))
+      throw new TypeError('the effects answer is JSON but not an array of job ids (nor { "jobs": [...] })');
     return list as string[];
   }
-  return trimmed === '' ? [] : trimmed.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '');
+  return trimmed === ''
+    ? []
+    : trimmed
+        .split(/\r?\n/)
+        .map((l) => l.trim())
+        .filter((l) => l !== '');
 }
 
 async function fetchEffects(url: string, signal: AbortSignal): Promise<string[]> {
-  const res = await fetch(url, { headers: { accept: 'application/json, text/plain' }, redirect: 'manual', signal });
+  const res = await fetch(url, {
+    headers: { accept: 'application/json, text/plain' },
+    redirect: 'manual',
+    signal,
+  });
   const declared = Number(res.headers.get('content-length') ?? '0');
   if (!res.ok || declared > MAX_EFFECTS_BYTES) {
     await res.body?.cancel();
-    throw new Error(res.ok ? `the effects answer is larger than ${MAX_EFFECTS_BYTES} bytes` : `the effects URL answered HTTP ${res.status}`);
+    throw new Error(
+      res.ok
+        ? `the effects answer is larger than ${MAX_EFFECTS_BYTES} bytes`
+        : `the effects URL answered HTTP ${res.status}`,
+    );
   }
   const text = await res.text();
-  if (text.length > MAX_EFFECTS_BYTES) throw new Error(`the effects answer is larger than ${MAX_EFFECTS_BYTES} bytes`);
+  if (text.length > MAX_EFFECTS_BYTES)
+    throw new Error(`the effects answer is larger than ${MAX_EFFECTS_BYTES} bytes`);
   return parseEffects(text);
 }
 
@@ -49,7 +64,12 @@ export async function readEffects(source: EffectsSource, signal: AbortSignal): P
  * The runs once every job id of `expected` shows in them, or when `waitMs` have passed
  * (a receiver may run a job after answering: a queue, a background task).
  */
-export async function settledEffects(source: EffectsSource, expected: readonly string[], waitMs: number, signal: AbortSignal): Promise<Map<string, number>> {
+export async function settledEffects(
+  source: EffectsSource,
+  expected: readonly string[],
+  waitMs: number,
+  signal: AbortSignal,
+): Promise<Map<string, number>> {
   const until = Date.now() + waitMs;
   for (;;) {
     const runs = await readEffects(source, signal);

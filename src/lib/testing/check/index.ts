@@ -37,31 +37,77 @@ async function sendAll(s: CheckSettings, planned: readonly PlannedCase[]): Promi
   }
   if (!limit.signal.aborted) return { sends };
   const byCaller = s.signal?.aborted === true;
-  return { sends, stopped: byCaller ? `cancelled (${String((s.signal!.reason as Error)?.message ?? s.signal!.reason)})` : `the check's time limit (${s.timeLimitMs} ms) was reached` };
+  return {
+    sends,
+    stopped: byCaller
+      ? `cancelled (${String((s.signal!.reason as Error)?.message ?? s.signal!.reason)})`
+      : `the check's time limit (${s.timeLimitMs} ms) was reached`,
+  };
 }
 
 /** How many times each job ran, from the effects; undefined without them, a note when they cannot be read. */
-async function countRuns(s: CheckSettings, planned: readonly PlannedCase[], sent: Sent, notes: string[]): Promise<Map<string, number> | undefined> {
+async function countRuns(
+  s: CheckSettings,
+  planned: readonly PlannedCase[],
+  sent: Sent,
+  notes: string[],
+): Promise<Map<string, number> | undefined> {
   if (s.effects === undefined) return undefined;
-  const expected = planned.filter((c) => c.group !== 'refuse' && sent.sends.get(c.id)?.some((r) => r.delivered)).map((c) => c.jobId);
+  const expected = planned
+    .filter((c) => c.group !== 'refuse' && sent.sends.get(c.id)?.some((r) => r.delivered))
+    .map((c) => c.jobId);
   try {
-    return await settledEffects(s.effects, expected, s.effectsWaitMs, AbortSignal.timeout(s.effectsWaitMs + 30_000));
+    return await settledEffects(
+      s.effects,
+      expected,
+      s.effectsWaitMs,
+      AbortSignal.timeout(s.effectsWaitMs + 30_000),
+    );
   } catch (err) {
-    notes.push(`the effects could not be read (${(err as Error).message}): runs were read from the answers only`);
+    notes.push(
+      `the effects could not be read (${(err as Error).message}): runs were read from the answers only`,
+    );
     return undefined;
   }
 }
 
-function resultOf(c: PlannedCase, sends: SendReport[] | undefined, runs: Map<string, number> | undefined, stopped: string | undefined): CaseResult {
-  const base = { id: c.id, group: c.group, title: c.title, jobId: c.jobId, dialect: c.dialect, bytes: c.bytes };
-  if (sends === undefined) return { ...base, sends: [], verdict: 'not-run', meaning: `not sent: ${stopped ?? 'the check stopped'}` };
+function resultOf(
+  c: PlannedCase,
+  sends: SendReport[] | undefined,
+  runs: Map<string, number> | undefined,
+  stopped: string | undefined,
+): CaseResult {
+  const base = {
+    id: c.id,
+    group: c.group,
+    title: c.title,
+    jobId: c.jobId,
+    dialect: c.dialect,
+    bytes: c.bytes,
+  };
+  if (sends === undefined)
+    return { ...base, sends: [], verdict: 'not-run', meaning: `not sent: ${stopped ?? 'the check stopped'}` };
   const count = runs === undefined ? undefined : (runs.get(c.jobId) ?? 0);
   const judged = judge(c, sends, count);
-  return { ...base, sends, ...(count === undefined ? {} : { runs: count }), ...judged, ...(judged.notes === undefined ? {} : { notes: judged.notes }) };
+  return {
+    ...base,
+    sends,
+    ...(count === undefined ? {} : { runs: count }),
+    ...judged,
+    ...(judged.notes === undefined ? {} : { notes: judged.notes }),
+  };
 }
 
 function counting(results: readonly CaseResult[]): VerdictCounts {
-  const counts: VerdictCounts = { passed: 0, lost: 0, 'accepted-forged': 0, 'ran-twice': 0, slow: 0, skipped: 0, 'not-run': 0 };
+  const counts: VerdictCounts = {
+    passed: 0,
+    lost: 0,
+    'accepted-forged': 0,
+    'ran-twice': 0,
+    slow: 0,
+    skipped: 0,
+    'not-run': 0,
+  };
   for (const r of results) counts[r.verdict]++;
   return counts;
 }

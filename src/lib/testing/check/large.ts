@@ -8,7 +8,20 @@ import { float, writeWire, type WireObject } from '../wire.js';
 import { jobPayload } from './shapes.js';
 import type { Random } from './random.js';
 
-const WORDS = ['Rechnung', 'Grüße', 'Köln', 'Total', '東京都', 'invoice', 'Zoë', 'café', '📄', 'amount', '1 234,50 €', 'page'];
+const WORDS = [
+  'Rechnung',
+  'Grüße',
+  'Köln',
+  'Total',
+  '東京都',
+  'invoice',
+  'Zoë',
+  'café',
+  '📄',
+  'amount',
+  '1 234,50 €',
+  'page',
+];
 const LINES_PER_PAGE = 40;
 const PADDING_KEY = 'padding';
 
@@ -17,7 +30,12 @@ function line(r: Random, first: boolean): WireObject {
   return {
     text: Array.from({ length: r.int(3, 8) }, () => r.pick(WORDS)).join(' '),
     confidence: float(first ? 1 : r.pick([1, 0.5, 0.96875, r.int(80, 99) / 100])),
-    bounding_box: { left: float(first ? 0 : r.int(0, 64) / 128), top: float(r.int(0, 128) / 128), width: float(r.pick([0.5, 0.25, 0])), height: float(0.0625) },
+    bounding_box: {
+      left: float(first ? 0 : r.int(0, 64) / 128),
+      top: float(r.int(0, 128) / 128),
+      width: float(r.pick([0.5, 0.25, 0])),
+      height: float(0.0625),
+    },
   };
 }
 
@@ -32,7 +50,13 @@ function splice(text: string, after: string, items: readonly string[], separator
 }
 
 function skeleton(jobId: string, pages: number, dialect: DialectName): string {
-  return writeWire(jobPayload(jobId, { status: 'success', output: { number_of_pages: pages, pages: [], [PADDING_KEY]: '' } }), dialect);
+  return writeWire(
+    jobPayload(jobId, {
+      status: 'success',
+      output: { number_of_pages: pages, pages: [], [PADDING_KEY]: '' },
+    }),
+    dialect,
+  );
 }
 
 /** Lines written once and drawn from: writing 25 MB line by line would take seconds. */

@@ -1,9 +1,19 @@
 /** The options of a check, checked and resolved once into a frozen record. */
 import type { KeyObject } from 'node:crypto';
 import { DIALECTS, assertDialect, type DialectName } from '../../core/canonical/dialects.js';
-import { DEFAULT_ALGORITHM_HEADER, DEFAULT_MAX_AGE_SECONDS, DEFAULT_SIGNATURE_HEADER } from '../../base/protocol.js';
+import {
+  DEFAULT_ALGORITHM_HEADER,
+  DEFAULT_MAX_AGE_SECONDS,
+  DEFAULT_SIGNATURE_HEADER,
+} from '../../base/protocol.js';
 import { option, optionError } from '../../base/option-error.js';
-import { checkNumber, checkOptionNames, headerName, optionalNumber, type OptionNamesOf } from '../../base/options.js';
+import {
+  checkNumber,
+  checkOptionNames,
+  headerName,
+  optionalNumber,
+  type OptionNamesOf,
+} from '../../base/options.js';
 import { DEFAULT_WEBHOOK_HEADER, importPrivateKey } from '../../runtime/sign.js';
 import { checkTarget } from '../send.js';
 import { newSeed } from './random.js';
@@ -107,19 +117,29 @@ export interface CheckSettings {
 
 function sizes(value: readonly number[] | undefined): readonly number[] {
   if (value === undefined) return DEFAULT_SIZES;
-  if (!Array.isArray(value) || value.length > MAX_SIZES) throw optionError`${option('sizes')} must be an array of at most ${MAX_SIZES} sizes in bytes`;
-  return [...new Set(value.map((s) => checkNumber(s, 'sizes', { min: MIN_SIZE, max: MAX_SIZE, integer: true })))].sort((a, b) => a - b);
+  if (!Array.isArray(value) || value.length > MAX_SIZES)
+    throw optionError`${option('sizes')} must be an array of at most ${MAX_SIZES} sizes in bytes`;
+  return [
+    ...new Set(value.map((s) => checkNumber(s, 'sizes', { min: MIN_SIZE, max: MAX_SIZE, integer: true }))),
+  ].sort((a, b) => a - b);
 }
 
-function list<T extends string>(value: readonly T[] | undefined, name: string, known: readonly T[], fallback: readonly T[]): readonly T[] {
+function list<T extends string>(
+  value: readonly T[] | undefined,
+  name: string,
+  known: readonly T[],
+  fallback: readonly T[],
+): readonly T[] {
   if (value === undefined) return fallback;
-  if (!Array.isArray(value) || value.some((v) => !known.includes(v))) throw optionError`${option(name)} must be an array of ${known.join(', ')}`;
+  if (!Array.isArray(value) || value.some((v) => !known.includes(v)))
+    throw optionError`${option(name)} must be an array of ${known.join(', ')}`;
   return [...new Set(value)];
 }
 
 function effects(value: EffectsSource | undefined, allowInsecure: boolean): EffectsSource | undefined {
   if (value === undefined || typeof value === 'function') return value;
-  if (typeof value !== 'string' && !(value instanceof URL)) throw optionError`${option('effects')} must be a URL or a function`;
+  if (typeof value !== 'string' && !(value instanceof URL))
+    throw optionError`${option('effects')} must be a URL or a function`;
   checkTarget(String(value), allowInsecure, 'effects');
   return String(value);
 }
@@ -127,10 +147,13 @@ function effects(value: EffectsSource | undefined, allowInsecure: boolean): Effe
 /** Checks the options and resolves them once. */
 export function resolveCheckOptions(url: string, options: CheckOptions): CheckSettings {
   checkOptionNames(options, CHECK_OPTIONS);
-  if (typeof options !== 'object' || options === null) throw optionError`${option('options')} must be an object with privateKey`;
+  if (typeof options !== 'object' || options === null)
+    throw optionError`${option('options')} must be an object with privateKey`;
   const allowInsecure = options.allowInsecure === true;
-  const ms = (value: number | undefined, name: string, fallback: number, min = 0) => optionalNumber(value, name, fallback, { min, integer: true, max: 2 ** 31 - 1 });
-  const dialects = options.dialects === undefined ? DIALECTS : options.dialects.map((d) => assertDialect(d, 'dialects'));
+  const ms = (value: number | undefined, name: string, fallback: number, min = 0) =>
+    optionalNumber(value, name, fallback, { min, integer: true, max: 2 ** 31 - 1 });
+  const dialects =
+    options.dialects === undefined ? DIALECTS : options.dialects.map((d) => assertDialect(d, 'dialects'));
   return Object.freeze({
     url: checkTarget(url, allowInsecure),
     key: importPrivateKey(options.privateKey),
@@ -145,7 +168,9 @@ export function resolveCheckOptions(url: string, options: CheckOptions): CheckSe
       backoffMs: ms(options.backoffMs, 'backoffMs', 1_000),
       maxBackoffMs: ms(options.maxBackoffMs, 'maxBackoffMs', 30_000),
     },
-    maxAgeSeconds: optionalNumber(options.maxAgeSeconds, 'maxAgeSeconds', DEFAULT_MAX_AGE_SECONDS, { integer: true }),
+    maxAgeSeconds: optionalNumber(options.maxAgeSeconds, 'maxAgeSeconds', DEFAULT_MAX_AGE_SECONDS, {
+      integer: true,
+    }),
     timeLimitMs: ms(options.timeLimitMs, 'timeLimitMs', 300_000, 1),
     seed: optionalNumber(options.seed, 'seed', newSeed(), { min: 0, max: 2 ** 32 - 1, integer: true }),
     headers: {

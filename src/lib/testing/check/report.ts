@@ -34,7 +34,10 @@ function seconds(ms: number): string {
 function header(r: CheckReport): string {
   const p = r.policy;
   const policy = `${p.retries} retries, backoff ${seconds(p.backoffMs)} doubling to ${seconds(p.maxBackoffMs)}, ${seconds(p.timeoutMs)} per attempt`;
-  const from = r.countedFrom === 'effects' ? 'runs counted from the effects' : 'runs read from the answers (no effects given)';
+  const from =
+    r.countedFrom === 'effects'
+      ? 'runs counted from the effects'
+      : 'runs read from the answers (no effects given)';
   return `jobhook check ${r.url}\n${r.results.length} deliveries in ${(r.durationMs / 1000).toFixed(1)} s · seed ${r.seed} · ${policy} · ${from}\n`;
 }
 
@@ -47,28 +50,39 @@ function line(result: CaseResult, causeNumber: ReadonlyMap<string, number>): str
 
 function timing(r: CheckReport): string {
   if (r.timing.length === 0) return '';
-  const sizes = r.timing.map((t) => `${formatBytes(t.bytes)} ${t.elapsedMs === undefined ? '-' : `${t.elapsedMs} ms`}${t.status === undefined || (t.status >= 200 && t.status < 300) ? '' : ` (${t.status})`}`);
+  const sizes = r.timing.map(
+    (t) =>
+      `${formatBytes(t.bytes)} ${t.elapsedMs === undefined ? '-' : `${t.elapsedMs} ms`}${t.status === undefined || (t.status >= 200 && t.status < 300) ? '' : ` (${t.status})`}`,
+  );
   return `\nAnswer time by size (first attempt; the gateway gives up on an attempt after ${seconds(r.policy.timeoutMs)})\n  ${sizes.join(' · ')}\n`;
 }
 
 function scorecard(r: CheckReport): string {
   const width = Math.max(...CLASSES.map(([v]) => String(r.counts[v]).length));
   let text = '\nScorecard\n';
-  for (const [verdict, label] of CLASSES) text += `  ${label.padEnd(16)} ${String(r.counts[verdict]).padStart(width)}\n`;
-  if (r.counts.skipped > 0) text += `  ${'skipped'.padEnd(16)} ${String(r.counts.skipped).padStart(width)}  (a Content-Encoding refused with 415: the gateway sends none)\n`;
-  if (r.counts['not-run'] > 0) text += `  ${'not run'.padEnd(16)} ${String(r.counts['not-run']).padStart(width)}\n`;
+  for (const [verdict, label] of CLASSES)
+    text += `  ${label.padEnd(16)} ${String(r.counts[verdict]).padStart(width)}\n`;
+  if (r.counts.skipped > 0)
+    text += `  ${'skipped'.padEnd(16)} ${String(r.counts.skipped).padStart(width)}  (a Content-Encoding refused with 415: the gateway sends none)\n`;
+  if (r.counts['not-run'] > 0)
+    text += `  ${'not run'.padEnd(16)} ${String(r.counts['not-run']).padStart(width)}\n`;
   return text;
 }
 
 function causes(r: CheckReport): string {
   if (r.causes.length === 0) return '';
-  const lines = r.causes.map((c, k) => `  [${k + 1}] ${c.cause} (${c.ids.length} ${c.ids.length === 1 ? 'delivery' : 'deliveries'})`);
+  const lines = r.causes.map(
+    (c, k) => `  [${k + 1}] ${c.cause} (${c.ids.length} ${c.ids.length === 1 ? 'delivery' : 'deliveries'})`,
+  );
   return `\nLikely causes\n${lines.join('\n')}\n`;
 }
 
 function verdictLine(r: CheckReport): string {
-  if (r.ok) return `\nPASS: nothing lost, nothing forged accepted, nothing run twice${r.counts.slow > 0 ? ` (${r.counts.slow} slow)` : ''}.\n`;
-  const what = CLASSES.filter(([v]) => v !== 'passed' && v !== 'slow' && r.counts[v] > 0).map(([v, label]) => `${r.counts[v]} ${label}`);
+  if (r.ok)
+    return `\nPASS: nothing lost, nothing forged accepted, nothing run twice${r.counts.slow > 0 ? ` (${r.counts.slow} slow)` : ''}.\n`;
+  const what = CLASSES.filter(([v]) => v !== 'passed' && v !== 'slow' && r.counts[v] > 0).map(
+    ([v, label]) => `${r.counts[v]} ${label}`,
+  );
   if (r.counts['not-run'] > 0) what.push(`${r.counts['not-run']} not run`);
   return `\nFAIL: ${what.join(', ')}.\n`;
 }

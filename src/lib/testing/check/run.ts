@@ -15,8 +15,23 @@ interface Sending {
 }
 
 /** The case's delivery with `policy`'s retries, once or twice. */
-async function withPolicy(x: Sending, c: PlannedCase, policy: RetryPolicy, twice?: Twice): Promise<SendReport[]> {
-  const sent = await sendCopies({ url: x.s.url.href, headers: c.headers, body: c.body, ...policy, allowInsecure: x.s.allowInsecure, signal: x.signal }, twice);
+async function withPolicy(
+  x: Sending,
+  c: PlannedCase,
+  policy: RetryPolicy,
+  twice?: Twice,
+): Promise<SendReport[]> {
+  const sent = await sendCopies(
+    {
+      url: x.s.url.href,
+      headers: c.headers,
+      body: c.body,
+      ...policy,
+      allowInsecure: x.s.allowInsecure,
+      signal: x.signal,
+    },
+    twice,
+  );
   return sent.map(({ attempts, delivered }) => ({ attempts, delivered }));
 }
 
@@ -26,11 +41,26 @@ async function dropped(x: Sending, c: PlannedCase): Promise<SendReport> {
   const cut = await sendAndDrop(x.s.url, c.headers, c.body, p.timeoutMs);
   if (x.signal.aborted) throw x.signal.reason;
   const delayMs = Math.min(p.backoffMs, p.maxBackoffMs);
-  const first: AttemptReport = { attempt: 1, error: cut.error ?? 'cut by the check once its body was sent', outcome: p.retries > 0 ? 'retry' : 'gave-up', startedAt: cut.startedAt, elapsedMs: cut.elapsedMs, ...(p.retries > 0 ? { delayMs } : {}) };
+  const first: AttemptReport = {
+    attempt: 1,
+    error: cut.error ?? 'cut by the check once its body was sent',
+    outcome: p.retries > 0 ? 'retry' : 'gave-up',
+    startedAt: cut.startedAt,
+    elapsedMs: cut.elapsedMs,
+    ...(p.retries > 0 ? { delayMs } : {}),
+  };
   if (p.retries === 0) return { attempts: [first], delivered: false, dropped: true };
   await sleep(delayMs, x.signal);
-  const [rest] = (await withPolicy(x, c, { ...p, retries: p.retries - 1, backoffMs: Math.min(p.backoffMs * 2, p.maxBackoffMs) })) as [SendReport];
-  return { attempts: [first, ...rest.attempts.map((a) => ({ ...a, attempt: a.attempt + 1 }))], delivered: rest.delivered, dropped: true };
+  const [rest] = (await withPolicy(x, c, {
+    ...p,
+    retries: p.retries - 1,
+    backoffMs: Math.min(p.backoffMs * 2, p.maxBackoffMs),
+  })) as [SendReport];
+  return {
+    attempts: [first, ...rest.attempts.map((a) => ({ ...a, attempt: a.attempt + 1 }))],
+    delivered: rest.delivered,
+    dropped: true,
+  };
 }
 
 /** Sends one case as its mode says; rejects with the signal's reason when stopped. */

@@ -68,7 +68,13 @@ const FEATURES: ReadonlyArray<readonly [string, string, string, string]> = [
 
 /** A failed job of the baseline: ASCII, no float, no optional field. */
 export function baselineShape(): PayloadParts {
-  return { status: 'fail', feature: 'ocr', provider: 'amazon', model: 'textract', error: { message: 'amazon: the provider could not process the input' } };
+  return {
+    status: 'fail',
+    feature: 'ocr',
+    provider: 'amazon',
+    model: 'textract',
+    error: { message: 'amazon: the provider could not process the input' },
+  };
 }
 
 /**
@@ -77,13 +83,26 @@ export function baselineShape(): PayloadParts {
  * that loses floats.
  */
 export function plainSuccessShape(finishedAt?: Date): PayloadParts {
-  return { status: 'success', feature: 'ocr', provider: 'amazon', model: 'textract', output: { text: 'Invoice 42, total 1234 EUR', number_of_pages: 1 }, finishedAt };
+  return {
+    status: 'success',
+    feature: 'ocr',
+    provider: 'amazon',
+    model: 'textract',
+    output: { text: 'Invoice 42, total 1234 EUR', number_of_pages: 1 },
+    finishedAt,
+  };
 }
 
 function successShapes(): Shape[] {
   return FEATURES.map(([feature, subfeature, provider, name]) => ({
     title: `success, ${name} output`,
-    parts: { status: 'success', feature, subfeature, provider, output: simulatedResult(feature, { text: 'Welcome to Tokyo' }).output },
+    parts: {
+      status: 'success',
+      feature,
+      subfeature,
+      provider,
+      output: simulatedResult(feature, { text: 'Welcome to Tokyo' }).output,
+    },
   }));
 }
 
@@ -91,18 +110,57 @@ function successShapes(): Shape[] {
 export function documentedShapes(): Shape[] {
   const ocr = simulatedResult('ocr', {});
   const failure = simulatedFailure('amazon');
-  const params = { order_id: '42', tenant: null, retries: 0, weight: float(1), tags: ['a', 'ü'], nested: { empty: {}, list: [] } };
+  const params = {
+    order_id: '42',
+    tenant: null,
+    retries: 0,
+    weight: float(1),
+    tags: ['a', 'ü'],
+    nested: { empty: {}, list: [] },
+  };
   return [
     ...successShapes(),
     { title: 'success, empty output {}', parts: { status: 'success', output: {} } },
     { title: 'success, model null', parts: { status: 'success', model: null, output: ocr.output } },
-    { title: 'success, original_response and user_parameters (nulls, a float)', parts: { status: 'success', model: 'textract', output: ocr.output, originalResponse: ocr.originalResponse, userParameters: params } },
-    { title: 'success, original_response null', parts: { status: 'success', output: ocr.output, originalResponse: null } },
-    { title: 'fail, error.message', parts: { status: 'fail', model: null, error: { message: failure.message } } },
-    { title: 'fail, original_response and user_parameters', parts: { status: 'fail', error: { message: failure.message }, originalResponse: failure.originalResponse, userParameters: { order_id: '43' } } },
+    {
+      title: 'success, original_response and user_parameters (nulls, a float)',
+      parts: {
+        status: 'success',
+        model: 'textract',
+        output: ocr.output,
+        originalResponse: ocr.originalResponse,
+        userParameters: params,
+      },
+    },
+    {
+      title: 'success, original_response null',
+      parts: { status: 'success', output: ocr.output, originalResponse: null },
+    },
+    {
+      title: 'fail, error.message',
+      parts: { status: 'fail', model: null, error: { message: failure.message } },
+    },
+    {
+      title: 'fail, original_response and user_parameters',
+      parts: {
+        status: 'fail',
+        error: { message: failure.message },
+        originalResponse: failure.originalResponse,
+        userParameters: { order_id: '43' },
+      },
+    },
     {
       title: 'success, fields the gateway may add (cost, public_id, nested unknown)',
-      parts: { status: 'success', output: ocr.output, extra: { cost: decimal(ocr.cost), public_id: 'p-1', webhook_version: 2, usage: { pages: 1, seconds: float(0.25), region: null } } },
+      parts: {
+        status: 'success',
+        output: ocr.output,
+        extra: {
+          cost: decimal(ocr.cost),
+          public_id: 'p-1',
+          webhook_version: 2,
+          usage: { pages: 1, seconds: float(0.25), region: null },
+        },
+      },
     },
   ];
 }

@@ -18,7 +18,17 @@ export type CheckGroup = 'genuine' | 'refuse' | 'retry';
 export type Verdict = 'passed' | 'lost' | 'accepted-forged' | 'ran-twice' | 'slow' | 'skipped' | 'not-run';
 
 /** Why a case was built as it was: what a naive receiver may trip over. */
-export type CaseTag = 'baseline' | 'floats' | 'big-integers' | 'escapes' | 'unicode' | 'shape' | 'unknown-fields' | 'large' | 'gzip' | 'br';
+export type CaseTag =
+  | 'baseline'
+  | 'floats'
+  | 'big-integers'
+  | 'escapes'
+  | 'unicode'
+  | 'shape'
+  | 'unknown-fields'
+  | 'large'
+  | 'gzip'
+  | 'br';
 
 /** How a case's delivery is sent. */
 export type SendMode =

@@ -4,7 +4,8 @@ const UNITS: Record<string, number> = { b: 1, k: 1e3, kb: 1e3, m: 1e6, mb: 1e6, 
 
 /** `1 kB`, `150 kB`, `1.5 MB`. */
 export function formatBytes(bytes: number): string {
-  const [value, unit] = bytes >= 1e6 ? [bytes / 1e6, 'MB'] : bytes >= 1e3 ? [bytes / 1e3, 'kB'] : [bytes, 'B'];
+  const [value, unit] =
+    bytes >= 1e6 ? [bytes / 1e6, 'MB'] : bytes >= 1e3 ? [bytes / 1e3, 'kB'] : [bytes, 'B'];
   return `${Number(value.toPrecision(3))} ${unit}`;
 }
 

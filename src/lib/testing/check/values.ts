@@ -34,7 +34,11 @@ function floats(r: Random): WireObject {
   // Fixed or scientific switches at 1e-5/1e-6 and 1e15/1e16 (orjson), 1e-4/1e-5 and 1e16 (Python).
   const boundaries = [-7, -6, -5, -4, -3, 14, 15, 16, 17, 20, 21, 22].map((e) => float(decimal(r, e)));
   return {
-    integral: [float(r.int(1, 9)), float(r.int(10, 999) * (r.next() < 0.5 ? -1 : 1)), float(r.int(1, 9) * 1e6)],
+    integral: [
+      float(r.int(1, 9)),
+      float(r.int(10, 999) * (r.next() < 0.5 ? -1 : 1)),
+      float(r.int(1, 9) * 1e6),
+    ],
     zeros: [float(0), float(-0)],
     confidence: float(r.pick([1, 0.5, 0.25, 0.75, 0.125])),
     boundaries,
@@ -55,15 +59,23 @@ function bigIntegers(r: Random, dialect: DialectName): WireObject {
     digits(-r.bigint(2n ** 53n + 2n, 2n ** 63n - 1n)),
   ];
   // Python ints have any size; orjson reads a token past 64 bits as a float, so only Python senders write one.
-  const python = dialect === 'python' || dialect === 'python-utf8' ? [digits(r.bigint(2n ** 64n, 10n ** 30n)), digits(-r.bigint(2n ** 63n + 1n, 10n ** 25n))] : [];
-  return { ids: [...orjson, ...python], safe: [Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 0, r.int(-1000, 1000)] };
+  const python =
+    dialect === 'python' || dialect === 'python-utf8'
+      ? [digits(r.bigint(2n ** 64n, 10n ** 30n)), digits(-r.bigint(2n ** 63n + 1n, 10n ** 25n))]
+      : [];
+  return {
+    ids: [...orjson, ...python],
+    safe: [Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 0, r.int(-1000, 1000)],
+  };
 }
 
 const CONTROLS = Array.from({ length: 32 }, (_, c) => String.fromCharCode(c));
 
 function escapes(r: Random): WireObject {
   const controls = r.shuffle(CONTROLS).slice(0, 8).join('');
-  const line = r.shuffle(['"quoted"', 'back\\slash', 'a/b', '\b\t\n\f\r', '\u007f', '\u2028', '\u2029', '</script>']).join(' ');
+  const line = r
+    .shuffle(['"quoted"', 'back\\slash', 'a/b', '\b\t\n\f\r', '\u007f', '\u2028', '\u2029', '</script>'])
+    .join(' ');
   return {
     text: `${line}${controls}`,
     every_control: CONTROLS.join(''),
@@ -94,7 +106,19 @@ function text(r: Random, length: number): string {
 
 function unicode(r: Random): WireObject {
   // Keys whose UTF-16 order differs from code point order, integer-like keys JS objects reorder.
-  const keys = [`\u{ff5e}${text(r, 2)}`, `\u{1f600}${text(r, 2)}`, '\u{e000}', '10', '2', '-1', '01', 'B', 'a', 'é', 'e\u0301'];
+  const keys = [
+    `\u{ff5e}${text(r, 2)}`,
+    `\u{1f600}${text(r, 2)}`,
+    '\u{e000}',
+    '10',
+    '2',
+    '-1',
+    '01',
+    'B',
+    'a',
+    'é',
+    'e\u0301',
+  ];
   const sorted: Record<string, WireValue> = {};
   for (const k of r.shuffle(keys)) sorted[k] = text(r, r.int(1, 6));
   return {

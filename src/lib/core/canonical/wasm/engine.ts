@@ -112,8 +112,10 @@ class Engine implements WasmEngine {
   constructor(module: WebAssembly.Module) {
     const instance = new WebAssembly.Instance(module, {
       env: {
-        emit: (p: number, n: number, last: number) => this.sink!(new Uint8Array(this.x.memory.buffer, p, n), last === 1),
-        format_number: (p: number, n: number, dialect: number, dst: number) => this.formatNumber(p, n, dialect, dst),
+        emit: (p: number, n: number, last: number) =>
+          this.sink!(new Uint8Array(this.x.memory.buffer, p, n), last === 1),
+        format_number: (p: number, n: number, dialect: number, dst: number) =>
+          this.formatNumber(p, n, dialect, dst),
         number_is_finite: (p: number, n: number) => (Number.isFinite(Number(this.ascii(p, n))) ? 1 : 0),
       },
     });
@@ -123,7 +125,10 @@ class Engine implements WasmEngine {
     this.work = this.x.alloc(this.x.work_size());
     if (this.work === 0) throw new Error('no WebAssembly memory for the work area');
     // A document that is never disposed gives its memory back when it is collected.
-    this.finalizer = typeof FinalizationRegistry === 'function' ? new FinalizationRegistry((doc) => this.x.doc_free(doc)) : undefined;
+    this.finalizer =
+      typeof FinalizationRegistry === 'function'
+        ? new FinalizationRegistry((doc) => this.x.doc_free(doc))
+        : undefined;
   }
 
   /** The memory as bytes (a new view after the memory grew). */
@@ -150,7 +155,8 @@ class Engine implements WasmEngine {
   parse(body: string | Uint8Array, options: { maxDepth: number }): WasmDocument {
     let maxDepth = options.maxDepth;
     // resolveMaxDepth (and its TypeError) only for values outside the usual range.
-    if (!(Number.isInteger(maxDepth) && maxDepth >= 1 && maxDepth <= MAX_MAX_DEPTH)) maxDepth = resolveMaxDepth(maxDepth);
+    if (!(Number.isInteger(maxDepth) && maxDepth >= 1 && maxDepth <= MAX_MAX_DEPTH))
+      maxDepth = resolveMaxDepth(maxDepth);
     let input: number;
     let len: number;
     if (typeof body === 'string') {
@@ -223,8 +229,14 @@ class Engine implements WasmEngine {
       const info = new Uint32Array(this.x.memory.buffer, this.x.error_info(), 4);
       const reason = info[0]!;
       const arg = info[2]!;
-      const text = reason === E_DUPLICATE ? duplicateKey(decodeWtf8(this.mem().subarray(arg, arg + info[3]!))) : reasonText(reason, arg, maxDepth);
-      if (text === undefined) return new Error(`jobhook internal error: the WebAssembly canonical engine gave the unknown reason ${reason}`);
+      const text =
+        reason === E_DUPLICATE
+          ? duplicateKey(decodeWtf8(this.mem().subarray(arg, arg + info[3]!)))
+          : reasonText(reason, arg, maxDepth);
+      if (text === undefined)
+        return new Error(
+          `jobhook internal error: the WebAssembly canonical engine gave the unknown reason ${reason}`,
+        );
       return new BodyMalformedError(text, info[1]!);
     } finally {
       this.x.free(input);
@@ -277,7 +289,8 @@ class Document implements WasmDocument {
     const code = dialectCode(dialect);
     if (this.#disposed) throw new Error('this canonical document was disposed');
     const reason = unrepresentableReason(this.flags, dialect);
-    if (reason !== undefined) throw new CanonicalUnrepresentableError(`No canonical ${dialect} form: ${reason}.`);
+    if (reason !== undefined)
+      throw new CanonicalUnrepresentableError(`No canonical ${dialect} form: ${reason}.`);
     this.#writing++;
     try {
       this.#engine.serialize(this.#doc, code, sink);
@@ -372,7 +385,7 @@ function decodeWtf8(b: Uint8Array): string {
     // a lone surrogate, three bytes like any code point of its range: decoded below
   }
   let s = '';
-  for (let i = 0; i < b.length; ) {
+  for (let i = 0; i < b.length;) {
     const c = b[i]!;
     const n = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
     let cp = n === 1 ? c : c & (0x7f >> n);
@@ -388,7 +401,9 @@ function outOfMemory(): Error {
 }
 
 function tooLarge(n: number): Error {
-  return new RangeError(`a body of ${n} bytes is too large for the WebAssembly canonical engine (at most ${MAX_BODY_BYTES})`);
+  return new RangeError(
+    `a body of ${n} bytes is too large for the WebAssembly canonical engine (at most ${MAX_BODY_BYTES})`,
+  );
 }
 
 let engine: Engine | null | undefined;
@@ -423,4 +438,3 @@ export function wasmMemoryBytes(): number | undefined {
   wasmEngine();
   return engine ? engine.x.memory.buffer.byteLength : undefined;
 }
-
