@@ -1,8 +1,9 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { transformSync } from 'esbuild';
 import ts from 'typescript';
 import { defineConfig, type Options } from 'tsup';
+import { distName, ENTRIES } from './entries.mjs';
 
 // JOBHOOK_BUILD=js (npm run demo): JavaScript only, keeping the declarations already
 // in dist, so the demo starts in seconds. Everything else builds the whole package
@@ -43,32 +44,38 @@ const common: Options = {
  *   RSA) would otherwise be cut out of their chunks into a new one that `import('jobhook')`
  *   loads too. Loading such a chunk loads the jobhook/web chunk with it (13 kB, once).
  */
-const takers: Array<[RegExp, string]> = [
-  [
-    /[\\/]src[\\/](express|redis|postgres|testing|bullmq|nats|cli|lib[\\/]cli[\\/](simulate|check)|lib[\\/]runtime[\\/]verify[\\/]verify-worker)\.ts$/,
-    'index.ts',
-  ],
-  [/[\\/]src[\\/]web\.ts$/, 'lib/entries/neutral-api.ts'],
-  [
-    /[\\/]src[\\/](neutral|errors|gateway|store|lib[\\/]runtime[\\/]crypto[\\/]rsa-public|lib[\\/]runtime[\\/]verify[\\/]pool|lib[\\/]core[\\/]canonical[\\/]wasm[\\/]engine)\.ts$/,
-    'web.ts',
-  ],
-];
+const SHARES = new Map<string, string>([
+  ...ENTRIES.flatMap((e): Array<[string, string]> => [
+    ...(e.shares === undefined ? [] : [[e.source, e.shares] as [string, string]]),
+    ...(e.edge === undefined ? [] : [[e.edge, 'src/web.ts'] as [string, string]]),
+  ]),
+  // The CLI with its lazily loaded commands, and the verification worker: with jobhook.
+  ['src/cli.ts', 'src/index.ts'],
+  ['src/lib/cli/simulate.ts', 'src/index.ts'],
+  ['src/lib/cli/check.ts', 'src/index.ts'],
+  ['src/lib/runtime/verify/verify-worker.ts', 'src/index.ts'],
+  // The modules a dynamic import() loads when first used: with jobhook/web.
+  ['src/lib/runtime/crypto/rsa-public.ts', 'src/web.ts'],
+  ['src/lib/runtime/verify/pool.ts', 'src/web.ts'],
+  ['src/lib/core/canonical/wasm/engine.ts', 'src/web.ts'],
+]);
 const shareTheCore = {
   name: 'jobhook-share-the-core',
   setup(build: {
-    onLoad: (o: { filter: RegExp }, f: (a: { path: string }) => { contents: string; loader: 'ts' }) => void;
+    onLoad: (
+      o: { filter: RegExp },
+      f: (a: { path: string }) => { contents: string; loader: 'ts' } | undefined,
+    ) => void;
   }) {
-    for (const [filter, taken] of takers) {
-      build.onLoad({ filter }, ({ path }) => {
-        // The project's src/ is the last one in the path (nothing under src/ is named src).
-        const src = path.slice(0, Math.max(path.lastIndexOf('/src/'), path.lastIndexOf('\\src\\')) + 5);
-        return {
-          contents: `${readFileSync(path, 'utf8')}\nimport * as jobhookShared from ${JSON.stringify(src + taken)};\nvoid Object.keys(jobhookShared);\n`,
-          loader: 'ts',
-        };
-      });
-    }
+    const root = process.cwd();
+    build.onLoad({ filter: /\.ts$/ }, ({ path }) => {
+      const shared = SHARES.get(relative(root, path).split(sep).join('/'));
+      if (shared === undefined) return undefined;
+      return {
+        contents: `${readFileSync(path, 'utf8')}\nimport * as jobhookShared from ${JSON.stringify(join(root, shared))};\nvoid Object.keys(jobhookShared);\n`,
+        loader: 'ts',
+      };
+    });
   },
 };
 
@@ -81,7 +88,7 @@ const shareTheCore = {
  * chunks instead of carrying a copy of the library (and of both WebAssembly modules) each.
  */
 const esmOnly = {
-  neutral: 'src/neutral.ts',
+  ...Object.fromEntries(ENTRIES.flatMap((e) => (e.edge === undefined ? [] : [[distName(e.edge), e.edge]]))),
   cli: 'src/cli.ts',
   'verify-worker': 'src/lib/runtime/verify/verify-worker.ts',
 };
@@ -168,19 +175,7 @@ function finish(): void {
 export default defineConfig([
   {
     ...common,
-    entry: {
-      index: 'src/index.ts',
-      express: 'src/express.ts',
-      web: 'src/web.ts',
-      errors: 'src/errors.ts',
-      gateway: 'src/gateway.ts',
-      store: 'src/store.ts',
-      redis: 'src/redis.ts',
-      postgres: 'src/postgres.ts',
-      testing: 'src/testing.ts',
-      bullmq: 'src/bullmq.ts',
-      nats: 'src/nats.ts',
-    },
+    entry: Object.fromEntries(ENTRIES.map((e) => [distName(e.source), e.source])),
     format: ['esm', 'cjs'],
     dts: !jsOnly,
     clean: !jsOnly,

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { exportsMap } from '../entries.mjs';
 import { VERSION } from '../src/lib/base/version.js';
 import { ROOT } from './helpers/paths.js';
 
@@ -17,6 +18,10 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
 describe('package.json', () => {
   it('the CLI reports the package version', () => {
     expect(VERSION).toBe(pkg.version);
+  });
+
+  it('exports are the ones entries.mjs lists (node entries.mjs --write)', () => {
+    expect(pkg.exports).toEqual(exportsMap());
   });
 
   it('lists types first in every subpath and condition, and each points at a source entry', () => {

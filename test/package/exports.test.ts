@@ -2,22 +2,19 @@
  * Each public entry's runtime exports, against a checked-in list: an export added,
  * renamed or dropped shows up here and in review, never by accident.
  */
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ENTRIES } from '../../entries.mjs';
+import { ROOT } from '../helpers/paths.js';
 
-const entries = {
-  jobhook: () => import('../../src/index.js'),
-  'jobhook (edge build)': () => import('../../src/neutral.js'),
-  'jobhook/express': () => import('../../src/express.js'),
-  'jobhook/web': () => import('../../src/web.js'),
-  'jobhook/errors': () => import('../../src/errors.js'),
-  'jobhook/gateway': () => import('../../src/gateway.js'),
-  'jobhook/store': () => import('../../src/store.js'),
-  'jobhook/redis': () => import('../../src/redis.js'),
-  'jobhook/postgres': () => import('../../src/postgres.js'),
-  'jobhook/testing': () => import('../../src/testing.js'),
-  'jobhook/bullmq': () => import('../../src/bullmq.js'),
-  'jobhook/nats': () => import('../../src/nats.js'),
-};
+// Every entry of entries.mjs, the one list of them, by the name users import it as.
+const entries: Record<string, () => Promise<Record<string, unknown>>> = Object.fromEntries(
+  ENTRIES.flatMap(({ subpath, source, edge }) => {
+    const name = subpath === '.' ? 'jobhook' : `jobhook/${subpath.slice(2)}`;
+    const load = (file: string) => () => import(join(ROOT, file)) as Promise<Record<string, unknown>>;
+    return [[name, load(source)], ...(edge === undefined ? [] : [[`${name} (edge build)`, load(edge)]])];
+  }),
+);
 
 describe('public exports', () => {
   it('match the checked-in list', async () => {
