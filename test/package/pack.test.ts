@@ -167,7 +167,7 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     // Node 20's ESM loader pays for every file (bench/import.mjs); a chunk with one
     // non-ASCII byte is decoded from UTF-8 the slow way and compiled as two-byte source.
     // A new dynamic import() of a jobhook module, or an entry that takes part of the core
-    // (tsup.config.ts: takers), cuts the core into more chunks.
+    // (tsup.config.ts: SHARES), cuts the core into more chunks.
     for (const entry of ['dist/index.js', 'dist/index.cjs']) {
       const loaded = closure(entry);
       expect(loaded.length, loaded.join(', ')).toBeLessThanOrEqual(3);
