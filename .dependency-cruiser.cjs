@@ -12,8 +12,6 @@ const LAYERS = [
   // Four features over the job runner, side by side: none imports another.
   ['features', ['receive', 'stores', 'gateway', 'queues']],
   ['adapters', ['adapters']],
-  ['tools', ['testing']],
-  ['cli', ['cli']],
   ['entries', ['entries']],
 ];
 
