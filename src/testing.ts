@@ -4,7 +4,7 @@
  * @packageDocumentation
  */
 import type { KeyObject } from 'node:crypto';
-import type { SignedDelivery } from './lib/runtime/sign.js';
+import type { SignedDelivery } from './index.js';
 import {
   generateTestKeys as generateTestKeysCore,
   type TestKeyOptions,

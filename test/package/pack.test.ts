@@ -178,6 +178,27 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     }
   });
 
+  it('a production import loads none of the tools (src/tools/: the CLI, the simulator, jobhook check)', () => {
+    // The tools' code is in chunks of its own that only jobhook/testing and the command load.
+    // ESM chunks name each module's source (`// src/tools/…`); both formats hold the
+    // simulator's User-Agent and the command's usage line.
+    const toolCode = (path: string) => {
+      const text = read(path);
+      return (
+        /^\/\/ src\/tools\//m.test(text) ||
+        text.includes('jobhook-gateway-simulator/') ||
+        text.includes('Usage: jobhook')
+      );
+    };
+    for (const marker of ['dist/testing.js', 'dist/testing.cjs', 'dist/cli.js'])
+      expect(closure(marker).some(toolCode), `${marker} loads the tools`).toBe(true);
+    const entries = [...files].filter(
+      (path) => /^dist\/[a-z-]+\.c?js$/.test(path) && !/^dist\/(testing|cli)\./.test(path),
+    );
+    expect(entries.length).toBeGreaterThan(15);
+    for (const entry of entries) expect(closure(entry).filter(toolCode), entry).toEqual([]);
+  });
+
   it("import('jobhook'), require('jobhook') and jobhook/web load neither the WebAssembly RSA operation nor the worker pool: each is loaded when first used", async () => {
     // Where node:crypto does the RSA operation (Node, Bun) the WebAssembly one (15 kB of
     // base64 and its code) is never needed; the pool only by a costly body (bench/import.mjs).

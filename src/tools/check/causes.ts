@@ -4,6 +4,7 @@
  * when only the floats are, a proxy when only the large ones are.
  */
 import type { AttemptReport } from '../deliveries/send.js';
+import { isSentEncoding } from '../deliveries/variants.js';
 import type { CaseResult, CaseTag, PlannedCase, SendReport } from './types.js';
 import { describeAnswer } from './classify.js';
 import { formatBytes } from './units.js';
@@ -78,7 +79,7 @@ function contentCause(c: PlannedCase, a: AttemptReport, ctx: Context): string {
   const baseline = ctx.byId.get('genuine/baseline');
   if (c.id === 'genuine/baseline' || (baseline !== undefined && baseline.verdict === 'lost'))
     return baseline?.cause ?? baselineCause(a, ctx);
-  const coding = c.tags.find((t) => t === 'gzip' || t === 'br');
+  const coding = c.tags.find(isSentEncoding);
   if (coding !== undefined)
     return `a ${coding}-encoded delivery refused (${describeAnswer(a)}): decode Content-Encoding before verifying, or answer 415`;
   if (c.tags.includes('unknown-fields') && (a.status === 400 || a.status === 422))

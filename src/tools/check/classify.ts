@@ -4,6 +4,7 @@
  * across the deliveries, are causes.ts's.
  */
 import type { AttemptReport } from '../deliveries/send.js';
+import { isSentEncoding } from '../deliveries/variants.js';
 import type { CaseResult, PlannedCase, SendReport, Verdict } from './types.js';
 
 type Judged = Pick<CaseResult, 'verdict' | 'meaning' | 'notes'>;
@@ -62,7 +63,7 @@ function judgeGenuine(c: PlannedCase, sends: readonly SendReport[], runs: number
     return { verdict: 'ran-twice', meaning: `${delivered(send)}, but the job ran ${runs} times`, notes };
   if (!send.delivered) {
     const a = last(send);
-    if ((c.tags.includes('gzip') || c.tags.includes('br')) && a.status === 415)
+    if (c.tags.some(isSentEncoding) && a.status === 415)
       return {
         verdict: 'skipped',
         meaning: `${describeAnswer(a)}: this Content-Encoding is not taken, which is fine (the gateway sends bodies unencoded)`,

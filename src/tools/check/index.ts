@@ -142,7 +142,10 @@ export async function checkReceiver(url: string, options: CheckOptions): Promise
   const notes = sent.stopped === undefined ? [] : [`stopped before the end: ${sent.stopped}`];
   const runs = await countRuns(s, planned, sent, notes);
   const results = planned.map((c) => resultOf(c, sent.sends.get(c.id), runs, sent.stopped));
-  assignCauses(results, planned, { signatureHeader: s.headers.signature, timeoutMs: s.policy.timeoutMs });
+  assignCauses(results, planned, {
+    signatureHeader: s.headers.signatureHeader,
+    timeoutMs: s.policy.timeoutMs,
+  });
   const counts = counting(results);
   return {
     url: s.url.href,

@@ -1,9 +1,4 @@
-/**
- * Deliveries of a given size, shaped as the gateway's large ones are: an OCR result
- * of many pages of lines, each with a confidence and a bounding box of floats (about
- * 2.2× larger once canonical), padded to the exact byte count asked for.
- */
-import type { DialectName } from '../../lib/core/canonical/dialects.js';
+import type { DialectName } from '../../index.js';
 import { float, writeWire, type WireObject } from '../deliveries/wire.js';
 import { jobPayload } from './shapes.js';
 import type { Random } from './random.js';

@@ -1,27 +1,28 @@
 /** The options of a check, checked and resolved once into a frozen record. */
 import type { KeyObject } from 'node:crypto';
-import { DIALECTS, assertDialect, type DialectName } from '../../lib/core/canonical/dialects.js';
+import { DIALECTS, type DialectName, DEFAULT_MAX_AGE_SECONDS } from '../../index.js';
 import {
-  DEFAULT_ALGORITHM_HEADER,
-  DEFAULT_MAX_AGE_SECONDS,
-  DEFAULT_SIGNATURE_HEADER,
-} from '../../lib/base/protocol.js';
-import { option, optionError } from '../../lib/base/option-error.js';
-import {
+  assertDialect,
+  option,
+  optionError,
   checkNumber,
   checkOptionNames,
-  headerName,
   optionalNumber,
   type OptionNamesOf,
-} from '../../lib/base/options.js';
-import { DEFAULT_WEBHOOK_HEADER, importPrivateKey } from '../../lib/runtime/sign.js';
+  HEADER_NAME_OPTIONS,
+  importPrivateKey,
+  type HeaderNameOptions,
+} from '../../lib/entries/tools-door.js';
+import { resolveHeaderNames } from '../deliveries/header-names.js';
 import { checkTarget } from '../deliveries/send.js';
+import { SENT_ENCODINGS, type SentEncoding } from '../deliveries/variants.js';
 import { newSeed } from './random.js';
 
 /** Where the receiver shows what it ran: a URL answering the job ids it processed, or a function returning them. */
 export type EffectsSource = string | URL | (() => Iterable<string> | Promise<Iterable<string>>);
 
-export interface CheckOptions {
+/** A check's options; the header names (`signatureHeader`, …) for a vendor prefix. */
+export interface CheckOptions extends HeaderNameOptions {
   /** RSA private key (PEM or KeyObject) whose public key the receiver trusts: a TEST-ONLY pair from `jobhook keygen`. */
   privateKey: string | KeyObject;
   /**
@@ -37,7 +38,7 @@ export interface CheckOptions {
   /** Dialects of the genuine deliveries with generated values (default all four). */
   dialects?: readonly DialectName[];
   /** Content-Encodings to try, when the receiver accepts them (default gzip and br; `[]` for none). */
-  encodings?: ReadonlyArray<'gzip' | 'br'>;
+  encodings?: readonly SentEncoding[];
   /** Retries after the first attempt (default 3, as the gateway). */
   retries?: number;
   /** Per-attempt timeout (default 30,000 ms, as the gateway): a slower answer is retried. */
@@ -52,10 +53,6 @@ export interface CheckOptions {
   timeLimitMs?: number;
   /** Seed of the generated values (default a random one; the report gives it, to run the same values again). */
   seed?: number;
-  /** Header names, for a vendor prefix (defaults `X-Service-Signature`, `X-Service-Hash-Algorithm`, `X-Service-Webhook`). */
-  signatureHeader?: string;
-  algorithmHeader?: string;
-  webhookHeader?: string;
   /** Allow plain http:// to a host that is not loopback. */
   allowInsecure?: boolean;
   /** Cancels the check: what was not sent is reported as not run. */
@@ -77,9 +74,7 @@ export const CHECK_OPTIONS = {
   maxAgeSeconds: true,
   timeLimitMs: true,
   seed: true,
-  signatureHeader: true,
-  algorithmHeader: true,
-  webhookHeader: true,
+  ...HEADER_NAME_OPTIONS,
   allowInsecure: true,
   signal: true,
 } as const satisfies OptionNamesOf<CheckOptions>;
@@ -105,12 +100,12 @@ export interface CheckSettings {
   effectsWaitMs: number;
   sizes: readonly number[];
   dialects: readonly DialectName[];
-  encodings: ReadonlyArray<'gzip' | 'br'>;
+  encodings: readonly SentEncoding[];
   policy: RetryPolicy;
   maxAgeSeconds: number;
   timeLimitMs: number;
   seed: number;
-  headers: { signature: string; algorithm: string; webhook: string };
+  headers: Readonly<Required<HeaderNameOptions>>;
   allowInsecure: boolean;
   signal: AbortSignal | undefined;
 }
@@ -161,7 +156,7 @@ export function resolveCheckOptions(url: string, options: CheckOptions): CheckSe
     effectsWaitMs: ms(options.effectsWaitMs, 'effectsWaitMs', 5_000),
     sizes: sizes(options.sizes),
     dialects: [...new Set(dialects)],
-    encodings: list(options.encodings, 'encodings', ['gzip', 'br'] as const, ['gzip', 'br']),
+    encodings: list(options.encodings, 'encodings', SENT_ENCODINGS, SENT_ENCODINGS),
     policy: {
       retries: optionalNumber(options.retries, 'retries', 3, { min: 0, max: 10, integer: true }),
       timeoutMs: ms(options.timeoutMs, 'timeoutMs', 30_000, 1),
@@ -173,11 +168,7 @@ export function resolveCheckOptions(url: string, options: CheckOptions): CheckSe
     }),
     timeLimitMs: ms(options.timeLimitMs, 'timeLimitMs', 300_000, 1),
     seed: optionalNumber(options.seed, 'seed', newSeed(), { min: 0, max: 2 ** 32 - 1, integer: true }),
-    headers: {
-      signature: headerName(options.signatureHeader, 'signatureHeader', DEFAULT_SIGNATURE_HEADER),
-      algorithm: headerName(options.algorithmHeader, 'algorithmHeader', DEFAULT_ALGORITHM_HEADER),
-      webhook: headerName(options.webhookHeader, 'webhookHeader', DEFAULT_WEBHOOK_HEADER),
-    },
+    headers: resolveHeaderNames(options),
     allowInsecure,
     signal: options.signal,
   });

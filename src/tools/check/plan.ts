@@ -4,9 +4,8 @@
  * makes. Everything is built before the first one is sent.
  */
 import { randomBytes, randomUUID, type KeyObject } from 'node:crypto';
-import type { DialectName } from '../../lib/core/canonical/dialects.js';
-import { VERSION } from '../../lib/base/version.js';
-import { signDelivery, type SignedDelivery } from '../../lib/runtime/sign.js';
+import { type DialectName, signDelivery, type SignedDelivery } from '../../index.js';
+import { VERSION } from '../../lib/entries/tools-door.js';
 import { generateTestKeyObjects } from '../deliveries/keys.js';
 import { encodedDelivery, tamperedPayload } from '../deliveries/variants.js';
 import { WireFloat, isWireObject, writeWire, type WireValue } from '../deliveries/wire.js';
@@ -42,14 +41,7 @@ interface Planner {
 }
 
 function sign(p: Planner, body: string, dialect: DialectName, key: KeyObject = p.s.key): SignedDelivery {
-  const { signature, algorithm, webhook } = p.s.headers;
-  return signDelivery(body, key, {
-    dialect,
-    signatureHeader: signature,
-    algorithmHeader: algorithm,
-    webhookHeader: webhook,
-    userAgent: CHECK_USER_AGENT,
-  });
+  return signDelivery(body, key, { dialect, ...p.s.headers, userAgent: CHECK_USER_AGENT });
 }
 
 function hasFloat(v: WireValue | undefined): boolean {
@@ -172,7 +164,7 @@ function renamed(name: string): string {
 
 function refuseCases(p: Planner): PlannedCase[] {
   const { s } = p;
-  const name = s.headers.signature;
+  const name = s.headers.signatureHeader;
   const refuse = (id: string, title: string, jobId: string, delivery: Delivery) =>
     planned({ id: `refuse/${id}`, group: 'refuse', title, tags: [], mode: 'single' }, jobId, delivery);
   const fresh = (finishedAt?: Date) => {

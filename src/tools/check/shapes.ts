@@ -1,7 +1,8 @@
 /**
- * The `async_job_completed` payloads a check sends: every status and output shape the
- * gateway documents (DESIGN §1 and §7), `null` where the gateway may write it, and the
- * unknown fields it may add.
+ * The `async_job_completed` payloads a check sends: both statuses and every output shape
+ * the gateway documents (the simulator's `outputs.ts` writes them per feature), `null`
+ * where the gateway may write it (`model`), and the unknown fields it may add (a receiver
+ * must keep them).
  */
 import { simulatedFailure, simulatedResult } from '../simulator/outputs.js';
 import { decimal } from '../simulator/simulator.js';

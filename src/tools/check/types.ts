@@ -1,6 +1,6 @@
-/** What a check sends and what it found, delivery by delivery. */
-import type { DialectName } from '../../lib/core/canonical/dialects.js';
+import type { DialectName } from '../../index.js';
 import type { AttemptReport } from '../deliveries/send.js';
+import type { SentEncoding } from '../deliveries/variants.js';
 
 /** The three groups of the scorecard. */
 export type CheckGroup = 'genuine' | 'refuse' | 'retry';
@@ -27,8 +27,7 @@ export type CaseTag =
   | 'shape'
   | 'unknown-fields'
   | 'large'
-  | 'gzip'
-  | 'br';
+  | SentEncoding;
 
 /** How a case's delivery is sent. */
 export type SendMode =

@@ -1,10 +1,4 @@
-/**
- * The values naive canonicalizers get wrong, generated afresh for each run from a seed
- * (a fixed list could be special-cased by a receiver): floats around every layout
- * boundary of the four dialects (DESIGN §2), integers beyond 2^53, string escapes, and
- * text and keys whose order or form differs between UTF-16 and code points.
- */
-import type { DialectName } from '../../lib/core/canonical/dialects.js';
+import type { DialectName } from '../../index.js';
 import { float, WireInteger, type WireObject, type WireValue } from '../deliveries/wire.js';
 import type { Random } from './random.js';
 

@@ -1,11 +1,18 @@
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { CanonicalUnrepresentableError } from '../../lib/base/errors.js';
-import { DEFAULT_CANONICAL_EXPANSION, DEFAULT_MAX_BODY_BYTES } from '../../lib/base/protocol.js';
-import { assertDialect, DIALECTS } from '../../lib/core/canonical/dialects.js';
-import { DEFAULT_MAX_DEPTH } from '../../lib/core/canonical/parse.js';
-import { boundedSink, parseBody } from '../../lib/core/verify/core.js';
-import { resolveOptions } from '../../lib/core/verify/options.js';
+import {
+  DEFAULT_CANONICAL_EXPANSION,
+  DEFAULT_MAX_BODY_BYTES,
+  DIALECTS,
+  isWebhookError,
+} from '../../index.js';
+import {
+  assertDialect,
+  DEFAULT_MAX_DEPTH,
+  boundedSink,
+  parseBody,
+  resolveOptions,
+} from '../../lib/entries/tools-door.js';
 import { numberFlag } from './common.js';
 import { readInput, type CliIo } from './io.js';
 
@@ -74,7 +81,7 @@ export async function canonicalizeCommand(argv: string[], io: CliIo): Promise<nu
     io.stdout(hash === undefined ? decoder.decode() + '\n' : hash.digest('hex') + '\n');
   } catch (err) {
     // The body is JSON, but this dialect's serializer cannot write it (orjson fails on it too).
-    if (!(err instanceof CanonicalUnrepresentableError)) throw err;
+    if (!isWebhookError(err) || err.code !== 'CANONICAL_UNREPRESENTABLE') throw err;
     io.stderr(`jobhook canonicalize: ${err.code}: ${err.message}\n`);
     return 1;
   } finally {

@@ -1,6 +1,7 @@
 import { inputName, UsageError } from './io.js';
 import { harDeliveries, isHar } from './har.js';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../../lib/base/protocol.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../../index.js';
+import { concatBytes } from '../../lib/entries/tools-door.js';
 
 /** One captured delivery: the headers as received and the exact body bytes. */
 export interface Capture {
@@ -447,7 +448,7 @@ class LineReader {
       if (piece.length > 0) pieces.push(piece);
       if (lf >= 0) {
         this.at = lf + 1;
-        return { bytes: join(pieces, size), index: this.count++, newline: true };
+        return { bytes: concatBytes(pieces), index: this.count++, newline: true };
       }
       const r = await this.chunks.next();
       if (r.done) {
@@ -455,7 +456,7 @@ class LineReader {
         this.at = 0;
         return pieces.length === 0
           ? undefined
-          : { bytes: join(pieces, size), index: this.count++, newline: false };
+          : { bytes: concatBytes(pieces), index: this.count++, newline: false };
       }
       this.chunk = r.value;
       this.at = 0;
@@ -474,22 +475,11 @@ class LineReader {
       if (size > this.limit)
         throw new UsageError(`${this.source}: longer than ${this.limit} bytes (${CAPTURE_LIMIT_WHY})`);
       const r = await this.chunks.next();
-      if (r.done) return join(pieces, size);
+      if (r.done) return concatBytes(pieces);
       pieces.push(r.value);
       size += r.value.length;
     }
   }
-}
-
-function join(pieces: Uint8Array[], size: number): Uint8Array {
-  if (pieces.length === 1) return pieces[0]!;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of pieces) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 function isBlank(bytes: Uint8Array): boolean {

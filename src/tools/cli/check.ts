@@ -1,13 +1,17 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { assertDialect, DIALECTS } from '../../lib/core/canonical/dialects.js';
-import { headerName } from '../../lib/base/options.js';
+import { assertDialect, DEFAULT_HEADER_NAMES, type HeaderNameOptions } from '../../lib/entries/tools-door.js';
+import { DIALECTS } from '../../index.js';
 import { checkReceiver, type CheckOptions } from '../check/index.js';
 import { formatCheckReport } from '../check/report.js';
 import { parseBytes } from '../check/units.js';
-import { numberFlag } from './common.js';
+import { SENT_ENCODINGS, isSentEncoding } from '../deliveries/variants.js';
+import { flagOf, numberFlag, withFlags } from './common.js';
 import { jsonText, UsageError, type CliIo } from './io.js';
-import { RETRY_FLAGS, withFlags } from './keygen-sign-send.js';
+import { RETRY_FLAGS } from './keygen-sign-send.js';
+
+/** The header name options the library lets a tool rename (`signatureHeader`, …), each a flag here. */
+const HEADER_NAMES = Object.keys(DEFAULT_HEADER_NAMES) as Array<keyof HeaderNameOptions>;
 
 export const CHECK_HELP = `Usage: jobhook check URL --key PRIVATE.pem [options]
 
@@ -43,7 +47,7 @@ Options:
   --effects-wait-ms N    how long effects may take to show (default 5000)
   --time-limit-ms N      stop the whole check after this long (default 300000)
   --seed N               the seed of the generated values (printed by each run)
-  --signature-header NAME, --algorithm-header NAME, --webhook-header NAME
+  ${HEADER_NAMES.map((name) => `${flagOf(name)} NAME`).join(', ')}
                          header names, for a vendor prefix (X-Service-… by default)
   --allow-http           allow http:// to a host that is not loopback
 
@@ -67,14 +71,16 @@ const FLAGS = {
   'effects-wait-ms': { type: 'string' },
   'time-limit-ms': { type: 'string' },
   seed: { type: 'string' },
-  'signature-header': { type: 'string' },
-  'algorithm-header': { type: 'string' },
-  'webhook-header': { type: 'string' },
   'allow-http': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof FLAGS }>>['values'];
+
+/** `--signature-header NAME`, …: one flag per header name option. */
+const HEADER_FLAGS = Object.fromEntries(
+  HEADER_NAMES.map((name) => [flagOf(name).slice(2), { type: 'string' } as const]),
+);
 
 /** The library's option names as this command's flags. */
 const OPTION_FLAGS = {
@@ -98,15 +104,19 @@ function sizesFlag(value: string | undefined): number[] | undefined {
 function encodingsFlag(value: string | undefined): CheckOptions['encodings'] {
   if (value === undefined) return undefined;
   if (value === 'none') return [];
-  const list = value.split(',').map((e) => e.trim());
-  for (const e of list)
-    if (e !== 'gzip' && e !== 'br')
-      throw new UsageError(`--encodings takes gzip, br or none; got ${JSON.stringify(e)}`);
-  return list as Array<'gzip' | 'br'>;
+  return value.split(',').map((e) => {
+    const coding = e.trim();
+    if (!isSentEncoding(coding))
+      throw new UsageError(
+        `--encodings takes ${SENT_ENCODINGS.join(', ')} or none; got ${JSON.stringify(coding)}`,
+      );
+    return coding;
+  });
 }
 
-function header(value: string | undefined, flag: string): string | undefined {
-  return value === undefined ? undefined : headerName(value, flag, value);
+/** The header names given by their flags; the check resolves them (an error names the flag). */
+function headerNames(values: Readonly<Record<string, unknown>>): HeaderNameOptions {
+  return Object.fromEntries(HEADER_NAMES.map((name) => [name, values[flagOf(name).slice(2)]]));
 }
 
 async function options(values: Values): Promise<CheckOptions> {
@@ -130,15 +140,17 @@ async function options(values: Values): Promise<CheckOptions> {
     effectsWaitMs: ms('effects-wait-ms'),
     timeLimitMs: ms('time-limit-ms', 1),
     seed: numberFlag(values.seed, '--seed', { min: 0, max: 2 ** 32 - 1, integer: true }),
-    signatureHeader: header(values['signature-header'], '--signature-header'),
-    algorithmHeader: header(values['algorithm-header'], '--algorithm-header'),
-    webhookHeader: header(values['webhook-header'], '--webhook-header'),
+    ...headerNames(values),
     allowInsecure: values['allow-http'],
   };
 }
 
 export async function checkCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: FLAGS });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { ...FLAGS, ...HEADER_FLAGS },
+  });
   if (values.help) {
     io.stdout(CHECK_HELP);
     return 0;

@@ -1,9 +1,14 @@
 import { readFile } from 'node:fs/promises';
-import type { NodePublicKeyInput } from '../../lib/runtime/crypto/node.js';
-import { checkNumber, type NumberRule } from '../../lib/base/options.js';
+import {
+  checkNumber,
+  OptionError,
+  type NodePublicKeyInput,
+  type NumberRule,
+  type OptionMention,
+} from '../../lib/entries/tools-door.js';
+import { DEFAULT_MAX_BODY_BYTES, type DialectName } from '../../index.js';
 import { readCaptures, type Capture, type CaptureOptions } from './captures.js';
 import { decodedCapture } from './content-encoding.js';
-import { DEFAULT_MAX_BODY_BYTES } from '../../lib/base/protocol.js';
 import { inputChunks, UsageError, type CliIo } from './io.js';
 
 /** A key file as the verifier takes it: PEM text, a JWK, or DER bytes. */
@@ -47,17 +52,42 @@ export async function* captureStream(
   if (!found) throw new UsageError('no delivery found in the input');
 }
 
+/** The flag of an option of the library: its name in kebab-case (`allowInsecure` → `--allow-insecure`). */
+export function flagOf(option: string): string {
+  return '--' + option.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+}
+
+/**
+ * The library names options (`url`, `allowInsecure: true`); a command says the same
+ * with its flags. `flags` maps the options whose flag is not simply the kebab-case
+ * name (`url` → `--to`). Other errors pass through unchanged.
+ */
+export function inFlagTerms(err: unknown, flags: Readonly<Record<string, string>> = {}): unknown {
+  if (!(err instanceof OptionError)) return err;
+  return new UsageError(err.describe((m: OptionMention) => flags[m.option] ?? flagOf(m.option)));
+}
+
+/** Runs `fn`, re-wording option errors with the command's flags. */
+export async function withFlags<T>(
+  flags: Readonly<Record<string, string>>,
+  fn: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw inFlagTerms(err, flags);
+  }
+}
+
 /** The number a flag gives (`what` names it in the error). */
 export function numberFlag(value: string | undefined, what: string, rule?: NumberRule): number | undefined {
   if (value === undefined) return undefined;
   return checkNumber(value.trim() === '' || Number.isNaN(Number(value)) ? value : Number(value), what, rule);
 }
 
-export function dialectOption(
-  value: string | undefined,
-): readonly import('../../lib/core/canonical/dialects.js').DialectName[] | undefined {
+export function dialectOption(value: string | undefined): readonly DialectName[] | undefined {
   if (value === undefined || value === 'auto') return undefined;
-  return [value as import('../../lib/core/canonical/dialects.js').DialectName];
+  return [value as DialectName];
 }
 
 /** parseArgs options shared by the commands that read deliveries. */

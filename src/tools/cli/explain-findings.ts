@@ -9,19 +9,23 @@
  * built; canonical forms are hashed as they are written, never held.
  */
 import { createHash } from 'node:crypto';
-import { DIALECTS, type DialectName } from '../../lib/core/canonical/dialects.js';
-import { provablySame, unrepresentableReason } from '../../lib/core/canonical/serialize.js';
-import { CanonicalTooLargeError, isWebhookError } from '../../lib/base/errors.js';
+import { DIALECTS, type DialectName, isWebhookError, type HeadersInput } from '../../index.js';
 import {
+  provablySame,
+  unrepresentableReason,
   importNodeKey,
   sha256OfHex,
   type ImportedNodeKey,
   type NodePublicKeyInput,
-} from '../../lib/runtime/crypto/node.js';
-import { boundedSink, parseBody, type CanonicalChunk, type ParsedBody } from '../../lib/core/verify/core.js';
-import { resolveOptions, type ResolvedOptions } from '../../lib/core/verify/options.js';
-import { hexToBytes } from '../../lib/core/verify/signature.js';
-import { getHeader, type HeadersInput } from '../../lib/core/verify/headers.js';
+  boundedSink,
+  parseBody,
+  type CanonicalChunk,
+  type ParsedBody,
+  resolveOptions,
+  type ResolvedOptions,
+  hexToBytes,
+  getHeader,
+} from '../../lib/entries/tools-door.js';
 
 export interface DialectFinding {
   dialect: DialectName;
@@ -389,7 +393,7 @@ function parseWithin(
   try {
     return parseBody(body, o);
   } catch (err) {
-    if (err instanceof CanonicalTooLargeError) return { tooLarge: err.limit };
+    if (isWebhookError(err) && err.code === 'CANONICAL_TOO_LARGE') return { tooLarge: err.limit };
     if (isWebhookError(err) && err.code === 'BODY_MALFORMED') return { malformed: err.message };
     throw err;
   }
@@ -409,7 +413,7 @@ function repairFloats(text: string, signedHash: string, o: ResolvedOptions): Exp
         return { keys: candidates, dialect };
     }
   } catch (err) {
-    if (!(err instanceof CanonicalTooLargeError)) throw err;
+    if (!isWebhookError(err) || err.code !== 'CANONICAL_TOO_LARGE') throw err;
   } finally {
     parsed.dispose();
   }

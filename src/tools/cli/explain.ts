@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { assertDialect, DIALECTS } from '../../lib/core/canonical/dialects.js';
+import { assertDialect } from '../../lib/entries/tools-door.js';
+import { DIALECTS, DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../../index.js';
 import { explainDelivery } from './explain-findings.js';
 import { describeCause, formatExplanation } from './explain-text.js';
 import type { Capture } from './captures.js';
 import { captureStream, DELIVERY_OPTIONS, loadKeys, numberFlag } from './common.js';
 import { jsonText, UsageError, type CliIo } from './io.js';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../../lib/base/protocol.js';
 
 export const EXPLAIN_HELP = `Usage: jobhook explain --key FILE [--key FILE ...] [options] [FILE | -]
 

@@ -1,18 +1,4 @@
-/**
- * HTTP Archive files (HAR 1.2) as captures: every POST request entry with a body is a
- * delivery. Browser devtools (Chrome, Firefox, Safari), mitmproxy, Charles, Fiddler and
- * other proxies write them, each a little differently:
- * - `request.headers` is a list of `{ name, value }`, names in the case they came in
- *   (lowercase over HTTP/2, where Chrome also lists the pseudo-headers `:method`, `:path`…,
- *   which are not headers and are left out); a repeated name is joined with `, `;
- * - `postData.text` is the body as text, in most tools the *decoded* body (mitmproxy and
- *   devtools show it after Content-Encoding), with `encoding: "base64"` (outside the HAR
- *   1.2 text, some tools add it for bodies that are not text) for bytes;
- * - any entry may lack `postData` (a GET, a body the tool did not keep).
- * When some entries carry the signature header, only those are read (a browser session
- * holds other POSTs); otherwise all POST bodies are, so that a missing header is reported.
- */
-import { DEFAULT_SIGNATURE_HEADER } from '../../lib/base/protocol.js';
+import { DEFAULT_SIGNATURE_HEADER } from '../../index.js';
 import { UsageError } from './io.js';
 
 interface HarRequest {

@@ -1,4 +1,5 @@
 import { createReadStream } from 'node:fs';
+import { concatBytes } from '../../lib/entries/tools-door.js';
 
 /** Where a CLI run reads and writes; tests pass their own. */
 export interface CliIo {
@@ -46,7 +47,7 @@ export async function readInput(path: string | undefined, io: CliIo, limit = Inf
       throw new UsageError(`${inputName(path)} is larger than ${limit} bytes (--max-body-bytes)`);
     chunks.push(chunk);
   }
-  return chunks.length === 1 ? chunks[0]! : new Uint8Array(Buffer.concat(chunks));
+  return concatBytes(chunks);
 }
 
 /** How messages name an input. */

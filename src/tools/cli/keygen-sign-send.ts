@@ -1,14 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { assertDialect, DIALECTS } from '../../lib/core/canonical/dialects.js';
+import { assertDialect } from '../../lib/entries/tools-door.js';
+import { DIALECTS, signDelivery } from '../../index.js';
 import type { SendOptions } from '../deliveries/send.js';
 import { sendCopies } from '../deliveries/variants.js';
 import { describeAttempt } from './attempt.js';
-import { signDelivery } from '../../lib/runtime/sign.js';
 import { writeTestKeyPair } from '../deliveries/keys.js';
-import { OptionError, type OptionMention } from '../../lib/base/option-error.js';
 import { examplePayload } from '../deliveries/payload.js';
 import { isCaptureObject, parseCaptures } from './captures.js';
+import { inFlagTerms, withFlags } from './common.js';
 import { readInput, UsageError, type CliIo } from './io.js';
 import {
   compressedForSending,
@@ -18,30 +18,6 @@ import {
   variantFlags,
   withTwiceValue,
 } from './variant-flags.js';
-
-/**
- * The library names options (`url`, `allowInsecure: true`); a command says the same
- * with its flags. `flags` maps the options whose flag is not simply the kebab-case
- * name (`url` → `--to`). Other errors pass through unchanged.
- */
-export function inFlagTerms(err: unknown, flags: Readonly<Record<string, string>> = {}): unknown {
-  if (!(err instanceof OptionError)) return err;
-  const flag = (m: OptionMention) =>
-    flags[m.option] ?? '--' + m.option.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
-  return new UsageError(err.describe(flag));
-}
-
-/** Runs `fn`, re-wording option errors with the command's flags. */
-export async function withFlags<T>(
-  flags: Readonly<Record<string, string>>,
-  fn: () => Promise<T>,
-): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    throw inFlagTerms(err, flags);
-  }
-}
 
 const KEY_FLAGS = { privateKey: '--key' } as const;
 

@@ -1,11 +1,10 @@
-import { isWebhookError } from '../../lib/base/errors.js';
+import { isWebhookError } from '../../index.js';
+import { VERSION, loadWasmEngine } from '../../lib/entries/tools-door.js';
 import { canonicalizeCommand } from './canonicalize.js';
 import { explainCommand } from './explain.js';
 import { keygenCommand, sendCommand, signCommand } from './keygen-sign-send.js';
 import { verifyCommand } from './verify.js';
 import { escapeControls, UsageError, type CliIo } from './io.js';
-import { VERSION } from '../../lib/base/version.js';
-import { loadWasmEngine } from '../../lib/core/canonical/wasm/lazy.js';
 
 type Command = (argv: string[], io: CliIo) => Promise<number>;
 

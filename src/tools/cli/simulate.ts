@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { assertDialect, DIALECTS } from '../../lib/core/canonical/dialects.js';
+import { assertDialect } from '../../lib/entries/tools-door.js';
+import { DIALECTS } from '../../index.js';
 import {
   startGatewaySimulator,
   type DeliveryAttempt,
@@ -11,7 +12,7 @@ import {
 } from '../simulator/simulator.js';
 import { UsageError, type CliIo } from './io.js';
 import { describeAttempt } from './attempt.js';
-import { withFlags } from './keygen-sign-send.js';
+import { withFlags } from './common.js';
 import {
   sendingLabel,
   VARIANT_HELP,

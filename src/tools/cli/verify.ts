@@ -1,10 +1,15 @@
 import { parseArgs } from 'node:util';
-import { assertDialect, DIALECTS } from '../../lib/core/canonical/dialects.js';
-import { isWebhookError } from '../../lib/base/errors.js';
-import { createNodeVerifier } from '../../lib/runtime/verify/node-verifier.js';
+import { assertDialect } from '../../lib/entries/tools-door.js';
+import {
+  createVerifier,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_SIGNATURE_HEADER,
+  DIALECTS,
+  isWebhookError,
+  type Verifier,
+} from '../../index.js';
 import { captureStream, DELIVERY_OPTIONS, dialectOption, loadKeys, numberFlag } from './common.js';
 import { escapeControls, jsonText, type CliIo } from './io.js';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../../lib/base/protocol.js';
 
 export const VERIFY_HELP = `Usage: jobhook verify --key FILE [--key FILE ...] [options] [FILE ... | -]
 
@@ -53,7 +58,7 @@ export async function verifyCommand(argv: string[], io: CliIo): Promise<number> 
   const keys = await loadKeys(keyPaths);
   const signatureHeader = values['signature-header'];
   const maxBodyBytes = numberFlag(values['max-body-bytes'], '--max-body-bytes', { integer: true });
-  const verifier = createNodeVerifier({
+  const verifier = createVerifier({
     publicKey: keys,
     dialects: dialectOption(values.dialect),
     maxAgeSeconds: numberFlag(values['max-age'], '--max-age') ?? false,
@@ -64,7 +69,7 @@ export async function verifyCommand(argv: string[], io: CliIo): Promise<number> 
     jsonl: values.jsonl,
     signature: values.signature,
     signatureHeader,
-    maxBodyBytes: verifier.options.maxBodyBytes,
+    maxBodyBytes: maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
   });
   // One result per delivery as it is read (JSONL is streamed), written in blocks of 64 KiB.
   let count = 0;
@@ -92,7 +97,7 @@ export async function verifyCommand(argv: string[], io: CliIo): Promise<number> 
 
 /** One delivery's line: VALID or INVALID, as text or JSON. */
 function resultLine(
-  verifier: ReturnType<typeof createNodeVerifier>,
+  verifier: Verifier,
   c: { source: string; index: number; body: string | Uint8Array; headers: Record<string, string> },
   keyPaths: string[],
   json: boolean,

@@ -1,8 +1,13 @@
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { enable, option, optionError } from '../../lib/base/option-error.js';
-import { checkOptionNames, type OptionNamesOf } from '../../lib/base/options.js';
+import {
+  enable,
+  option,
+  optionError,
+  checkOptionNames,
+  type OptionNamesOf,
+} from '../../lib/entries/tools-door.js';
 
 /** First line of every key file the tooling writes. */
 export const TEST_KEY_LABEL =

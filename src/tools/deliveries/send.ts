@@ -1,4 +1,4 @@
-import { enable, option, optionError } from '../../lib/base/option-error.js';
+import { enable, option, optionError } from '../../lib/entries/tools-door.js';
 
 /** What happened on one attempt. */
 export interface AttemptReport {

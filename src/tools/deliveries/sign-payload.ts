@@ -1,15 +1,19 @@
 import type { KeyObject } from 'node:crypto';
-import { signDelivery, type SignedDelivery, type SignOptions } from '../../lib/runtime/sign.js';
-import { option, optionError } from '../../lib/base/option-error.js';
-import { checkOptionNames, type OptionNamesOf } from '../../lib/base/options.js';
+import { signDelivery, type SignedDelivery } from '../../index.js';
+import {
+  HEADER_NAME_OPTIONS,
+  option,
+  optionError,
+  checkOptionNames,
+  type OptionNamesOf,
+  type SignOptions,
+} from '../../lib/entries/tools-door.js';
 
 /** A payload to sign: the raw body (string or bytes), or an object written with `JSON.stringify`. */
 export type PayloadInput = string | Uint8Array | { readonly [key: string]: unknown };
 
-export type SignPayloadOptions = Pick<
-  SignOptions,
-  'dialect' | 'signatureHeader' | 'algorithmHeader' | 'webhookHeader'
->;
+/** How `signPayload` signs: the dialect and the header names (`signatureHeader`, …), as `signDelivery`. */
+export type SignPayloadOptions = Omit<SignOptions, 'userAgent'>;
 
 /** Signs a payload as the gateway does; see `signPayload` in `jobhook/testing`. */
 export function signPayload(
@@ -23,18 +27,12 @@ export function signPayload(
   else if (typeof payload === 'object' && payload !== null && !Array.isArray(payload))
     body = JSON.stringify(payload);
   else throw optionError`${option('payload')} must be a string, bytes or an object`;
-  return signDelivery(body, privateKey, {
-    dialect: options.dialect,
-    signatureHeader: options.signatureHeader,
-    algorithmHeader: options.algorithmHeader,
-    webhookHeader: options.webhookHeader,
-  });
+  // The options' names are checked above: they are signDelivery's, bar its userAgent.
+  return signDelivery(body, privateKey, options);
 }
 
 /** `signPayload` from `jobhook/testing`. */
 export const SIGN_PAYLOAD_OPTIONS = {
   dialect: true,
-  signatureHeader: true,
-  algorithmHeader: true,
-  webhookHeader: true,
+  ...HEADER_NAME_OPTIONS,
 } as const satisfies OptionNamesOf<SignPayloadOptions>;

@@ -7,11 +7,19 @@
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import { sendDelivery, type AttemptReport, type SendOptions, type SendResult } from './send.js';
 import { isWireObject, type WireObject } from './wire.js';
+import type { ContentCoding } from '../../lib/entries/tools-door.js';
 
-/** A Content-Encoding a test can send (the gateway itself sends none; receivers must take both). */
-export type SentEncoding = 'gzip' | 'br';
+/**
+ * A Content-Encoding a test can send: of those a receiver decodes, the two compressions
+ * the gateway's proxies use (the gateway itself sends none; receivers must take both).
+ */
+export type SentEncoding = Extract<ContentCoding, 'gzip' | 'br'>;
 
 export const SENT_ENCODINGS: readonly SentEncoding[] = ['gzip', 'br'];
+
+export function isSentEncoding(value: unknown): value is SentEncoding {
+  return SENT_ENCODINGS.includes(value as SentEncoding);
+}
 
 /**
  * The same delivery a second time: `in-a-row` once the first sending ended (the gateway's

@@ -1,14 +1,5 @@
-/**
- * JSON as the gateway (a Python service) writes it on the wire. JavaScript has one
- * number type, so a float whose value is integral (`1.0`, `0.0`) would come out of
- * `JSON.stringify` as `1`/`0`; here such floats are marked with {@link float} and
- * written as Python writes them, which is what naive receivers trip over.
- */
-import type { DialectName } from '../../lib/core/canonical/dialects.js';
-import { formatFloat } from '../../lib/core/canonical/floats.js';
-import { parseDocument } from '../../lib/core/canonical/parse.js';
-import { asciiToken, quoteUtf8 } from '../../lib/core/canonical/quote.js';
-import { mapTree } from '../../lib/core/canonical/to-value.js';
+import type { DialectName } from '../../index.js';
+import { formatFloat, parseDocument, asciiToken, quoteUtf8, mapTree } from '../../lib/entries/tools-door.js';
 
 /** A float, written with a fraction or exponent even when integral (`1.0`). */
 export class WireFloat {

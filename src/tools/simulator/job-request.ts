@@ -37,7 +37,9 @@ function segments(value: string, min: number, max: number): string[] | undefined
 }
 
 /**
- * The request, or the first field the gateway would refuse (DESIGN §7). Optional fields
+ * The request, or the first field the gateway would refuse, as its async-job interface
+ * documents the request: `model` and `input` required, at most 3 `fallbacks`, an https
+ * `webhook_receiver` of at most 2,083 characters (checked by `receiver-guard.ts`). Optional fields
  * that allow `null` take it as "not given": `provider_params`, `show_original_response`,
  * `webhook_receiver`, `user_webhook_parameters`. `input` is feature-specific: any object.
  */

@@ -1,9 +1,13 @@
 // The simulator's sending of a finished job's webhook, as its `delivery` option asks.
 import type { KeyObject } from 'node:crypto';
-import type { DialectName } from '../../lib/core/canonical/dialects.js';
-import { option, optionError } from '../../lib/base/option-error.js';
-import { checkOptionNames, type OptionNamesOf } from '../../lib/base/options.js';
-import { signDelivery } from '../../lib/runtime/sign.js';
+import { type DialectName, signDelivery } from '../../index.js';
+import {
+  option,
+  optionError,
+  checkOptionNames,
+  type HeaderNameOptions,
+  type OptionNamesOf,
+} from '../../lib/entries/tools-door.js';
 import { sleep, type AttemptReport, type SendOptions } from '../deliveries/send.js';
 import {
   encodedDelivery,
@@ -99,7 +103,7 @@ export interface DeliveryResult {
 export interface DeliveryContext {
   key: KeyObject;
   dialect: DialectName;
-  headers: { signatureHeader?: string; algorithmHeader?: string; webhookHeader?: string };
+  headers: Readonly<Required<HeaderNameOptions>>;
   policy: Required<Pick<SendOptions, 'retries' | 'timeoutMs' | 'backoffMs' | 'maxBackoffMs'>>;
   /** Aborted by `close()`. */
   signal: AbortSignal;

@@ -14,13 +14,21 @@ import {
 } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { assertDialect, type DialectName } from '../../lib/core/canonical/dialects.js';
-import { DEFAULT_MAX_BODY_BYTES, JOBS_PATH } from '../../lib/base/protocol.js';
-import { importPrivateKey } from '../../lib/runtime/sign.js';
+import {
+  assertDialect,
+  importPrivateKey,
+  option,
+  optionError,
+  checkOptionNames,
+  HEADER_NAME_OPTIONS,
+  JOBS_PATH,
+  type HeaderNameOptions,
+  type OptionNamesOf,
+} from '../../lib/entries/tools-door.js';
+import { type DialectName, DEFAULT_MAX_BODY_BYTES } from '../../index.js';
 import { isFieldProblem, validateJobRequest, type JobRequest } from './job-request.js';
-import { option, optionError } from '../../lib/base/option-error.js';
-import { checkOptionNames, type OptionNamesOf } from '../../lib/base/options.js';
 import { simulatedFailure, simulatedResult } from './outputs.js';
+import { resolveHeaderNames } from '../deliveries/header-names.js';
 import { parseWire, writeWire, type WireObject, type WireValue } from '../deliveries/wire.js';
 import {
   checkSimulatedDelivery,
@@ -48,7 +56,8 @@ export type {
  */
 const DEFAULT_MAX_REQUEST_BYTES = DEFAULT_MAX_BODY_BYTES;
 
-export interface GatewaySimulatorOptions {
+/** The simulator's options; the header names (`signatureHeader`, …) for a vendor prefix. */
+export interface GatewaySimulatorOptions extends HeaderNameOptions {
   /** Address to listen on (default `127.0.0.1`). */
   host?: string;
   /** Port (default 0: a free one). */
@@ -71,10 +80,6 @@ export interface GatewaySimulatorOptions {
   attemptTimeoutMs?: number;
   /** Accept loopback receivers (127.0.0.0/8, [::1], localhost), over plain http too (default true). */
   allowLoopbackReceivers?: boolean;
-  /** Header names, for vendor prefixes (defaults `X-Service-Signature`, `X-Service-Hash-Algorithm`, `X-Service-Webhook`). */
-  signatureHeader?: string;
-  algorithmHeader?: string;
-  webhookHeader?: string;
   /** Told about every delivery attempt as it ends. */
   onAttempt?: (attempt: DeliveryAttempt) => void;
   /**
@@ -131,7 +136,7 @@ interface Settings {
   maxBackoffMs: number;
   attemptTimeoutMs: number;
   allowLoopback: boolean;
-  headers: { signatureHeader?: string; algorithmHeader?: string; webhookHeader?: string };
+  headers: Readonly<Required<HeaderNameOptions>>;
   onAttempt?: (attempt: DeliveryAttempt) => void;
   delivery: Readonly<SimulatedDelivery> | ((job: SimulatedJob) => SimulatedDelivery | undefined);
   maxRequestBytes: number;
@@ -144,14 +149,6 @@ function whole(value: number | undefined, name: string, fallback: number, min = 
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value < min || value > MAX_TIMER_MS)
     throw optionError`${option(name)} must be a whole number from ${min} to ${MAX_TIMER_MS}, got ${String(value)}`;
-  return value;
-}
-
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-function headerName(value: string | undefined, name: string): string | undefined {
-  if (value !== undefined && !HEADER_NAME.test(value))
-    throw optionError`${option(name)} must be an HTTP header name, got ${JSON.stringify(value)}`;
   return value;
 }
 
@@ -174,11 +171,7 @@ async function settings(options: GatewaySimulatorOptions): Promise<Settings> {
     maxBackoffMs: whole(options.maxBackoffMs, 'maxBackoffMs', 30_000),
     attemptTimeoutMs: whole(options.attemptTimeoutMs, 'attemptTimeoutMs', 30_000, 1),
     allowLoopback: options.allowLoopbackReceivers ?? true,
-    headers: {
-      signatureHeader: headerName(options.signatureHeader, 'signatureHeader'),
-      algorithmHeader: headerName(options.algorithmHeader, 'algorithmHeader'),
-      webhookHeader: headerName(options.webhookHeader, 'webhookHeader'),
-    },
+    headers: resolveHeaderNames(options),
     onAttempt: options.onAttempt,
     delivery:
       typeof options.delivery === 'function'
@@ -240,7 +233,11 @@ function resource(job: Job): WireObject {
   };
 }
 
-/** The `async_job_completed` payload, fields as DESIGN §1 lists them. */
+/**
+ * The `async_job_completed` payload with the fields the gateway documents: `output` only on
+ * success, `error` only on failure, `original_response` only when asked, `user_parameters`
+ * only when set.
+ */
 function webhookPayload(job: Job): WireObject {
   const r = job.request;
   return {
@@ -546,9 +543,7 @@ export const SIMULATOR_OPTIONS = {
   maxBackoffMs: true,
   attemptTimeoutMs: true,
   allowLoopbackReceivers: true,
-  signatureHeader: true,
-  algorithmHeader: true,
-  webhookHeader: true,
+  ...HEADER_NAME_OPTIONS,
   onAttempt: true,
   delivery: true,
   maxRequestBytes: true,

@@ -27,7 +27,7 @@ export interface GatewayPolicy {
   timeoutMs: number;
 }
 
-/** DESIGN §1 and `sendDelivery`'s defaults: 3 retries, backoff 1 s doubling, capped at 30 s, 30 s per attempt. */
+/** The gateway's retry policy, as `sendDelivery`'s defaults: 3 retries, backoff 1 s doubling, capped at 30 s, 30 s per attempt. */
 export const GATEWAY_POLICY: GatewayPolicy = {
   retries: 3,
   backoffMs: 1000,

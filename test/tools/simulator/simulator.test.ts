@@ -93,7 +93,7 @@ describe('simulator → jobhook Express receiver, end to end', () => {
     expect(event).not.toHaveProperty('error');
   });
 
-  it('sends the headers of DESIGN §1 and a body whose floats are written as Python writes them', async () => {
+  it("sends the gateway's headers and a body whose floats are written as Python writes them", async () => {
     const id = (
       await createJob(sim, {
         model: 'ocr/ocr_async/google/document-ai',

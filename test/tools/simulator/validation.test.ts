@@ -209,7 +209,7 @@ async function accepted(requests: object[], on: GatewaySimulator = sim): Promise
   }
 }
 
-describe('DESIGN §7, row by row: every allowed value is accepted, the rest refused with 422 naming the field', () => {
+describe("the job request's fields, row by row: every allowed value is accepted, the rest refused with 422 naming the field", () => {
   it('model: string, required, feature/subfeature/provider[/model]', async () => {
     await accepted([
       { ...valid, model: 'ocr/ocr_async/amazon' },
@@ -351,11 +351,11 @@ describe('DESIGN §7, row by row: every allowed value is accepted, the rest refu
   });
 });
 
-/** The job resource's `cost` pattern, from DESIGN §7. */
+/** The job resource's `cost` pattern, as the gateway's interface publishes it. */
 const COST = /^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-describe('the job resource (DESIGN §7)', () => {
+describe('the job resource: status, cost, ids and times as the gateway writes them', () => {
   it.each([
     ['ocr/ocr_async/amazon', {}],
     ['audio/speech_to_text_async/deepgram', {}],

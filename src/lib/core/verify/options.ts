@@ -9,16 +9,13 @@ import {
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_MAX_FUTURE_SKEW_SECONDS,
   DEFAULT_SIGNATURE_HEADER,
+  type HeaderNameOptions,
 } from '../../base/protocol.js';
 
-/** Options every verifier takes, whatever the crypto backend. */
-export interface VerifyOptionsBase {
+/** Options every verifier takes, whatever the crypto backend; of the header names, the two it reads. */
+export interface VerifyOptionsBase extends Pick<HeaderNameOptions, 'signatureHeader' | 'algorithmHeader'> {
   /** Dialects to try, in order (default: all four). Byte-identical candidates are tried once. */
   dialects?: readonly DialectName[];
-  /** Signature header name, any case (default `X-Service-Signature`). */
-  signatureHeader?: string;
-  /** Hash-algorithm header name, any case (default `X-Service-Hash-Algorithm`). When present it must say SHA256. */
-  algorithmHeader?: string;
   /** Largest body accepted, in bytes (default 25 MiB). */
   maxBodyBytes?: number;
   /**
