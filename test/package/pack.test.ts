@@ -103,12 +103,18 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     expect(broken).toEqual([]);
   });
 
-  it('the declarations are real: the entry types of jobhook name its public functions', () => {
-    for (const file of ['dist/index.d.ts', 'dist/index.d.cts']) {
-      const text = read(file);
-      for (const name of ['createVerifier', 'createReceiver', 'verifyWebhook', 'signDelivery'])
-        expect(text, `${file}: ${name}`).toContain(`declare function ${name}`);
-    }
+  it('the declarations are one set, real: the entry types of jobhook name its public functions, with their examples', () => {
+    // Each ESM declaration re-exports its CommonJS one (scripts/share-declarations.mjs); the
+    // exports map still names a .d.ts under import and a .d.cts under require.
+    const entries = Object.keys(pkg.exports)
+      .filter((s) => s !== './package.json' && s !== './rsa.wasm')
+      .map((s) => (s === '.' ? 'index' : s.slice(2)));
+    for (const name of entries) expect(read(`dist/${name}.d.ts`)).toBe(`export * from './${name}.cjs';\n`);
+    expect([...files].filter((path) => /-[\w-]{8}\.d\.ts$/.test(path))).toEqual([]);
+    const text = read('dist/index.d.cts');
+    for (const name of ['createVerifier', 'createReceiver', 'verifyWebhook', 'signDelivery'])
+      expect(text, `dist/index.d.cts: ${name}`).toContain(`declare function ${name}`);
+    expect(text).toContain('@example');
   });
 
   it('the binary is executable and starts with its #! line', () => {
