@@ -15,7 +15,9 @@ const dist = fileURLToPath(new URL('../dist/', import.meta.url));
 const entries = new Set(ENTRIES.map((e) => distName(e.source)));
 const missing = [...entries].filter((name) => !existsSync(join(dist, `${name}.d.cts`)));
 if (missing.length > 0)
-  throw new Error(`share-declarations: no ${missing.join(', ')}.d.cts in dist/ (did tsup write declarations?)`);
+  throw new Error(
+    `share-declarations: no ${missing.join(', ')}.d.cts in dist/ (did tsup write declarations?)`,
+  );
 
 for (const file of readdirSync(dist).filter((n) => n.endsWith('.d.ts'))) {
   const name = file.slice(0, -'.d.ts'.length);
