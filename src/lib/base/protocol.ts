@@ -4,42 +4,12 @@
  * errors.ts). One place, so verifiers, receivers, stores and the CLI cannot drift
  * apart. Runtime-neutral.
  */
-import type { OptionNamesOf } from './options.js';
-
 /** Header that carries the hex RSA signature (vendors prefix it differently, e.g. `X-Acme-Signature`). */
 export const DEFAULT_SIGNATURE_HEADER = 'X-Service-Signature';
 /** Header that names the hash algorithm; when present it must say SHA256. */
 export const DEFAULT_ALGORITHM_HEADER = 'X-Service-Hash-Algorithm';
 /** The gateway's marker header, `X-Service-Webhook: true`: a signer writes it, the verifier does not read it. */
 export const DEFAULT_WEBHOOK_HEADER = 'X-Service-Webhook';
-
-/**
- * The names of the gateway's headers, renamable for a gateway whose vendor prefix differs
- * (`X-Acme-Signature`). The one shape of every option list that renames them: the
- * verifier's and the receivers' take the two they read, the signer's and the tools' all of
- * them. A new header is added here and in {@link DEFAULT_HEADER_NAMES}, then in the options
- * module of the code that reads it and in its reader; the tools follow the list.
- */
-export interface HeaderNameOptions {
-  /** Signature header name, any case (default `X-Service-Signature`). */
-  signatureHeader?: string;
-  /** Hash-algorithm header name, any case (default `X-Service-Hash-Algorithm`). When present it must say SHA256. */
-  algorithmHeader?: string;
-  /** Name of the `X-Service-Webhook: true` header (default `X-Service-Webhook`). */
-  webhookHeader?: string;
-}
-
-/** Each header's name when its option is not given. */
-export const DEFAULT_HEADER_NAMES: Readonly<Required<HeaderNameOptions>> = Object.freeze({
-  signatureHeader: DEFAULT_SIGNATURE_HEADER,
-  algorithmHeader: DEFAULT_ALGORITHM_HEADER,
-  webhookHeader: DEFAULT_WEBHOOK_HEADER,
-} satisfies Required<HeaderNameOptions>);
-
-/** The names of {@link HeaderNameOptions}, for the option lists that take them all. */
-export const HEADER_NAME_OPTIONS = Object.freeze(
-  Object.fromEntries(Object.keys(DEFAULT_HEADER_NAMES).map((name) => [name, true])),
-) as OptionNamesOf<HeaderNameOptions>;
 /** Largest body accepted by default: 25 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024;
 /** Replay window by default: an event whose `finished_at` is older than 24 h is refused. */

@@ -26,7 +26,7 @@ export { assertDialect } from '../core/canonical/dialects.js';
 // The gateway's headers, one shape for the library and the tools: a tool that renames them
 // takes `HeaderNameOptions` and lists `HEADER_NAME_OPTIONS`, so a header added to the
 // library reaches the simulator, `jobhook check` and `signPayload` without a change there.
-export { DEFAULT_HEADER_NAMES, HEADER_NAME_OPTIONS, type HeaderNameOptions } from '../base/protocol.js';
+export { DEFAULT_HEADER_NAMES, HEADER_NAME_OPTIONS, type HeaderNameOptions } from '../core/verify/options.js';
 // The simulator's job collection (public in `jobhook/gateway`, an entry that takes the
 // WebCrypto verifier's code with it: the tools import no entry but `jobhook`).
 export { JOBS_PATH } from '../base/protocol.js';

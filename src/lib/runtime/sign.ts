@@ -1,7 +1,7 @@
 import { createPrivateKey, sign as rsaSign, type KeyObject } from 'node:crypto';
 import type { DialectName } from '../core/canonical/dialects.js';
 import { canonicalizeText } from '../core/canonical/index.js';
-import { DEFAULT_HEADER_NAMES, HEADER_NAME_OPTIONS, type HeaderNameOptions } from '../base/protocol.js';
+import { DEFAULT_HEADER_NAMES, HEADER_NAME_OPTIONS, type HeaderNameOptions } from '../core/verify/options.js';
 import { sha256Hex } from './crypto/node.js';
 import { option, optionError } from '../base/option-error.js';
 import type { OptionNamesOf } from '../base/options.js';

@@ -1,13 +1,16 @@
 /**
- * The header names are one list of the library's (base/protocol.ts): every tool that
+ * The header names are one list of the library's (core/verify/options.ts): every tool that
  * renames the headers takes all of them, resolves them alike, and `jobhook check` has a
  * flag for each, so a header added to the library reaches the tools without a change there.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_HEADER_NAMES, HEADER_NAME_OPTIONS } from '../../../src/lib/base/protocol.js';
 import { OptionError } from '../../../src/lib/base/option-error.js';
 import { SIGN_OPTIONS } from '../../../src/lib/runtime/sign.js';
-import { VERIFY_OPTIONS } from '../../../src/lib/core/verify/options.js';
+import {
+  DEFAULT_HEADER_NAMES,
+  HEADER_NAME_OPTIONS,
+  VERIFY_OPTIONS,
+} from '../../../src/lib/core/verify/options.js';
 import { resolveHeaderNames } from '../../../src/tools/deliveries/header-names.js';
 import { SIGN_PAYLOAD_OPTIONS } from '../../../src/tools/deliveries/sign-payload.js';
 import { SIMULATOR_OPTIONS } from '../../../src/tools/simulator/simulator.js';
