@@ -51,8 +51,8 @@ const SHARES = new Map<string, string>([
   ]),
   // The CLI with its lazily loaded commands, and the verification worker: with jobhook.
   ['src/cli.ts', 'src/index.ts'],
-  ['src/lib/cli/simulate.ts', 'src/index.ts'],
-  ['src/lib/cli/check.ts', 'src/index.ts'],
+  ['src/tools/cli/simulate.ts', 'src/index.ts'],
+  ['src/tools/cli/check.ts', 'src/index.ts'],
   ['src/lib/runtime/verify/verify-worker.ts', 'src/index.ts'],
   // The modules a dynamic import() loads when first used: with jobhook/web.
   ['src/lib/runtime/crypto/rsa-public.ts', 'src/web.ts'],

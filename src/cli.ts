@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { runCli } from './lib/cli/main.js';
-import { processIo } from './lib/cli/io.js';
+import { runCli } from './tools/cli/main.js';
+import { processIo } from './tools/cli/io.js';
 
 process.exitCode = await runCli(process.argv.slice(2), processIo());

@@ -4,28 +4,24 @@
  * @packageDocumentation
  */
 import type { KeyObject } from 'node:crypto';
-import type { SignedDelivery } from './lib/runtime/sign.js';
+import type { SignedDelivery } from './index.js';
 import {
   generateTestKeys as generateTestKeysCore,
   type TestKeyOptions,
   type TestKeyPair,
-} from './lib/testing/keys.js';
+} from './tools/deliveries/keys.js';
 import {
   signPayload as signPayloadCore,
   type PayloadInput,
   type SignPayloadOptions,
-} from './lib/testing/sign-payload.js';
+} from './tools/deliveries/sign-payload.js';
 import {
   startGatewaySimulator as startCore,
   type GatewaySimulator,
   type GatewaySimulatorOptions,
-} from './lib/testing/simulator.js';
-import {
-  checkReceiver as checkCore,
-  type CheckOptions,
-  type CheckReport,
-} from './lib/testing/check/index.js';
-import { formatCheckReport as formatCore } from './lib/testing/check/report.js';
+} from './tools/simulator/simulator.js';
+import { checkReceiver as checkCore, type CheckOptions, type CheckReport } from './tools/check/index.js';
+import { formatCheckReport as formatCore } from './tools/check/report.js';
 
 export type {
   DeliveryAttempt,
@@ -35,10 +31,10 @@ export type {
   GatewaySimulatorOptions,
   SimulatedDelivery,
   SimulatedJob,
-} from './lib/testing/simulator.js';
-export { SIMULATOR_USER_AGENT } from './lib/testing/simulator.js';
-export type { TestKeyOptions, TestKeyPair } from './lib/testing/keys.js';
-export type { PayloadInput, SignPayloadOptions } from './lib/testing/sign-payload.js';
+} from './tools/simulator/simulator.js';
+export { SIMULATOR_USER_AGENT } from './tools/simulator/simulator.js';
+export type { TestKeyOptions, TestKeyPair } from './tools/deliveries/keys.js';
+export type { PayloadInput, SignPayloadOptions } from './tools/deliveries/sign-payload.js';
 export type {
   CaseResult,
   CheckGroup,
@@ -48,8 +44,8 @@ export type {
   SendReport,
   Verdict,
   VerdictCounts,
-} from './lib/testing/check/index.js';
-export type { AttemptReport } from './lib/testing/send.js';
+} from './tools/check/index.js';
+export type { AttemptReport } from './tools/deliveries/send.js';
 
 /**
  * Starts a local stand-in for the gateway's async-job interface on 127.0.0.1 (a free

@@ -24,9 +24,9 @@ import { REDIS_STORE_OPTIONS } from '../../src/lib/stores/redis.js';
 import { POSTGRES_STORE_OPTIONS } from '../../src/lib/stores/postgres.js';
 import { GATEWAY_CLIENT_OPTIONS } from '../../src/lib/gateway/client.js';
 import { RECONCILER_OPTIONS } from '../../src/lib/gateway/reconciler.js';
-import { SIMULATOR_OPTIONS } from '../../src/lib/testing/simulator.js';
-import { SIGN_PAYLOAD_OPTIONS } from '../../src/lib/testing/sign-payload.js';
-import { TEST_KEY_OPTIONS } from '../../src/lib/testing/keys.js';
+import { SIMULATOR_OPTIONS } from '../../src/tools/simulator/simulator.js';
+import { SIGN_PAYLOAD_OPTIONS } from '../../src/tools/deliveries/sign-payload.js';
+import { TEST_KEY_OPTIONS } from '../../src/tools/deliveries/keys.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
 
 const publicKey = publicPem(2048);

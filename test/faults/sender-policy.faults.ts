@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendDelivery } from '../../src/lib/testing/send.js';
+import { sendDelivery } from '../../src/tools/deliveries/send.js';
 import { decide, GATEWAY_POLICY, type GatewayPolicy } from './harness/sender.js';
 
 describe('the harness sender follows sendDelivery’s policy', () => {

@@ -23,7 +23,7 @@ import { startGatewaySimulator, type GatewaySimulator } from '../../src/testing.
 import { privatePem } from '../helpers/keys.js';
 import { ROOT } from '../helpers/paths.js';
 import { freePort } from '../helpers/servers.js';
-import { listen, type Listening } from '../testing/helpers.js';
+import { listen, type Listening } from '../tools/helpers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const quiet = { log: {} };

@@ -103,12 +103,18 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
     expect(broken).toEqual([]);
   });
 
-  it('the declarations are real: the entry types of jobhook name its public functions', () => {
-    for (const file of ['dist/index.d.ts', 'dist/index.d.cts']) {
-      const text = read(file);
-      for (const name of ['createVerifier', 'createReceiver', 'verifyWebhook', 'signDelivery'])
-        expect(text, `${file}: ${name}`).toContain(`declare function ${name}`);
-    }
+  it('the declarations are one set, real: the entry types of jobhook name its public functions, with their examples', () => {
+    // Each ESM declaration re-exports its CommonJS one (scripts/share-declarations.mjs); the
+    // exports map still names a .d.ts under import and a .d.cts under require.
+    const entries = Object.keys(pkg.exports)
+      .filter((s) => s !== './package.json' && s !== './rsa.wasm')
+      .map((s) => (s === '.' ? 'index' : s.slice(2)));
+    for (const name of entries) expect(read(`dist/${name}.d.ts`)).toBe(`export * from './${name}.cjs';\n`);
+    expect([...files].filter((path) => /-[\w-]{8}\.d\.ts$/.test(path))).toEqual([]);
+    const text = read('dist/index.d.cts');
+    for (const name of ['createVerifier', 'createReceiver', 'verifyWebhook', 'signDelivery'])
+      expect(text, `dist/index.d.cts: ${name}`).toContain(`declare function ${name}`);
+    expect(text).toContain('@example');
   });
 
   it('the binary is executable and starts with its #! line', () => {
@@ -176,6 +182,27 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
         entry,
       ).toEqual([]);
     }
+  });
+
+  it('a production import loads none of the tools (src/tools/: the CLI, the simulator, jobhook check)', () => {
+    // The tools' code is in chunks of its own that only jobhook/testing and the command load.
+    // ESM chunks name each module's source (`// src/tools/…`); both formats hold the
+    // simulator's User-Agent and the command's usage line.
+    const toolCode = (path: string) => {
+      const text = read(path);
+      return (
+        /^\/\/ src\/tools\//m.test(text) ||
+        text.includes('jobhook-gateway-simulator/') ||
+        text.includes('Usage: jobhook')
+      );
+    };
+    for (const marker of ['dist/testing.js', 'dist/testing.cjs', 'dist/cli.js'])
+      expect(closure(marker).some(toolCode), `${marker} loads the tools`).toBe(true);
+    const entries = [...files].filter(
+      (path) => /^dist\/[a-z-]+\.c?js$/.test(path) && !/^dist\/(testing|cli)\./.test(path),
+    );
+    expect(entries.length).toBeGreaterThan(15);
+    for (const entry of entries) expect(closure(entry).filter(toolCode), entry).toEqual([]);
   });
 
   it("import('jobhook'), require('jobhook') and jobhook/web load neither the WebAssembly RSA operation nor the worker pool: each is loaded when first used", async () => {

@@ -40,10 +40,15 @@ export function checkMs(value: unknown, what: string): number {
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
+/** Whether `value` is an HTTP header name (an RFC 9110 token). */
+export function isHeaderName(value: unknown): value is string {
+  return typeof value === 'string' && HEADER_NAME.test(value);
+}
+
 /** An HTTP header name (RFC 9110 token), or `fallback` when undefined. */
 export function headerName(value: unknown, what: string, fallback: string): string {
   if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !HEADER_NAME.test(value))
+  if (!isHeaderName(value))
     throw new TypeError(`${what} must be an HTTP header name; got ${JSON.stringify(value)}`);
   return value;
 }

@@ -8,6 +8,8 @@
 export const DEFAULT_SIGNATURE_HEADER = 'X-Service-Signature';
 /** Header that names the hash algorithm; when present it must say SHA256. */
 export const DEFAULT_ALGORITHM_HEADER = 'X-Service-Hash-Algorithm';
+/** The gateway's marker header, `X-Service-Webhook: true`: a signer writes it, the verifier does not read it. */
+export const DEFAULT_WEBHOOK_HEADER = 'X-Service-Webhook';
 /** Largest body accepted by default: 25 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024;
 /** Replay window by default: an event whose `finished_at` is older than 24 h is refused. */

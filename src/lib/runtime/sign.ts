@@ -1,21 +1,15 @@
 import { createPrivateKey, sign as rsaSign, type KeyObject } from 'node:crypto';
 import type { DialectName } from '../core/canonical/dialects.js';
 import { canonicalizeText } from '../core/canonical/index.js';
-import { DEFAULT_ALGORITHM_HEADER, DEFAULT_SIGNATURE_HEADER } from '../base/protocol.js';
+import { DEFAULT_HEADER_NAMES, HEADER_NAME_OPTIONS, type HeaderNameOptions } from '../core/verify/options.js';
 import { sha256Hex } from './crypto/node.js';
 import { option, optionError } from '../base/option-error.js';
 import type { OptionNamesOf } from '../base/options.js';
 
-/** The gateway's marker header, renamed with the same vendor prefix as the others. */
-export const DEFAULT_WEBHOOK_HEADER = 'X-Service-Webhook';
-
-export interface SignOptions {
+/** How to sign; the header names (all of them) for a vendor prefix. */
+export interface SignOptions extends HeaderNameOptions {
   /** Dialect the signature covers (default `orjson`, as the gateway). */
   dialect?: DialectName;
-  signatureHeader?: string;
-  algorithmHeader?: string;
-  /** Name of the `X-Service-Webhook: true` header (default `X-Service-Webhook`). */
-  webhookHeader?: string;
   /** The sender id in `User-Agent` (default `jobhook-sign`). */
   userAgent?: string;
 }
@@ -53,13 +47,14 @@ export function signDelivery(
   const key = importPrivateKey(privateKey);
   const canonical = canonicalizeText(body, { dialect: options.dialect ?? 'orjson' });
   const signature = rsaSign('sha256', Buffer.from(sha256Hex(canonical), 'latin1'), key).toString('hex');
+  const name = (header: keyof HeaderNameOptions) => options[header] ?? DEFAULT_HEADER_NAMES[header];
   return {
     headers: {
       'Content-Type': 'application/json',
       'User-Agent': options.userAgent ?? 'jobhook-sign',
-      [options.webhookHeader ?? DEFAULT_WEBHOOK_HEADER]: 'true',
-      [options.signatureHeader ?? DEFAULT_SIGNATURE_HEADER]: signature,
-      [options.algorithmHeader ?? DEFAULT_ALGORITHM_HEADER]: 'SHA256',
+      [name('webhookHeader')]: 'true',
+      [name('signatureHeader')]: signature,
+      [name('algorithmHeader')]: 'SHA256',
     },
     body: typeof body === 'string' ? body : new TextDecoder().decode(body),
   };
@@ -68,8 +63,6 @@ export function signDelivery(
 /** `signDelivery` from `jobhook`. */
 export const SIGN_OPTIONS = {
   dialect: true,
-  signatureHeader: true,
-  algorithmHeader: true,
-  webhookHeader: true,
+  ...HEADER_NAME_OPTIONS,
   userAgent: true,
 } as const satisfies OptionNamesOf<SignOptions>;

@@ -3,7 +3,7 @@
  * delivery retried on 5xx, timeouts and connection errors with exponential backoff,
  * ended by a 2xx or 4xx or when the retries are used up.
  *
- * Why not `sendDelivery` (src/lib/testing/send.ts) directly: it sleeps through its backoff
+ * Why not `sendDelivery` (src/tools/deliveries/send.ts) directly: it sleeps through its backoff
  * inside one call, so a pool of 64 of them holds a slot for every delivery waiting
  * to be retried and the offered load collapses during a fault (a gateway's retry
  * queue does not block a sender while it waits); and it drops the answer body, which
@@ -27,7 +27,7 @@ export interface GatewayPolicy {
   timeoutMs: number;
 }
 
-/** DESIGN §1 and `sendDelivery`'s defaults: 3 retries, backoff 1 s doubling, capped at 30 s, 30 s per attempt. */
+/** The gateway's retry policy, as `sendDelivery`'s defaults: 3 retries, backoff 1 s doubling, capped at 30 s, 30 s per attempt. */
 export const GATEWAY_POLICY: GatewayPolicy = {
   retries: 3,
   backoffMs: 1000,

@@ -67,7 +67,7 @@ const decoder = new TextDecoder();
  * Parses the body (BODY_MALFORMED with the byte offset) and refuses, before building
  * anything, a canonical form larger than `maxCanonicalBytes` (CANONICAL_TOO_LARGE).
  * The WebAssembly engine parses and writes where it loads; the JS engine elsewhere
- * (both give the same bytes, flags and errors: test/canonical/differential.test.ts).
+ * (both give the same bytes, flags and errors: test/core/canonical/differential.test.ts).
  */
 export function parseBody(body: string | Uint8Array, o: ResolvedOptions): ParsedBody {
   const wasm = wasmEngine();

@@ -9,16 +9,42 @@ import {
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_MAX_FUTURE_SKEW_SECONDS,
   DEFAULT_SIGNATURE_HEADER,
+  DEFAULT_WEBHOOK_HEADER,
 } from '../../base/protocol.js';
 
-/** Options every verifier takes, whatever the crypto backend. */
-export interface VerifyOptionsBase {
-  /** Dialects to try, in order (default: all four). Byte-identical candidates are tried once. */
-  dialects?: readonly DialectName[];
+/**
+ * The names of the gateway's headers, renamable for a gateway whose vendor prefix differs
+ * (`X-Acme-Signature`). The one shape of every option list that renames them: the
+ * verifier's and the receivers' take the two they read, the signer's and the tools' all of
+ * them. A new header is added here, with its default in {@link DEFAULT_HEADER_NAMES}, then
+ * where it is resolved (`resolveOptions` below, for the verifier) and read; the signer
+ * writes it, and the tools follow the list.
+ */
+export interface HeaderNameOptions {
   /** Signature header name, any case (default `X-Service-Signature`). */
   signatureHeader?: string;
   /** Hash-algorithm header name, any case (default `X-Service-Hash-Algorithm`). When present it must say SHA256. */
   algorithmHeader?: string;
+  /** Name of the `X-Service-Webhook: true` header (default `X-Service-Webhook`). */
+  webhookHeader?: string;
+}
+
+/** Each header's name when its option is not given. */
+export const DEFAULT_HEADER_NAMES: Readonly<Required<HeaderNameOptions>> = Object.freeze({
+  signatureHeader: DEFAULT_SIGNATURE_HEADER,
+  algorithmHeader: DEFAULT_ALGORITHM_HEADER,
+  webhookHeader: DEFAULT_WEBHOOK_HEADER,
+} satisfies Required<HeaderNameOptions>);
+
+/** The names of {@link HeaderNameOptions}, for the option lists that take them all. */
+export const HEADER_NAME_OPTIONS = Object.freeze(
+  Object.fromEntries(Object.keys(DEFAULT_HEADER_NAMES).map((name) => [name, true])),
+) as OptionNamesOf<HeaderNameOptions>;
+
+/** Options every verifier takes, whatever the crypto backend; of the header names, the two it reads. */
+export interface VerifyOptionsBase extends Pick<HeaderNameOptions, 'signatureHeader' | 'algorithmHeader'> {
+  /** Dialects to try, in order (default: all four). Byte-identical candidates are tried once. */
+  dialects?: readonly DialectName[];
   /** Largest body accepted, in bytes (default 25 MiB). */
   maxBodyBytes?: number;
   /**

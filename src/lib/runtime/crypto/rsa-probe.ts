@@ -62,7 +62,7 @@ export const RSA_OPERATIONS: readonly RsaOperation[] = [PUBLIC_DECRYPT, MOD_POW]
  * The probe's known answer. TEST-ONLY material: the public key is
  * fixtures/keys/test-2048-public.der (a key whose private half is published with the
  * tests, so it protects nothing), and the signature is RSASSA-PKCS1-v1_5 / SHA-256 by
- * fixtures/keys/test-2048-private.pem over PROBE_MESSAGE. test/crypto/rsa-probe.test.ts
+ * fixtures/keys/test-2048-private.pem over PROBE_MESSAGE. test/runtime/crypto/rsa-probe.test.ts
  * holds both equal to the fixtures.
  */
 export const PROBE_MESSAGE = 'jobhook: RSA public operation probe';
