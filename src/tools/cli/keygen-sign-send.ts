@@ -1,13 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { assertDialect } from '../../lib/entries/tools-door.js';
-import { DIALECTS, signDelivery } from '../../index.js';
+import { DEFAULT_MAX_BODY_BYTES, DIALECTS, signDelivery } from '../../index.js';
 import type { SendOptions } from '../deliveries/send.js';
 import { sendCopies } from '../deliveries/variants.js';
 import { describeAttempt } from './attempt.js';
 import { writeTestKeyPair } from '../deliveries/keys.js';
 import { examplePayload } from '../deliveries/payload.js';
-import { isCaptureObject, parseCaptures } from './captures.js';
+import { captureOf, scanDocument, type CapturedRequest } from './capture-object.js';
+import { maxCaptureBytes } from './captures.js';
+import { JsonScanError } from './json-scan.js';
 import { inFlagTerms, withFlags } from './common.js';
 import { readInput, UsageError, type CliIo } from './io.js';
 import {
@@ -65,6 +67,9 @@ const PAYLOAD_OPTIONS = {
 
 type PayloadValues = { key?: string; dialect?: string; status?: string; 'job-id'?: string };
 
+/** The largest FILE `sign` and `send` read. */
+const FILE_LIMIT = maxCaptureBytes(DEFAULT_MAX_BODY_BYTES);
+
 /** The body to sign: a FILE (or -), or a generated payload. */
 async function payload(
   values: PayloadValues,
@@ -75,7 +80,13 @@ async function payload(
   if (file !== undefined && generate) throw new UsageError('give a FILE or --status/--job-id, not both');
   if (values.status !== undefined && values.status !== 'success' && values.status !== 'fail')
     throw new UsageError('--status must be success or fail');
-  if (file !== undefined) return readInput(file, io);
+  if (file !== undefined)
+    return readInput(
+      file,
+      io,
+      FILE_LIMIT,
+      'more than a capture of a body the verifier takes: 6 × 25 MiB + 1 MiB',
+    );
   return examplePayload({ status: values.status as 'success' | 'fail' | undefined, jobId: values['job-id'] });
 }
 
@@ -213,15 +224,13 @@ export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
 }
 
 /** A FILE that already is a capture object is sent as it is. */
-function parseCapture(
-  bytes: Uint8Array,
-  source: string,
-): { headers: Record<string, string>; body: Uint8Array } | undefined {
-  let value: unknown;
+function parseCapture(bytes: Uint8Array, source: string): CapturedRequest | undefined {
+  let document: ReturnType<typeof scanDocument>;
   try {
-    value = JSON.parse(new TextDecoder().decode(bytes));
-  } catch {
+    document = scanDocument(bytes);
+  } catch (err) {
+    if (!(err instanceof JsonScanError)) throw err;
     return undefined; // not JSON: sent as a payload, and the receiver will say why it is malformed
   }
-  return isCaptureObject(value) ? parseCaptures(bytes, source)[0] : undefined;
+  return document.kind === 'capture' ? captureOf(document, source) : undefined;
 }
