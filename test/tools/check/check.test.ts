@@ -2,6 +2,7 @@
  * checkReceiver against real receivers on loopback: jobhook's own passes; each way a
  * deployment loses or forges deliveries is caught under its class with its cause.
  */
+import { createServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   checkReceiver,
@@ -9,7 +10,7 @@ import {
   type CheckReport,
   type Verdict,
 } from '../../../src/tools/check/index.js';
-import { parseEffects } from '../../../src/tools/check/effects.js';
+import { parseEffects, readEffects } from '../../../src/tools/check/effects.js';
 import { sizedBody } from '../../../src/tools/check/large.js';
 import { Random } from '../../../src/tools/check/random.js';
 import { formatCheckReport } from '../../../src/tools/check/report.js';
@@ -300,6 +301,43 @@ describe('checkReceiver bounds and options', () => {
     expect(parseEffects('{"jobs":["a"]}')).toEqual(['a']);
     expect(() => parseEffects('[1]')).toThrow('not an array of job ids');
   });
+});
+
+describe('the effects answer', () => {
+  it('is read no further than 16 MiB when it declares no length (delimited by the close of the connection)', async () => {
+    const MiB = 1024 * 1024;
+    let written = 0;
+    let closed!: () => void;
+    const done = new Promise<void>((resolve) => (closed = resolve));
+    // Streams job ids for 128 MiB, as fast as the reader takes them, then closes.
+    const server = createServer((socket) => {
+      socket.on('error', () => undefined).on('close', closed);
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n[');
+        const chunk = Buffer.from('"job",'.repeat(10_000));
+        const pump = () => {
+          while (written < 128 * MiB && !socket.destroyed) {
+            written += chunk.length;
+            if (!socket.write(chunk)) return void socket.once('drain', pump);
+          }
+          socket.end();
+        };
+        pump();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/effects`;
+    try {
+      await expect(readEffects(url, AbortSignal.timeout(60_000))).rejects.toThrow(
+        'the effects answer is larger than 16777216 bytes',
+      );
+      await done;
+      // What was read, and what the sockets' buffers held when the reader let go.
+      expect(written).toBeLessThan(40 * MiB);
+    } finally {
+      server.close();
+    }
+  }, 90_000);
 });
 
 describe('the generated deliveries', () => {
