@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
+import type { parseArgs } from 'node:util';
 import { assertDialect, DEFAULT_HEADER_NAMES, type HeaderNameOptions } from '../../lib/entries/tools-door.js';
 import { DIALECTS } from '../../index.js';
 import { checkReceiver, type CheckOptions } from '../check/index.js';
 import { formatCheckReport } from '../check/report.js';
 import { parseBytes } from '../check/units.js';
 import { SENT_ENCODINGS, isSentEncoding } from '../deliveries/variants.js';
-import { flagOf, numberFlag, withFlags } from './common.js';
+import { flagOf, numberFlag, parseFlags, withFlags } from './common.js';
 import { jsonText, UsageError, type CliIo } from './io.js';
 import { RETRY_FLAGS } from './keygen-sign-send.js';
 
@@ -146,7 +146,7 @@ async function options(values: Values): Promise<CheckOptions> {
 }
 
 export async function checkCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags('check', {
     args: argv,
     allowPositionals: true,
     options: { ...FLAGS, ...HEADER_FLAGS },

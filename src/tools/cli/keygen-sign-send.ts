@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { assertDialect } from '../../lib/entries/tools-door.js';
 import { DEFAULT_MAX_BODY_BYTES, DIALECTS, signDelivery } from '../../index.js';
 import type { SendOptions } from '../deliveries/send.js';
@@ -10,7 +9,7 @@ import { examplePayload } from '../deliveries/payload.js';
 import { captureOf, scanDocument, type CapturedRequest } from './capture-object.js';
 import { maxCaptureBytes } from './captures.js';
 import { JsonScanError } from './json-scan.js';
-import { inFlagTerms, withFlags } from './common.js';
+import { inFlagTerms, parseFlags, withFlags } from './common.js';
 import { readInput, UsageError, type CliIo } from './io.js';
 import {
   compressedForSending,
@@ -34,7 +33,7 @@ Example:
 `;
 
 export async function keygenCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseFlags('keygen', {
     args: argv,
     options: {
       out: { type: 'string' },
@@ -114,7 +113,11 @@ Example:
 `;
 
 export async function signCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: PAYLOAD_OPTIONS });
+  const { values, positionals } = parseFlags('sign', {
+    args: argv,
+    allowPositionals: true,
+    options: PAYLOAD_OPTIONS,
+  });
   if (values.help) {
     io.stdout(SIGN_HELP);
     return 0;
@@ -197,7 +200,7 @@ function sendPolicy(
 }
 
 export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags('send', {
     args: withTwiceValue(argv),
     allowPositionals: true,
     options: SEND_OPTIONS,

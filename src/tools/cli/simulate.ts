@@ -2,7 +2,6 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { assertDialect } from '../../lib/entries/tools-door.js';
 import { DIALECTS } from '../../index.js';
 import {
@@ -12,7 +11,7 @@ import {
 } from '../simulator/simulator.js';
 import { UsageError, type CliIo } from './io.js';
 import { describeAttempt } from './attempt.js';
-import { withFlags } from './common.js';
+import { parseFlags, withFlags } from './common.js';
 import {
   sendingLabel,
   VARIANT_HELP,
@@ -129,7 +128,7 @@ function deliveryWords(d: SimulatedDelivery): string {
 }
 
 export async function simulateCommand(argv: string[], io: LongRunningIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags('simulate', {
     args: withTwiceValue(argv),
     allowPositionals: true,
     options: {

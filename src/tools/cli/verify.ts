@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { assertDialect } from '../../lib/entries/tools-door.js';
 import {
   createVerifier,
@@ -8,7 +7,14 @@ import {
   isWebhookError,
   type Verifier,
 } from '../../index.js';
-import { captureStream, DELIVERY_OPTIONS, dialectOption, loadKeys, numberFlag } from './common.js';
+import {
+  captureStream,
+  DELIVERY_OPTIONS,
+  dialectOption,
+  loadKeys,
+  numberFlag,
+  parseFlags,
+} from './common.js';
 import { escapeControls, jsonText, type CliIo } from './io.js';
 
 export const VERIFY_HELP = `Usage: jobhook verify --key FILE [--key FILE ...] [options] [FILE ... | -]
@@ -44,7 +50,7 @@ Example:
 `;
 
 export async function verifyCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags('verify', {
     args: argv,
     allowPositionals: true,
     options: { ...DELIVERY_OPTIONS, jsonl: { type: 'boolean' }, 'max-age': { type: 'string' } },

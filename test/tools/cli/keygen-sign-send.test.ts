@@ -354,7 +354,28 @@ describe('help, version, unknown commands', () => {
     expect((await cli(['--help'])).stdout).toContain('Commands:');
     const unknown = await cli(['frobnicate']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/unknown command 'frobnicate'/);
+    expect(unknown.stderr).toBe("jobhook: unknown command 'frobnicate' (try 'jobhook --help')\n");
+  });
+
+  it('an unknown option or command names the nearest known one', async () => {
+    const cases: Array<[string[], string]> = [
+      [['verify', '--kye', 'k.pem', 'x.json'], 'jobhook verify: unknown option --kye; did you mean --key?\n'],
+      [['explain', '--idnex=2', 'x.har'], 'jobhook explain: unknown option --idnex; did you mean --index?\n'],
+      [['sign', '--stauts', 'fail'], 'jobhook sign: unknown option --stauts; did you mean --status?\n'],
+      [['send', '--retry', '2'], 'jobhook send: unknown option --retry; did you mean --retries?\n'],
+      [
+        ['check', 'http://127.0.0.1:9/', '--effect', 'x'],
+        'jobhook check: unknown option --effect; did you mean --effects?\n',
+      ],
+      [['simulate', '--prot', '8080'], 'jobhook simulate: unknown option --prot; did you mean --port?\n'],
+      [
+        ['keygen', '--frobnicate'],
+        "jobhook keygen: unknown option --frobnicate; 'jobhook keygen --help' lists the options\n",
+      ],
+      [['verfiy', '--key', 'k.pem'], "jobhook: unknown command 'verfiy' (did you mean verify?)\n"],
+    ];
+    for (const [argv, stderr] of cases)
+      expect(await cli(argv), argv.join(' ')).toEqual({ code: 2, stdout: '', stderr });
   });
 
   it('canonicalize prints the text or the digest; malformed input exits 2 with one line', async () => {
