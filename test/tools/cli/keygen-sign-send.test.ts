@@ -94,6 +94,50 @@ describe('jobhook keygen and sign', () => {
       stderr: 'jobhook sign: --key is not a private key (expected a PEM such as BEGIN PRIVATE KEY)\n',
     });
   });
+
+  it('--size N signs a generated payload of N bytes (an OCR result with floats such as 1.0), in the dialect asked', async () => {
+    const key = fixture('keys', 'test-2048-private.pem');
+    const publicKey = readFileSync(fixture('keys', 'test-2048-public.pem'), 'utf8');
+    for (const [size, bytes, dialect] of [
+      ['150kB', 150_000, 'orjson'],
+      ['2MB', 2_000_000, 'python'],
+      ['1000', 1_000, 'python-utf8'],
+    ] as const) {
+      const r = await cli([
+        'sign',
+        '--key',
+        key,
+        '--size',
+        size,
+        '--dialect',
+        dialect,
+        '--job-id',
+        `sized-${size}`,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      const capture = JSON.parse(r.stdout) as { headers: Record<string, string>; body: string };
+      expect(Buffer.byteLength(capture.body)).toBe(bytes);
+      expect(capture.body).toMatch(/"confidence": ?1\.0/);
+      // Signed in that dialect: a verifier that tries it alone takes it.
+      const verifier = createVerifier({ publicKey, dialects: [dialect] });
+      expect(verifier.verify(capture.body, capture.headers).jobId).toBe(`sized-${size}`);
+    }
+    const usage: Array<[string[], string]> = [
+      [['--size', 'lots'], '--size: "lots" is not a size (e.g. 150kB, 1.5MB, 25MB)'],
+      [['--size', '10'], '--size must be an integer from 1000 to 100000000; got 10'],
+      [
+        ['--size', '1kB', '--status', 'fail'],
+        "--size makes a successful job's payload (an OCR result), not one with --status fail",
+      ],
+      [['--size', '1kB', join(dir, 'payload.json')], 'give a FILE or --status/--job-id/--size, not both'],
+    ];
+    for (const [argv, message] of usage)
+      expect(await cli(['sign', '--key', key, ...argv])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `jobhook sign: ${message}\n`,
+      });
+  });
 });
 
 describe('jobhook send', () => {
