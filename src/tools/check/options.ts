@@ -10,10 +10,10 @@ import {
   optionalNumber,
   type OptionNamesOf,
   HEADER_NAME_OPTIONS,
-  importPrivateKey,
   type HeaderNameOptions,
 } from '../../lib/entries/tools-door.js';
 import { resolveHeaderNames } from '../deliveries/header-names.js';
+import { privateKeyOption } from '../deliveries/keys.js';
 import { checkTarget } from '../deliveries/send.js';
 import { SENT_ENCODINGS, type SentEncoding } from '../deliveries/variants.js';
 import { newSeed } from './random.js';
@@ -151,7 +151,7 @@ export function resolveCheckOptions(url: string, options: CheckOptions): CheckSe
     options.dialects === undefined ? DIALECTS : options.dialects.map((d) => assertDialect(d, 'dialects'));
   return Object.freeze({
     url: checkTarget(url, allowInsecure),
-    key: importPrivateKey(options.privateKey),
+    key: privateKeyOption(options.privateKey),
     effects: effects(options.effects, allowInsecure),
     effectsWaitMs: ms(options.effectsWaitMs, 'effectsWaitMs', 5_000),
     sizes: sizes(options.sizes),
