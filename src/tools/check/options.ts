@@ -17,6 +17,7 @@ import { privateKeyOption } from '../deliveries/keys.js';
 import { checkTarget } from '../deliveries/send.js';
 import { SENT_ENCODINGS, type SentEncoding } from '../deliveries/variants.js';
 import { newSeed } from './random.js';
+import type { CheckAttempt } from './types.js';
 
 /** Where the receiver shows what it ran: a URL answering the job ids it processed, or a function returning them. */
 export type EffectsSource = string | URL | (() => Iterable<string> | Promise<Iterable<string>>);
@@ -57,6 +58,8 @@ export interface CheckOptions extends HeaderNameOptions {
   allowInsecure?: boolean;
   /** Cancels the check: what was not sent is reported as not run. */
   signal?: AbortSignal;
+  /** Told of each attempt as it ends: the check's progress (`jobhook check` prints it on stderr). */
+  onAttempt?: (attempt: CheckAttempt) => void;
 }
 
 /** The names of {@link CheckOptions}. */
@@ -77,6 +80,7 @@ export const CHECK_OPTIONS = {
   ...HEADER_NAME_OPTIONS,
   allowInsecure: true,
   signal: true,
+  onAttempt: true,
 } as const satisfies OptionNamesOf<CheckOptions>;
 
 export const DEFAULT_SIZES: readonly number[] = [1_000, 150_000, 1_500_000, 7_000_000, 25_000_000];
@@ -108,6 +112,7 @@ export interface CheckSettings {
   headers: Readonly<Required<HeaderNameOptions>>;
   allowInsecure: boolean;
   signal: AbortSignal | undefined;
+  onAttempt: ((attempt: CheckAttempt) => void) | undefined;
 }
 
 function sizes(value: readonly number[] | undefined): readonly number[] {
@@ -137,6 +142,15 @@ function effects(value: EffectsSource | undefined, allowInsecure: boolean): Effe
     throw optionError`${option('effects')} must be a URL or a function`;
   checkTarget(String(value), allowInsecure, 'effects');
   return String(value);
+}
+
+function callback<F extends (...args: never[]) => unknown>(
+  value: F | undefined,
+  name: string,
+): F | undefined {
+  if (value !== undefined && typeof value !== 'function')
+    throw optionError`${option(name)} must be a function`;
+  return value;
 }
 
 /** Checks the options and resolves them once. */
@@ -171,5 +185,6 @@ export function resolveCheckOptions(url: string, options: CheckOptions): CheckSe
     headers: resolveHeaderNames(options),
     allowInsecure,
     signal: options.signal,
+    onAttempt: callback(options.onAttempt, 'onAttempt'),
   });
 }

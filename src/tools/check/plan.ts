@@ -25,6 +25,12 @@ import { generatedValues, VALUE_KINDS, type ValueKind } from './values.js';
 
 /** The `User-Agent` of a check's deliveries. */
 export const CHECK_USER_AGENT = `jobhook-check/${VERSION}`;
+/**
+ * The header that names each delivery's case (`refuse/forged`, `genuine/baseline`…): the
+ * receiver's logs can tell the deliveries that must be refused, and the warnings they
+ * raise, from the gateway's. Like any header it can be forged: it explains, never excuses.
+ */
+export const CHECK_HEADER = 'X-Jobhook-Check';
 /** Decoded size of the Content-Encoding deliveries: past body-parser's 100 kB default. */
 const ENCODED_BYTES = 150_000;
 
@@ -74,7 +80,7 @@ function planned(spec: CaseSpec, jobId: string, delivery: Delivery, decodedBytes
     dialect: spec.dialect ?? 'orjson',
     bytes,
     decodedBytes: decodedBytes ?? bytes,
-    headers: delivery.headers,
+    headers: { ...delivery.headers, [CHECK_HEADER]: spec.id },
     body: delivery.body,
     mode: spec.mode ?? 'policy',
   };
