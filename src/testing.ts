@@ -37,6 +37,7 @@ export type { TestKeyOptions, TestKeyPair } from './tools/deliveries/keys.js';
 export type { PayloadInput, SignPayloadOptions } from './tools/deliveries/sign-payload.js';
 export type {
   CaseResult,
+  CheckAttempt,
   CheckGroup,
   CheckOptions,
   CheckReport,
@@ -165,10 +166,15 @@ export function signPayload(
  * shape, sizes up to 25 MB and gzip/br must be accepted; tampered, forged, other-key,
  * header missing/renamed/doubled, too old and future-dated ones must be refused; the
  * same delivery twice, twice at once and after a cut attempt must run once. Each
- * delivery ends `passed`, `lost`, `accepted-forged`, `ran-twice`, `slow`, `skipped` or
- * `not-run`, with the likely cause; `report.ok` is false when anything was lost,
- * accepted forged, run twice or not run. `effects` (a URL answering the job ids the
- * handler ran, or a function) lets runs be counted from what ran, not from the answers.
+ * delivery ends `passed`, `lost`, `accepted-forged`, `ran-twice`, `slow`, `skipped`,
+ * `no-answer` or `not-run`, with the likely cause read across the deliveries;
+ * `report.ok` is false when anything was lost, accepted forged, run twice, left
+ * unanswered or not run. `effects` (a URL answering the job ids the handler ran, or a
+ * function) lets runs be counted from what ran, not from the answers. When the first
+ * three deliveries (sent at once) all fail the same way, every attempt unanswered or
+ * answered 5xx, the check stops there: `report.stoppedEarly` says why. `onAttempt` is
+ * told of each attempt as it ends. Every delivery carries `X-Jobhook-Check: <its id>`
+ * (`refuse/forged`…) and `User-Agent: jobhook-check/<version>`.
  *
  * @example
  * ```ts
@@ -180,6 +186,9 @@ export function signPayload(
  * });
  * console.log(formatCheckReport(report));
  * if (!report.ok) process.exitCode = 1;
+ *
+ * // Progress as it goes, e.g. in a deployment pipeline's log:
+ * await checkReceiver(url, { privateKey, onAttempt: (a) => console.error(`${a.index}/${a.of} ${a.id}`) });
  * ```
  * @throws OptionError (a TypeError) for plain http:// to a host that is not loopback
  * (unless `allowInsecure`), a key that is not an RSA private key, or bad options.

@@ -17,6 +17,7 @@ export {
   checkNumber,
   checkOptionNames,
   isHeaderName,
+  nearestName,
   optionalNumber,
   type NumberRule,
   type OptionNamesOf,

@@ -11,6 +11,8 @@ import { formatBytes } from './units.js';
 
 interface Context {
   byId: ReadonlyMap<string, CaseResult>;
+  /** What was planned, by id: what each delivery held. */
+  cases: ReadonlyMap<string, PlannedCase>;
   signatureHeader: string;
   timeoutMs: number;
   /** The smallest size's delivery was accepted. */
@@ -74,14 +76,36 @@ const VALUE_CAUSES: ReadonlyArray<readonly [CaseTag, string]> = [
   ],
 ];
 
+/**
+ * Why an encoded delivery was refused, from the same content sent unencoded (the sizes'
+ * deliveries are written as the encoded ones are): refused as well, with the same answer,
+ * the cause is the content's, whatever decoded the body (a body parser decodes gzip and
+ * then re-serializes the floats); accepted, the encoding is.
+ */
+function codingCause(c: PlannedCase, coding: string, a: AttemptReport, ctx: Context): string {
+  const answer = describeAnswer(a);
+  const plain = [...ctx.byId.values()].filter((r) => {
+    const tags = ctx.cases.get(r.id)?.tags ?? [];
+    return r.group === 'genuine' && tags.includes('floats') && !tags.some(isSentEncoding);
+  });
+  const refusedAlike = (r: CaseResult) =>
+    r.verdict === 'lost' && describeAnswer(decisive(r.sends)) === answer;
+  // The delivery of the same size first: the same generator wrote both bodies.
+  const twin = plain.find((r) => r.id === `genuine/size-${c.decodedBytes}`) ?? plain.find(refusedAlike);
+  if (twin !== undefined && refusedAlike(twin) && twin.cause !== undefined) return twin.cause;
+  const unencoded = plain.some((r) => r.verdict === 'passed')
+    ? ' where the same content unencoded is accepted'
+    : '';
+  return `a ${coding}-encoded delivery refused (${answer})${unencoded}: decode Content-Encoding before verifying, or answer 415`;
+}
+
 /** Causes that depend on what was sent, the transport being fine. */
 function contentCause(c: PlannedCase, a: AttemptReport, ctx: Context): string {
   const baseline = ctx.byId.get('genuine/baseline');
   if (c.id === 'genuine/baseline' || (baseline !== undefined && baseline.verdict === 'lost'))
     return baseline?.cause ?? baselineCause(a, ctx);
   const coding = c.tags.find(isSentEncoding);
-  if (coding !== undefined)
-    return `a ${coding}-encoded delivery refused (${describeAnswer(a)}): decode Content-Encoding before verifying, or answer 415`;
+  if (coding !== undefined) return codingCause(c, coding, a, ctx);
   if (c.tags.includes('unknown-fields') && (a.status === 400 || a.status === 422))
     return `fields it does not know refused (${describeAnswer(a)}): the gateway may add fields; keep them`;
   if (c.tags.includes('large') && ctx.smallPassed)
@@ -109,11 +133,19 @@ const SIGNATURE_CASES = [
   'refuse/header-doubled',
 ];
 
-function forgedCause(c: PlannedCase, ctx: Context): string {
+/** A 2xx to what must be refused, whose job never ran: the danger is to genuine deliveries. */
+const ANSWERS_FIRST =
+  'answers 2xx to deliveries that do not verify, which then never run (it answers before verifying, or hides its refusals): the gateway takes a 2xx as delivered, so a genuine delivery that fails after it (its verification, the handler, a crash) is never retried, and is lost without a word';
+
+function forgedCause(r: CaseResult, c: PlannedCase, ctx: Context): string {
+  const a = decisive(r.sends);
+  if (r.runs === 0 && a.status !== undefined && a.status < 300) return ANSWERS_FIRST;
   const verifies =
     passed(ctx, 'refuse/tampered') && passed(ctx, 'refuse/forged') && passed(ctx, 'refuse/other-key');
   if (!verifies && SIGNATURE_CASES.includes(c.id))
-    return 'the signature is not verified: anyone can post a delivery that is accepted';
+    return r.runs === undefined
+      ? 'deliveries that do not verify are answered 2xx: the signature is not verified (anyone can post a delivery that runs), or it is verified after answering (then a genuine delivery that fails after the 2xx is never retried); counting the runs from the effects tells which'
+      : 'the signature is not verified: anyone can post a delivery that is accepted';
   switch (c.id) {
     case 'refuse/header-missing':
     case 'refuse/header-renamed':
@@ -158,6 +190,7 @@ export function assignCauses(
   const full: Context = {
     ...ctx,
     byId,
+    cases: new Map(planned.map((c) => [c.id, c])),
     smallPassed: sized[0]?.result.verdict === 'passed',
     limit: limitHint(sized),
   };
@@ -168,7 +201,7 @@ export function assignCauses(
   for (const r of order) {
     const c = planned.find((p) => p.id === r.id)!;
     if (r.verdict === 'lost') r.cause = lostCause(r, c, full);
-    else if (r.verdict === 'accepted-forged') r.cause = forgedCause(c, full);
+    else if (r.verdict === 'accepted-forged') r.cause = forgedCause(r, c, full);
     else if (r.verdict === 'ran-twice')
       r.cause = RAN_TWICE[r.id] ?? 'the job ran more than once for one delivery (a retry after a timeout?)';
     else if (r.verdict === 'slow')

@@ -74,6 +74,12 @@ function judgeGenuine(c: PlannedCase, sends: readonly SendReport[], runs: number
         meaning: `${notDelivered(send).replace(/, the job is lost$/, '')}; the job ran all the same (in the effects)`,
         notes,
       };
+    if (runs === 1 && !send.attempts.some((x) => x.status !== undefined))
+      return {
+        verdict: 'no-answer',
+        meaning: `${notDelivered(send).replace(/, the job is lost$/, '')}, though the job ran (in the effects): the gateway counts it undelivered`,
+        notes,
+      };
     if (runs === 1)
       return {
         verdict: 'passed',
@@ -97,7 +103,7 @@ function judgeRefusal(sends: readonly SendReport[], runs: number | undefined): J
   if (a.status !== undefined && a.status >= 200 && a.status < 300)
     return {
       verdict: 'accepted-forged',
-      meaning: `${describeAnswer(a)}: accepted${runs ? ', and the job ran' : ''}`,
+      meaning: `${describeAnswer(a)}: accepted${runs === undefined ? '' : runs > 0 ? ', and the job ran' : ', though the job never ran (in the effects)'}`,
     };
   if (runs !== undefined && runs > 0)
     return {
@@ -107,7 +113,10 @@ function judgeRefusal(sends: readonly SendReport[], runs: number | undefined): J
   if (a.status !== undefined && a.status >= 400 && a.status < 500)
     return { verdict: 'passed', meaning: `refused: ${describeAnswer(a)}` };
   if (a.status === undefined)
-    return { verdict: 'passed', meaning: `${describeAnswer(a)}: not accepted (no answer)` };
+    return {
+      verdict: 'no-answer',
+      meaning: `${describeAnswer(a)}: no answer, so whether it was refused is not known (a 4xx says so)`,
+    };
   return {
     verdict: 'passed',
     meaning: `${describeAnswer(a)}: not accepted, though 4xx is the answer to what does not verify (a 5xx asks for a retry)`,
@@ -152,4 +161,4 @@ export function judge(c: PlannedCase, sends: readonly SendReport[], runs: number
 }
 
 /** The verdicts that fail a check. */
-export const FAILING: readonly Verdict[] = ['lost', 'accepted-forged', 'ran-twice', 'not-run'];
+export const FAILING: readonly Verdict[] = ['lost', 'accepted-forged', 'ran-twice', 'no-answer', 'not-run'];

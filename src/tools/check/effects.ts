@@ -4,12 +4,13 @@
  * twice), or a function. Counting from there catches what the answers hide: a 200
  * for a job that never ran, a duplicate that ran again.
  */
+import { readBounded } from '../deliveries/send.js';
 import type { EffectsSource } from './options.js';
 
 /**
  * Largest effects answer taken (a few hundred thousand job ids): a larger declared
- * Content-Length is refused unread. The effects URL is the user's own, so an answer
- * without a length is read whole and then measured.
+ * Content-Length is refused unread, and an answer without one (chunked, or delimited by
+ * the connection's close) is read as it comes, up to this many bytes and no further.
  */
 const MAX_EFFECTS_BYTES = 16 * 1024 * 1024;
 
@@ -46,10 +47,9 @@ async function fetchEffects(url: string, signal: AbortSignal): Promise<string[]>
         : `the effects URL answered HTTP ${res.status}`,
     );
   }
-  const text = await res.text();
-  if (text.length > MAX_EFFECTS_BYTES)
-    throw new Error(`the effects answer is larger than ${MAX_EFFECTS_BYTES} bytes`);
-  return parseEffects(text);
+  const body = await readBounded(res, MAX_EFFECTS_BYTES);
+  if (body === undefined) throw new Error(`the effects answer is larger than ${MAX_EFFECTS_BYTES} bytes`);
+  return parseEffects(new TextDecoder().decode(body));
 }
 
 /** How many times each job id ran, as the source says now. */

@@ -5,36 +5,86 @@
  * (classify.ts, causes.ts).
  */
 import { assignCauses } from './causes.js';
-import { FAILING, judge } from './classify.js';
+import { describeAnswer, FAILING, judge } from './classify.js';
 import { settledEffects } from './effects.js';
 import { resolveCheckOptions, type CheckOptions, type CheckSettings } from './options.js';
 import { planCheck } from './plan.js';
-import { sendCase } from './run.js';
-import { attemptSignal } from '../deliveries/send.js';
+import { sendCase, type Sending } from './run.js';
+import { attemptSignal, type AttemptReport } from '../deliveries/send.js';
 import type { CaseResult, CheckReport, PlannedCase, SendReport, Verdict, VerdictCounts } from './types.js';
 
 interface Sent {
   sends: Map<string, SendReport[]>;
   /** Why the rest was not sent, when the check stopped early. */
   stopped?: string;
+  /** The verdict of first deliveries that all failed the same way (the check stopped after them). */
+  early?: string;
+}
+
+/** Deliveries sent at once first: when they all fail the same way, the check stops after them. */
+const FIRST = 3;
+
+/** How an attempt failed, when that is how an endpoint fails whatever it is sent: no answer, or a 5xx. */
+function failureWay(a: AttemptReport): string | undefined {
+  if (a.status !== undefined) return a.status >= 500 ? '5xx' : undefined;
+  return a.timedOut ? 'timeout' : `error ${a.error}`;
+}
+
+/**
+ * The verdict when the first deliveries were all lost, every attempt failing the same way
+ * (nothing answers at the URL, or every answer a 5xx): what follows would fail the same
+ * way, each after the gateway's retries (minutes, for a check that would say nothing new).
+ */
+export function uniformFailure(
+  first: ReadonlyArray<SendReport[] | undefined>,
+  s: Pick<CheckSettings, 'url' | 'policy'>,
+): string | undefined {
+  if (first.length === 0 || first.some((x) => x === undefined || x.some((r) => r.delivered)))
+    return undefined;
+  const attempts = first.flatMap((x) => x!.flatMap((r) => r.attempts));
+  const ways = new Set(attempts.map(failureWay));
+  const [way] = ways;
+  if (ways.size !== 1 || way === undefined) return undefined;
+  const every = `every attempt of the first ${first.length} deliveries (${attempts.length} attempts)`;
+  const error = attempts[0]!.error;
+  if (way === '5xx') {
+    const answers = [...new Set(attempts.map(describeAnswer))];
+    return `${every} was answered 5xx (${answers.slice(0, 3).join(', ')}${answers.length > 3 ? ', …' : ''}): the endpoint fails before it takes any delivery`;
+  }
+  if (way === 'timeout')
+    return `${every} got no answer within the ${s.policy.timeoutMs / 1000} s per-attempt timeout: nothing answers at ${s.url.href}, or something in front holds the connections`;
+  if (/^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)$/.test(error ?? ''))
+    return `nothing answers at ${s.url.href} (${error} on ${every}): is the receiver running, and is this its URL?`;
+  return `${every} got no answer (${error})`;
 }
 
 async function sendAll(s: CheckSettings, planned: readonly PlannedCase[]): Promise<Sent> {
   // The per-attempt timer of sendDelivery, here over the whole check.
   const limit = attemptSignal(s.timeLimitMs, s.signal);
   const sends = new Map<string, SendReport[]>();
-  try {
-    for (const c of planned) {
-      if (limit.signal.aborted) break;
-      try {
-        sends.set(c.id, await sendCase({ s, signal: limit.signal }, c));
-      } catch (err) {
-        if (!limit.signal.aborted) throw err;
-      }
+  const send = async (c: PlannedCase, index: number) => {
+    const tell = progress(s, c, index, planned.length);
+    try {
+      sends.set(c.id, await sendCase({ s, signal: limit.signal, tell }, c));
+    } catch (err) {
+      if (!limit.signal.aborted) throw err;
     }
+  };
+  let early: string | undefined;
+  try {
+    // At once: against an endpoint that fails whatever it gets, the verdict comes after one retry policy.
+    await Promise.all(planned.slice(0, FIRST).map(send));
+    early = uniformFailure(
+      planned.slice(0, FIRST).map((c) => sends.get(c.id)),
+      s,
+    );
+    for (let k = FIRST; k < planned.length && early === undefined && !limit.signal.aborted; k++)
+      await send(planned[k]!, k);
   } finally {
     limit.done();
   }
+  if (early !== undefined)
+    return { sends, early, stopped: `the first ${FIRST} deliveries all failed the same way` };
   if (!limit.signal.aborted) return { sends };
   const byCaller = s.signal?.aborted === true;
   return {
@@ -43,6 +93,13 @@ async function sendAll(s: CheckSettings, planned: readonly PlannedCase[]): Promi
       ? `cancelled (${String((s.signal!.reason as Error)?.message ?? s.signal!.reason)})`
       : `the check's time limit (${s.timeLimitMs} ms) was reached`,
   };
+}
+
+/** What tells `onAttempt` of the attempts of case `c` (the `index`th of `of`), when it is given. */
+function progress(s: CheckSettings, c: PlannedCase, index: number, of: number): Sending['tell'] {
+  const { onAttempt } = s;
+  if (onAttempt === undefined) return undefined;
+  return (attempt, copy) => onAttempt({ index: index + 1, of, id: c.id, title: c.title, copy, attempt });
 }
 
 /** How many times each job ran, from the effects; undefined without them, a note when they cannot be read. */
@@ -106,6 +163,7 @@ function counting(results: readonly CaseResult[]): VerdictCounts {
     'ran-twice': 0,
     slow: 0,
     skipped: 0,
+    'no-answer': 0,
     'not-run': 0,
   };
   for (const r of results) counts[r.verdict]++;
@@ -139,7 +197,9 @@ export async function checkReceiver(url: string, options: CheckOptions): Promise
   const t0 = performance.now();
   const planned = planCheck(s);
   const sent = await sendAll(s, planned);
-  const notes = sent.stopped === undefined ? [] : [`stopped before the end: ${sent.stopped}`];
+  // An early stop is the report's verdict (stoppedEarly), not a note about the check.
+  const notes =
+    sent.stopped === undefined || sent.early !== undefined ? [] : [`stopped before the end: ${sent.stopped}`];
   const runs = await countRuns(s, planned, sent, notes);
   const results = planned.map((c) => resultOf(c, sent.sends.get(c.id), runs, sent.stopped));
   assignCauses(results, planned, {
@@ -159,6 +219,7 @@ export async function checkReceiver(url: string, options: CheckOptions): Promise
     timing: timingOf(planned, results),
     results,
     notes,
+    ...(sent.early === undefined ? {} : { stoppedEarly: sent.early }),
     ok: FAILING.every((v) => counts[v] === 0),
   };
 }

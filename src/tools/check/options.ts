@@ -10,13 +10,14 @@ import {
   optionalNumber,
   type OptionNamesOf,
   HEADER_NAME_OPTIONS,
-  importPrivateKey,
   type HeaderNameOptions,
 } from '../../lib/entries/tools-door.js';
 import { resolveHeaderNames } from '../deliveries/header-names.js';
+import { privateKeyOption } from '../deliveries/keys.js';
 import { checkTarget } from '../deliveries/send.js';
 import { SENT_ENCODINGS, type SentEncoding } from '../deliveries/variants.js';
 import { newSeed } from './random.js';
+import type { CheckAttempt } from './types.js';
 
 /** Where the receiver shows what it ran: a URL answering the job ids it processed, or a function returning them. */
 export type EffectsSource = string | URL | (() => Iterable<string> | Promise<Iterable<string>>);
@@ -57,6 +58,8 @@ export interface CheckOptions extends HeaderNameOptions {
   allowInsecure?: boolean;
   /** Cancels the check: what was not sent is reported as not run. */
   signal?: AbortSignal;
+  /** Told of each attempt as it ends: the check's progress (`jobhook check` prints it on stderr). */
+  onAttempt?: (attempt: CheckAttempt) => void;
 }
 
 /** The names of {@link CheckOptions}. */
@@ -77,6 +80,7 @@ export const CHECK_OPTIONS = {
   ...HEADER_NAME_OPTIONS,
   allowInsecure: true,
   signal: true,
+  onAttempt: true,
 } as const satisfies OptionNamesOf<CheckOptions>;
 
 export const DEFAULT_SIZES: readonly number[] = [1_000, 150_000, 1_500_000, 7_000_000, 25_000_000];
@@ -108,6 +112,7 @@ export interface CheckSettings {
   headers: Readonly<Required<HeaderNameOptions>>;
   allowInsecure: boolean;
   signal: AbortSignal | undefined;
+  onAttempt: ((attempt: CheckAttempt) => void) | undefined;
 }
 
 function sizes(value: readonly number[] | undefined): readonly number[] {
@@ -139,6 +144,15 @@ function effects(value: EffectsSource | undefined, allowInsecure: boolean): Effe
   return String(value);
 }
 
+function callback<F extends (...args: never[]) => unknown>(
+  value: F | undefined,
+  name: string,
+): F | undefined {
+  if (value !== undefined && typeof value !== 'function')
+    throw optionError`${option(name)} must be a function`;
+  return value;
+}
+
 /** Checks the options and resolves them once. */
 export function resolveCheckOptions(url: string, options: CheckOptions): CheckSettings {
   checkOptionNames(options, CHECK_OPTIONS);
@@ -151,7 +165,7 @@ export function resolveCheckOptions(url: string, options: CheckOptions): CheckSe
     options.dialects === undefined ? DIALECTS : options.dialects.map((d) => assertDialect(d, 'dialects'));
   return Object.freeze({
     url: checkTarget(url, allowInsecure),
-    key: importPrivateKey(options.privateKey),
+    key: privateKeyOption(options.privateKey),
     effects: effects(options.effects, allowInsecure),
     effectsWaitMs: ms(options.effectsWaitMs, 'effectsWaitMs', 5_000),
     sizes: sizes(options.sizes),
@@ -171,5 +185,6 @@ export function resolveCheckOptions(url: string, options: CheckOptions): CheckSe
     headers: resolveHeaderNames(options),
     allowInsecure,
     signal: options.signal,
+    onAttempt: callback(options.onAttempt, 'onAttempt'),
   });
 }

@@ -1,7 +1,8 @@
 /**
  * The deliveries of a check, signed as the gateway signs them: genuine ones that must
  * be accepted, ones that must be refused, and the retries and duplicates the gateway
- * makes. Everything is built before the first one is sent.
+ * makes. Everything is built before the first one is sent, but the large deliveries,
+ * written and signed as their turn comes (`deferred`).
  */
 import { randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { type DialectName, signDelivery, type SignedDelivery } from '../../index.js';
@@ -25,6 +26,12 @@ import { generatedValues, VALUE_KINDS, type ValueKind } from './values.js';
 
 /** The `User-Agent` of a check's deliveries. */
 export const CHECK_USER_AGENT = `jobhook-check/${VERSION}`;
+/**
+ * The header that names each delivery's case (`refuse/forged`, `genuine/baseline`…): the
+ * receiver's logs can tell the deliveries that must be refused, and the warnings they
+ * raise, from the gateway's. Like any header it can be forged: it explains, never excuses.
+ */
+export const CHECK_HEADER = 'X-Jobhook-Check';
 /** Decoded size of the Content-Encoding deliveries: past body-parser's 100 kB default. */
 const ENCODED_BYTES = 150_000;
 
@@ -74,7 +81,7 @@ function planned(spec: CaseSpec, jobId: string, delivery: Delivery, decodedBytes
     dialect: spec.dialect ?? 'orjson',
     bytes,
     decodedBytes: decodedBytes ?? bytes,
-    headers: delivery.headers,
+    headers: { ...delivery.headers, [CHECK_HEADER]: spec.id },
     body: delivery.body,
     mode: spec.mode ?? 'policy',
   };
@@ -118,21 +125,44 @@ function shapeCases(p: Planner): PlannedCase[] {
   });
 }
 
+/**
+ * A case whose delivery is written and signed when it is first wanted, that is when it
+ * is sent: a 25 MB one takes seconds, which a check that stops after its first
+ * deliveries never spends. `bytes` is known before (the sizes are exact).
+ */
+function deferred(spec: CaseSpec, jobId: string, bytes: number, build: () => Delivery): PlannedCase {
+  let delivery: Delivery | undefined;
+  const built = () => (delivery ??= build());
+  const known = {
+    ...spec,
+    jobId,
+    dialect: spec.dialect ?? 'orjson',
+    bytes,
+    decodedBytes: bytes,
+    mode: spec.mode ?? 'policy',
+  };
+  return Object.defineProperties(known, {
+    headers: { enumerable: true, get: () => ({ ...built().headers, [CHECK_HEADER]: spec.id }) },
+    body: { enumerable: true, get: () => built().body },
+  }) as PlannedCase;
+}
+
 function sizeCases(p: Planner): PlannedCase[] {
   return p.s.sizes.map((bytes) => {
     const jobId = randomUUID();
-    const body = sizedBody(jobId, bytes, p.r, 'orjson');
-    if (body === undefined) throw new RangeError(`no delivery of ${bytes} bytes can be written`); // sizes are checked ≥ 1 kB
-    return planned(
-      {
-        id: `genuine/size-${bytes}`,
-        group: 'genuine',
-        title: `${formatBytes(bytes)} OCR result`,
-        tags: ['large', 'floats'],
-      },
-      jobId,
-      sign(p, body, 'orjson'),
-    );
+    // Its own generator, seeded now: the values do not depend on when it is written.
+    const seed = p.r.uint32();
+    const spec: CaseSpec = {
+      id: `genuine/size-${bytes}`,
+      group: 'genuine',
+      title: `${formatBytes(bytes)} OCR result`,
+      tags: ['large', 'floats'],
+    };
+    return deferred(spec, jobId, bytes, () => {
+      const body = sizedBody(jobId, bytes, new Random(seed), 'orjson');
+      if (body === undefined) throw new RangeError(`no delivery of ${bytes} bytes can be written`); // sizes are checked ≥ 1 kB
+      return sign(p, body, 'orjson');
+    });
   });
 }
 

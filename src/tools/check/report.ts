@@ -15,6 +15,7 @@ const MARKS: Record<Verdict, string> = {
   'ran-twice': 'TWICE',
   slow: 'SLOW',
   skipped: 'skipped',
+  'no-answer': 'SILENT',
   'not-run': 'NOT RUN',
 };
 
@@ -49,7 +50,7 @@ function line(result: CaseResult, causeNumber: ReadonlyMap<string, number>): str
 }
 
 function timing(r: CheckReport): string {
-  if (r.timing.length === 0) return '';
+  if (r.timing.every((t) => t.elapsedMs === undefined)) return '';
   const sizes = r.timing.map(
     (t) =>
       `${formatBytes(t.bytes)} ${t.elapsedMs === undefined ? '-' : `${t.elapsedMs} ms`}${t.status === undefined || (t.status >= 200 && t.status < 300) ? '' : ` (${t.status})`}`,
@@ -64,6 +65,8 @@ function scorecard(r: CheckReport): string {
     text += `  ${label.padEnd(16)} ${String(r.counts[verdict]).padStart(width)}\n`;
   if (r.counts.skipped > 0)
     text += `  ${'skipped'.padEnd(16)} ${String(r.counts.skipped).padStart(width)}  (a Content-Encoding refused with 415: the gateway sends none)\n`;
+  if (r.counts['no-answer'] > 0)
+    text += `  ${'no answer'.padEnd(16)} ${String(r.counts['no-answer']).padStart(width)}  (not one attempt answered)\n`;
   if (r.counts['not-run'] > 0)
     text += `  ${'not run'.padEnd(16)} ${String(r.counts['not-run']).padStart(width)}\n`;
   return text;
@@ -83,6 +86,7 @@ function verdictLine(r: CheckReport): string {
   const what = CLASSES.filter(([v]) => v !== 'passed' && v !== 'slow' && r.counts[v] > 0).map(
     ([v, label]) => `${r.counts[v]} ${label}`,
   );
+  if (r.counts['no-answer'] > 0) what.push(`${r.counts['no-answer']} not answered`);
   if (r.counts['not-run'] > 0) what.push(`${r.counts['not-run']} not run`);
   return `\nFAIL: ${what.join(', ')}.\n`;
 }
@@ -95,8 +99,13 @@ function verdictLine(r: CheckReport): string {
 export function formatCheckReport(r: CheckReport): string {
   const causeNumber = new Map(r.causes.map((c, k) => [c.cause, k + 1]));
   let text = header(r);
+  if (r.stoppedEarly !== undefined)
+    text += `\nStopped early: ${r.stoppedEarly}${/[.?!]$/.test(r.stoppedEarly) ? '' : '.'} The other ${r.counts['not-run']} deliveries were not sent.\n`;
   for (const [group, title] of GROUPS) {
-    const results = r.results.filter((x) => x.group === group);
+    // After an early stop, the deliveries not sent are counted, not listed.
+    const results = r.results.filter(
+      (x) => x.group === group && (r.stoppedEarly === undefined || x.verdict !== 'not-run'),
+    );
     if (results.length === 0) continue;
     text += `\n${title}\n`;
     for (const result of results) text += line(result, causeNumber);

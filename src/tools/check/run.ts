@@ -9,9 +9,11 @@ import { sendAndDrop } from './drop.js';
 import type { CheckSettings, RetryPolicy } from './options.js';
 import type { PlannedCase, SendReport } from './types.js';
 
-interface Sending {
+export interface Sending {
   s: CheckSettings;
   signal: AbortSignal;
+  /** Told of each attempt as it ends, with the copy it belongs to (1, or 2 when sent twice). */
+  tell?: (attempt: AttemptReport, copy: number) => void;
 }
 
 /** The case's delivery with `policy`'s retries, once or twice. */
@@ -31,6 +33,7 @@ async function withPolicy(
       signal: x.signal,
     },
     twice,
+    x.tell,
   );
   return sent.map(({ attempts, delivered }) => ({ attempts, delivered }));
 }
@@ -49,9 +52,12 @@ async function dropped(x: Sending, c: PlannedCase): Promise<SendReport> {
     elapsedMs: cut.elapsedMs,
     ...(p.retries > 0 ? { delayMs } : {}),
   };
+  x.tell?.(first, 1);
   if (p.retries === 0) return { attempts: [first], delivered: false, dropped: true };
   await sleep(delayMs, x.signal);
-  const [rest] = (await withPolicy(x, c, {
+  const tell =
+    x.tell && ((a: AttemptReport, copy: number) => x.tell!({ ...a, attempt: a.attempt + 1 }, copy));
+  const [rest] = (await withPolicy({ ...x, tell }, c, {
     ...p,
     retries: p.retries - 1,
     backoffMs: Math.min(p.backoffMs * 2, p.maxBackoffMs),

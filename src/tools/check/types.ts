@@ -13,9 +13,12 @@ export type CheckGroup = 'genuine' | 'refuse' | 'retry';
  * - `ran-twice`: a job run more than once;
  * - `slow`: accepted, but an attempt outlasted the per-attempt timeout (the gateway retries it);
  * - `skipped`: a Content-Encoding the receiver says it does not take (415; the gateway sends none);
+ * - `no-answer`: not one attempt was answered, though the job ran (the gateway counts it
+ *   undelivered), or a delivery that must be refused (whether it was is not known);
  * - `not-run`: not sent, the check was stopped or ran out of time.
  */
-export type Verdict = 'passed' | 'lost' | 'accepted-forged' | 'ran-twice' | 'slow' | 'skipped' | 'not-run';
+export type Verdict =
+  'passed' | 'lost' | 'accepted-forged' | 'ran-twice' | 'slow' | 'skipped' | 'no-answer' | 'not-run';
 
 /** Why a case was built as it was: what a naive receiver may trip over. */
 export type CaseTag =
@@ -105,6 +108,24 @@ export interface CheckReport {
   results: CaseResult[];
   /** About the check itself: effects that could not be read, a time limit reached. */
   notes: string[];
-  /** True when nothing was lost, accepted forged, run twice or left unsent. */
+  /**
+   * Why the check stopped after its first deliveries, when they all failed the same way
+   * (nothing answers at the URL, every answer a 5xx): the verdict, without the rest.
+   */
+  stoppedEarly?: string;
+  /** True when nothing was lost, accepted forged, run twice, left unanswered or left unsent. */
   ok: boolean;
+}
+
+/** One attempt of a check's delivery, as it ends (`onAttempt`: a check's progress). */
+export interface CheckAttempt {
+  /** The delivery's place in the check, from 1, of `of`. */
+  index: number;
+  of: number;
+  /** The delivery: `genuine/baseline`, `refuse/forged`… (the report's `results[].id`). */
+  id: string;
+  title: string;
+  /** 1, or 2 for the second copy of a delivery sent twice. */
+  copy: number;
+  attempt: AttemptReport;
 }

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import {
   DEFAULT_CANONICAL_EXPANSION,
   DEFAULT_MAX_BODY_BYTES,
@@ -13,7 +12,7 @@ import {
   parseBody,
   resolveOptions,
 } from '../../lib/entries/tools-door.js';
-import { numberFlag } from './common.js';
+import { numberFlag, parseFlags } from './common.js';
 import { readInput, type CliIo } from './io.js';
 
 export const CANONICALIZE_HELP = `Usage: jobhook canonicalize [--dialect NAME] [--digest] [FILE|-]
@@ -39,7 +38,7 @@ Example:
 `;
 
 export async function canonicalizeCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags('canonicalize', {
     args: argv,
     allowPositionals: true,
     options: {

@@ -1,5 +1,7 @@
 import { inputName, UsageError } from './io.js';
-import { harDeliveries, isHar } from './har.js';
+import { captureOf, scanDocument, type JsonDocument } from './capture-object.js';
+import { harDeliveries } from './har.js';
+import { JsonScanError } from './json-scan.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../../index.js';
 import { concatBytes } from '../../lib/entries/tools-door.js';
 
@@ -40,53 +42,20 @@ const MAX_CHUNK_EXTENSION_BYTES = 16 * 1024;
 
 const REQUEST_LINE = /^[A-Z]+ \S+ HTTP\/1\.[01]\r?\n/;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export function isCaptureObject(
-  v: unknown,
-): v is { headers: Record<string, unknown>; body?: unknown; bodyBase64?: unknown } {
-  return (
-    typeof v === 'object' &&
-    v !== null &&
-    !Array.isArray(v) &&
-    typeof (v as { headers?: unknown }).headers === 'object' &&
-    (v as { headers?: unknown }).headers !== null &&
-    ('body' in v || 'bodyBase64' in v)
-  );
-}
-
-function fromObject(
-  v: { headers: Record<string, unknown>; body?: unknown; bodyBase64?: unknown },
-  source: string,
-  index: number,
-): Capture {
-  const headers: Record<string, string> = {};
-  for (const [k, value] of Object.entries(v.headers)) {
-    if (typeof value === 'string') headers[k] = value;
-    else if (Array.isArray(value)) headers[k] = value.map(String).join(', ');
-    else if (value !== null && value !== undefined) headers[k] = String(value);
-  }
-  let body: Uint8Array;
-  if (typeof v.bodyBase64 === 'string') body = new Uint8Array(Buffer.from(v.bodyBase64, 'base64'));
-  else if (typeof v.body === 'string') body = encoder.encode(v.body);
-  else
-    throw new UsageError(
-      `${source}${index ? `:${index + 1}` : ''}: a capture needs "body" (text) or "bodyBase64"`,
-    );
-  return { source, index, headers, body };
-}
-
-/** One line of a JSONL input (`index` counts from 0) as a capture. */
-function fromLine(text: string, source: string, index: number): Capture {
-  let v: unknown;
+/** One line of a JSON lines input (`index` counts from 0) as a capture. */
+function fromLine(bytes: Uint8Array, source: string, index: number): Capture {
+  const where = `${source}:${index + 1}`;
+  let document: JsonDocument;
   try {
-    v = JSON.parse(text);
+    document = scanDocument(bytes);
   } catch (err) {
-    throw new UsageError(`${source}:${index + 1}: not a JSON capture object (${(err as Error).message})`);
+    if (!(err instanceof JsonScanError)) throw err;
+    throw new UsageError(`${where}: not a JSON capture object (${err.message})`);
   }
-  if (!isCaptureObject(v)) throw new UsageError(`${source}:${index + 1}: expected {"headers":…,"body":…}`);
-  return fromObject(v, source, index);
+  if (document.kind !== 'capture') throw new UsageError(`${where}: expected {"headers":…,"body":…}`);
+  return { source, index, ...captureOf(document, where) };
 }
 
 // ---------------------------------------------------------------------------------
@@ -343,14 +312,15 @@ function bare(bytes: Uint8Array, source: string, options: CaptureOptions, index 
   };
 }
 
-function* jsonLines(text: string, source: string): Generator<Capture> {
+/** The lines of an input held whole, each a capture object (blank lines skipped). */
+function* jsonLines(bytes: Uint8Array, source: string): Generator<Capture> {
   let k = 0;
-  for (let at = 0; at <= text.length; k++) {
-    let end = text.indexOf('\n', at);
-    if (end < 0) end = text.length;
-    const line = text.slice(at, end).trim();
+  for (let at = 0; at <= bytes.length; k++) {
+    let end = bytes.indexOf(0x0a, at);
+    if (end < 0) end = bytes.length;
+    const line = bytes.subarray(at, end);
     at = end + 1;
-    if (line !== '') yield fromLine(line, source, k);
+    if (!isBlank(line)) yield fromLine(line, source, k);
   }
 }
 
@@ -358,32 +328,38 @@ function isRequest(bytes: Uint8Array): boolean {
   return REQUEST_LINE.test(latin1(bytes, 0, Math.min(bytes.length, 64 * 1024)));
 }
 
-/** A whole input that is not JSON lines: a capture object, a HAR file, an HTTP dump, a bare body, or JSON lines after all. */
-function single(bytes: Uint8Array, source: string, options: CaptureOptions): Capture[] {
-  if (isRequest(bytes)) return [fromHttpDump(bytes, source, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES)];
-  const text = decoder.decode(bytes);
-  const trimmed = text.trimStart();
-  if (trimmed.startsWith('{')) {
-    let v: unknown;
-    try {
-      v = JSON.parse(text);
-    } catch (err) {
-      if (/\.har$/i.test(source))
-        throw new UsageError(`${source}: not a HAR file (${(err as Error).message})`);
-      // Several capture objects, one per line, without the .jsonl name?
-      const first = trimmed.split('\n', 1)[0]!;
-      try {
-        if (isCaptureObject(JSON.parse(first))) return [...jsonLines(text, source)];
-      } catch {
-        // a malformed bare body: verification will say where
-      }
-      return [bare(bytes, source, options)];
-    }
-    if (isCaptureObject(v)) return [fromObject(v, source, 0)];
-    if (isHar(v)) return harDeliveries(v, source, options.signatureHeader).map((d) => ({ source, ...d }));
-    if (/\.har$/i.test(source)) throw new UsageError(`${source}: not a HAR file (no log.entries list)`);
+const HAR_NAME = /\.har$/i;
+
+/**
+ * A whole input that is not JSON lines: a capture object, a HAR file (its deliveries
+ * decoded one at a time), an HTTP dump, a bare body, or JSON lines after all.
+ */
+function* single(bytes: Uint8Array, source: string, options: CaptureOptions): Generator<Capture> {
+  if (isRequest(bytes)) {
+    yield fromHttpDump(bytes, source, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+    return;
   }
-  return [bare(bytes, source, options)];
+  let document: JsonDocument | undefined;
+  try {
+    document = scanDocument(bytes);
+  } catch (err) {
+    if (!(err instanceof JsonScanError)) throw err;
+    if (HAR_NAME.test(source)) throw new UsageError(`${source}: not a HAR file (${err.message})`);
+    // Several capture objects, one per line, without the .jsonl name?
+    const lf = bytes.indexOf(0x0a);
+    if (captureObjectLine(bytes.subarray(0, lf < 0 ? bytes.length : lf)) !== undefined) {
+      yield* jsonLines(bytes, source);
+      return;
+    }
+    // else a malformed bare body: verification will say where
+  }
+  if (document?.kind === 'capture') yield { source, index: 0, ...captureOf(document, source) };
+  else if (document?.kind === 'har')
+    for (const d of harDeliveries(document.scan, document.entries, source, options.signatureHeader))
+      yield { source, ...d };
+  else if (document !== undefined && HAR_NAME.test(source))
+    throw new UsageError(`${source}: not a HAR file (no log.entries list)`);
+  else yield bare(bytes, source, options);
 }
 
 function isJsonl(source: string, options: CaptureOptions): boolean {
@@ -397,8 +373,8 @@ function isJsonl(source: string, options: CaptureOptions): boolean {
  * bare JSON body (with `signature`).
  */
 export function parseCaptures(bytes: Uint8Array, source: string, options: CaptureOptions = {}): Capture[] {
-  if (isJsonl(source, options)) return [...jsonLines(decoder.decode(bytes), source)];
-  return single(bytes, source, options);
+  if (isJsonl(source, options)) return [...jsonLines(bytes, source)];
+  return [...single(bytes, source, options)];
 }
 
 // ---------------------------------------------------------------------------------
@@ -490,19 +466,18 @@ async function* streamLines(lines: LineReader, source: string, first?: Line): As
   lines.jsonl = true;
   for (let line = first ?? (await lines.next()); line !== undefined; line = await lines.next()) {
     if (isBlank(line.bytes)) continue;
-    yield fromLine(decoder.decode(line.bytes).trim(), source, line.index);
+    yield fromLine(line.bytes, source, line.index);
   }
 }
 
-/** A capture object when the line holds one. */
-function captureObjectLine(bytes: Uint8Array): Parameters<typeof fromObject>[0] | undefined {
-  const text = decoder.decode(bytes).trim();
-  if (!text.startsWith('{')) return undefined;
+/** The capture object a line holds, when it holds one. */
+function captureObjectLine(bytes: Uint8Array): Extract<JsonDocument, { kind: 'capture' }> | undefined {
   try {
-    const v: unknown = JSON.parse(text);
-    return isCaptureObject(v) ? v : undefined;
-  } catch {
-    return undefined;
+    const document = scanDocument(bytes);
+    return document.kind === 'capture' ? document : undefined;
+  } catch (err) {
+    if (err instanceof JsonScanError) return undefined;
+    throw err;
   }
 }
 
@@ -527,7 +502,7 @@ export async function* readCaptures(
     yield* streamLines(lines, source);
     return;
   }
-  let start: { captures: Capture[]; next?: Line } | undefined = await begin(lines, source, options);
+  let start: { captures: Iterable<Capture>; next?: Line } | undefined = await begin(lines, source, options);
   const { next } = start;
   yield* start.captures;
   start = undefined; // not held while the lines after it are verified
@@ -544,7 +519,7 @@ async function begin(
   lines: LineReader,
   source: string,
   options: CaptureOptions,
-): Promise<{ captures: Capture[]; next?: Line }> {
+): Promise<{ captures: Iterable<Capture>; next?: Line }> {
   const first = await lines.next();
   if (first === undefined) return { captures: single(new Uint8Array(0), source, options) };
   const object = captureObjectLine(first.bytes);
@@ -552,5 +527,5 @@ async function begin(
   lines.jsonl = true;
   let next = await lines.next();
   while (next !== undefined && isBlank(next.bytes)) next = await lines.next();
-  return { captures: [fromObject(object, source, 0)], next };
+  return { captures: [{ source, index: 0, ...captureOf(object, source) }], next };
 }

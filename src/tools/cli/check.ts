@@ -1,13 +1,14 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
+import type { parseArgs } from 'node:util';
 import { assertDialect, DEFAULT_HEADER_NAMES, type HeaderNameOptions } from '../../lib/entries/tools-door.js';
 import { DIALECTS } from '../../index.js';
-import { checkReceiver, type CheckOptions } from '../check/index.js';
+import { checkReceiver, type CheckAttempt, type CheckOptions } from '../check/index.js';
 import { formatCheckReport } from '../check/report.js';
 import { parseBytes } from '../check/units.js';
 import { SENT_ENCODINGS, isSentEncoding } from '../deliveries/variants.js';
-import { flagOf, numberFlag, withFlags } from './common.js';
-import { jsonText, UsageError, type CliIo } from './io.js';
+import { flagOf, numberFlag, parseFlags, withFlags } from './common.js';
+import { describeAttempt } from './attempt.js';
+import { escapeControls, jsonText, UsageError, type CliIo } from './io.js';
 import { RETRY_FLAGS } from './keygen-sign-send.js';
 
 /** The header name options the library lets a tool rename (`signatureHeader`, …), each a flag here. */
@@ -26,7 +27,13 @@ public key), sends them to URL and prints what the gateway would see:
     key, signature header missing, renamed or doubled, too old, future-dated;
   - the same delivery twice, twice at once, and after an attempt cut short,
     with the gateway's retry policy;
-and a scorecard: passed, lost, accepted forged, ran twice, slow.
+and a scorecard: passed, lost, accepted forged, ran twice, slow, no answer.
+Each attempt is printed on stderr as it ends (the scorecard goes to stdout). When
+the first 3 deliveries all fail the same way (nothing answers at URL, every
+answer a 5xx), the check stops there with that verdict (within 15 s with the
+default retry policy). Each delivery carries X-Jobhook-Check: its case
+(refuse/forged, ...) and User-Agent: jobhook-check/VERSION: the receiver logs a
+warning for each of the 8 that must be refused; those headers tell them apart.
 Plain http:// is refused for hosts other than loopback unless --allow-http.
 
 Options:
@@ -51,8 +58,8 @@ Options:
                          header names, for a vendor prefix (X-Service-… by default)
   --allow-http           allow http:// to a host that is not loopback
 
-Exit: 0 nothing lost, accepted forged or run twice (slow answers are reported, not
-failed), 1 otherwise, 2 usage error.
+Exit: 0 nothing lost, accepted forged, run twice or left unanswered (slow answers
+are reported, not failed), 1 otherwise, 2 usage error.
 
 Example:
   jobhook keygen --out ./test-keys    # the receiver under test trusts test-only-public.pem
@@ -145,8 +152,19 @@ async function options(values: Values): Promise<CheckOptions> {
   };
 }
 
+/** `[ 3/44] genuine/escapes/orjson: attempt 1: HTTP 200 after 12 ms → processed`, on stderr as each attempt ends. */
+function progressLine(a: CheckAttempt): string {
+  const at = String(a.index).padStart(String(a.of).length);
+  const copy = a.copy > 1 ? `copy ${a.copy}, ` : '';
+  return (
+    escapeControls(
+      `[${at}/${a.of}] ${a.id}: ${copy}attempt ${a.attempt.attempt}: ${describeAttempt(a.attempt)}`,
+    ) + '\n'
+  );
+}
+
 export async function checkCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags('check', {
     args: argv,
     allowPositionals: true,
     options: { ...FLAGS, ...HEADER_FLAGS },
@@ -160,7 +178,7 @@ export async function checkCommand(argv: string[], io: CliIo): Promise<number> {
       positionals.length === 0 ? 'the URL of the receiver is required' : 'check takes one URL',
     );
   const url = positionals[0]!;
-  const opts = await options(values);
+  const opts = { ...(await options(values)), onAttempt: (a: CheckAttempt) => io.stderr(progressLine(a)) };
   const report = await withFlags(OPTION_FLAGS, () => checkReceiver(url, opts));
   io.stdout(values.json ? jsonText(report, 2) + '\n' : formatCheckReport(report));
   return report.ok ? 0 : 1;

@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
   checkNumber,
+  nearestName,
   OptionError,
   type NodePublicKeyInput,
   type NumberRule,
@@ -50,6 +52,48 @@ export async function* captureStream(
     }
   }
   if (!found) throw new UsageError('no delivery found in the input');
+}
+
+/**
+ * parseArgs for `jobhook <command>`: an unknown option is a UsageError that names the
+ * nearest known one (`--kye`: did you mean --key?).
+ */
+export function parseFlags<T extends ParseArgsConfig>(
+  command: string,
+  config: T,
+): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    const given = /^Unknown option '([^']*)'/.exec(e.message)?.[1];
+    if (e.code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || given === undefined) throw err;
+    const near = given.startsWith('--')
+      ? nearestFlag(given.slice(2), Object.keys(config.options ?? {}))
+      : undefined;
+    throw new UsageError(
+      `unknown option ${given}; ${near === undefined ? `'jobhook ${command} --help' lists the options` : `did you mean --${near}?`}`,
+    );
+  }
+}
+
+/**
+ * The known flag nearest to `given` (names without their dashes): a few edits away (of
+ * those as near, the one sharing the longest start), else the one flag sharing its first
+ * four characters or more (`retry` → `retries`).
+ */
+function nearestFlag(given: string, known: readonly string[]): string | undefined {
+  const shared = (name: string) => {
+    let k = 0;
+    while (k < name.length && name[k] === given[k]) k++;
+    return k;
+  };
+  const byStart = [...known].sort((a, b) => shared(b) - shared(a));
+  const near = nearestName(given, byStart);
+  if (near !== undefined || byStart.length === 0) return near;
+  const longest = shared(byStart[0]!);
+  const sharing = byStart.filter((name) => shared(name) === longest);
+  return longest >= 4 && sharing.length === 1 ? sharing[0] : undefined;
 }
 
 /** The flag of an option of the library: its name in kebab-case (`allowInsecure` → `--allow-insecure`). */

@@ -26,6 +26,7 @@ import {
   hexToBytes,
   getHeader,
 } from '../../lib/entries/tools-door.js';
+import { base64Signature } from './signature-encoding.js';
 
 export interface DialectFinding {
   dialect: DialectName;
@@ -59,6 +60,11 @@ export interface SignatureFinding {
   whitespace: boolean;
   nonHex: boolean;
   uppercase: boolean;
+  /**
+   * The header is base64, not hex: its length, its decoded length, and the key that opens
+   * the decoded bytes (the signature is right, its encoding is not), if one does.
+   */
+  base64?: { characters: number; bytes: number; opensWithKey?: number };
 }
 
 export interface BodyFinding {
@@ -79,6 +85,7 @@ export type Cause =
   | { kind: 'missing' }
   | { kind: 'whitespace' }
   | { kind: 'non-hex' }
+  | { kind: 'base64'; characters: number; bytes: number; opensWithKey?: number }
   | { kind: 'length'; hexDigits: number; wanted: number[]; truncated: boolean }
   | { kind: 'wrong-key' }
   | { kind: 'floats-written-as-integers'; how: ReserializedHow; keys: string[]; dialect: DialectName }
@@ -259,6 +266,20 @@ function signatureTraits(raw: string): { finding: SignatureFinding; compact: str
   };
 }
 
+/** The header read as base64, and the key that opens what it decodes to, when it is base64. */
+function base64Finding(compact: string, keys: readonly ImportedNodeKey[]): SignatureFinding['base64'] {
+  const found = base64Signature(compact);
+  if (found === undefined) return undefined;
+  const opens = keys.findIndex(
+    (k) => k.modulusBytes === found.bytes.length && k.open(found.bytes) !== undefined,
+  );
+  return {
+    characters: found.characters,
+    bytes: found.bytes.length,
+    ...(opens < 0 ? {} : { opensWithKey: opens }),
+  };
+}
+
 /** Per key: the signature's length against the modulus, and whether the key opens it. */
 function keyFindings(
   keys: readonly ImportedNodeKey[],
@@ -426,7 +447,8 @@ function signatureCauses(e: Explanation): Cause[] {
   if (!s.present) return [{ kind: 'missing' }];
   const causes: Cause[] = [];
   if (s.whitespace) causes.push({ kind: 'whitespace' });
-  if (s.nonHex) causes.push({ kind: 'non-hex' });
+  if (s.base64 !== undefined) causes.push({ kind: 'base64', ...s.base64 });
+  else if (s.nonHex) causes.push({ kind: 'non-hex' });
   if (!s.nonHex && !e.keys.some((k) => k.lengthMatches)) {
     causes.push({
       kind: 'length',
@@ -496,6 +518,7 @@ export function explainDelivery(
   const keys = publicKeys.map((k) => importNodeKey(k));
   const { finding: signature, compact } = signatureTraits(getHeader(headers, o.signatureHeader) ?? '');
   const bytes = !signature.nonHex && compact.length % 2 === 0 ? hexToBytes(compact) : undefined;
+  if (signature.nonHex) signature.base64 = base64Finding(compact, keys);
   const e: Explanation = {
     valid: false,
     signature,

@@ -1,6 +1,7 @@
 /** The words of `jobhook explain`: a report of the findings, and one line per cause. */
 import type { Cause, Explanation, ReserializedHow, Skipped } from './explain-findings.js';
 import { escapeControls } from './io.js';
+import { describeBase64 } from './signature-encoding.js';
 
 const HOW: Record<ReserializedHow, string> = {
   'pretty-printed': 'pretty-printed by JSON.stringify(…, null, 2) (a logger or proxy?)',
@@ -30,6 +31,8 @@ export function describeCause(c: Cause): string {
       return 'The signature header is missing: the request was not signed, or a proxy dropped the header.';
     case 'whitespace':
       return 'The signature header contains whitespace inside the hex: it was wrapped or altered on the way.';
+    case 'base64':
+      return `The signature header looks like base64, not hex (${describeBase64(c)}). The gateway sends the signature in hex: ${c.opensWithKey === undefined ? 'whatever wrote this header encoded it otherwise (a sender other than the gateway, a proxy, a test written by hand).' : `decoded, it opens with key ${c.opensWithKey}, so the signature is right and only its encoding is not: whatever wrote this header (a sender other than the gateway, a proxy, a test written by hand) re-encoded it.`}`;
     case 'non-hex':
       return 'The signature header contains characters other than hex digits (several headers joined? an encoding applied?).';
     case 'length':
@@ -61,14 +64,19 @@ const SKIPPED: Record<Skipped['reason'], string> = {
   'canonical-too-large': 'not analysed further: its canonical form would exceed maxCanonicalBytes',
 };
 
+/** What the signature header holds, as the report's second line says it. */
+function describeHeader(s: Explanation['signature']): string {
+  if (!s.present) return 'MISSING';
+  if (s.base64 !== undefined) return `BASE64, NOT HEX (${describeBase64(s.base64)})`;
+  return `${s.hexDigits} hex digits${s.uppercase ? ', uppercase' : ''}${s.whitespace ? ', CONTAINS WHITESPACE' : ''}${s.nonHex ? ', CONTAINS NON-HEX CHARACTERS' : ''}`;
+}
+
 /** Human-readable report of an explanation; anything quoted from the input is shown with its control characters escaped. */
 export function formatExplanation(e: Explanation, keyNames: readonly string[]): string {
   const lines: string[] = [];
   lines.push(e.valid ? 'VALID' : 'INVALID');
   const s = e.signature;
-  lines.push(
-    `signature header: ${s.present ? `${s.hexDigits} hex digits${s.uppercase ? ', uppercase' : ''}${s.whitespace ? ', CONTAINS WHITESPACE' : ''}${s.nonHex ? ', CONTAINS NON-HEX CHARACTERS' : ''}` : 'MISSING'}`,
-  );
+  lines.push(`signature header: ${describeHeader(s)}`);
   for (const k of e.keys) {
     const opens =
       k.wellFormed === undefined

@@ -1,11 +1,10 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { assertDialect } from '../../lib/entries/tools-door.js';
 import { DIALECTS, DEFAULT_MAX_BODY_BYTES, DEFAULT_SIGNATURE_HEADER } from '../../index.js';
 import { explainDelivery } from './explain-findings.js';
 import { describeCause, formatExplanation } from './explain-text.js';
 import type { Capture } from './captures.js';
-import { captureStream, DELIVERY_OPTIONS, loadKeys, numberFlag } from './common.js';
+import { captureStream, DELIVERY_OPTIONS, loadKeys, numberFlag, parseFlags } from './common.js';
 import { jsonText, UsageError, type CliIo } from './io.js';
 
 export const EXPLAIN_HELP = `Usage: jobhook explain --key FILE [--key FILE ...] [options] [FILE | -]
@@ -61,7 +60,7 @@ async function oneDelivery(captures: AsyncIterable<Capture>, index: number | und
 }
 
 export async function explainCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags('explain', {
     args: argv,
     allowPositionals: true,
     options: { ...DELIVERY_OPTIONS, 'expected-canonical': { type: 'string' }, index: { type: 'string' } },

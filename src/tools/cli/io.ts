@@ -36,15 +36,20 @@ export async function* inputChunks(path: string | undefined, io: CliIo): AsyncGe
 
 /**
  * Reads a file argument whole, `-` meaning standard input, at most `limit` bytes (a
- * UsageError past it: /dev/zero is not read to the end of memory).
+ * UsageError past it, `why` saying where the limit comes from: /dev/zero is not read to
+ * the end of memory).
  */
-export async function readInput(path: string | undefined, io: CliIo, limit = Infinity): Promise<Uint8Array> {
+export async function readInput(
+  path: string | undefined,
+  io: CliIo,
+  limit: number,
+  why = '--max-body-bytes',
+): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of inputChunks(path, io)) {
     size += chunk.byteLength;
-    if (size > limit)
-      throw new UsageError(`${inputName(path)} is larger than ${limit} bytes (--max-body-bytes)`);
+    if (size > limit) throw new UsageError(`${inputName(path)} is larger than ${limit} bytes (${why})`);
     chunks.push(chunk);
   }
   return concatBytes(chunks);

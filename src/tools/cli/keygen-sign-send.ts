@@ -1,14 +1,20 @@
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
-import { assertDialect } from '../../lib/entries/tools-door.js';
-import { DIALECTS, signDelivery } from '../../index.js';
+import { assertDialect, checkNumber } from '../../lib/entries/tools-door.js';
+import { sizedBody } from '../check/large.js';
+import { MAX_SIZE, MIN_SIZE } from '../check/options.js';
+import { newSeed, Random } from '../check/random.js';
+import { parseBytes } from '../check/units.js';
+import { DEFAULT_MAX_BODY_BYTES, DIALECTS, signDelivery } from '../../index.js';
 import type { SendOptions } from '../deliveries/send.js';
 import { sendCopies } from '../deliveries/variants.js';
 import { describeAttempt } from './attempt.js';
 import { writeTestKeyPair } from '../deliveries/keys.js';
 import { examplePayload } from '../deliveries/payload.js';
-import { isCaptureObject, parseCaptures } from './captures.js';
-import { inFlagTerms, withFlags } from './common.js';
+import { captureOf, scanDocument, type CapturedRequest } from './capture-object.js';
+import { maxCaptureBytes } from './captures.js';
+import { JsonScanError } from './json-scan.js';
+import { inFlagTerms, parseFlags, withFlags } from './common.js';
 import { readInput, UsageError, type CliIo } from './io.js';
 import {
   compressedForSending,
@@ -32,7 +38,7 @@ Example:
 `;
 
 export async function keygenCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseFlags('keygen', {
     args: argv,
     options: {
       out: { type: 'string' },
@@ -60,10 +66,14 @@ const PAYLOAD_OPTIONS = {
   dialect: { type: 'string' },
   status: { type: 'string' },
   'job-id': { type: 'string' },
+  size: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-type PayloadValues = { key?: string; dialect?: string; status?: string; 'job-id'?: string };
+type PayloadValues = { key?: string; dialect?: string; status?: string; 'job-id'?: string; size?: string };
+
+/** The largest FILE `sign` and `send` read. */
+const FILE_LIMIT = maxCaptureBytes(DEFAULT_MAX_BODY_BYTES);
 
 /** The body to sign: a FILE (or -), or a generated payload. */
 async function payload(
@@ -71,12 +81,34 @@ async function payload(
   file: string | undefined,
   io: CliIo,
 ): Promise<Uint8Array | string> {
-  const generate = values.status !== undefined || values['job-id'] !== undefined;
-  if (file !== undefined && generate) throw new UsageError('give a FILE or --status/--job-id, not both');
+  const generate = values.status !== undefined || values['job-id'] !== undefined || values.size !== undefined;
+  if (file !== undefined && generate)
+    throw new UsageError('give a FILE or --status/--job-id/--size, not both');
   if (values.status !== undefined && values.status !== 'success' && values.status !== 'fail')
     throw new UsageError('--status must be success or fail');
-  if (file !== undefined) return readInput(file, io);
+  if (file !== undefined)
+    return readInput(
+      file,
+      io,
+      FILE_LIMIT,
+      'more than a capture of a body the verifier takes: 6 × 25 MiB + 1 MiB',
+    );
+  if (values.size !== undefined) return sizedPayload(values.size, values);
   return examplePayload({ status: values.status as 'success' | 'fail' | undefined, jobId: values['job-id'] });
+}
+
+/** A successful OCR job's payload of `size` bytes (`150kB`, `25MB`), written as the dialect's sender writes it. */
+function sizedPayload(size: string, values: PayloadValues): string {
+  const bytes = parseBytes(size);
+  if (bytes === undefined)
+    throw new UsageError(`--size: ${JSON.stringify(size)} is not a size (e.g. 150kB, 1.5MB, 25MB)`);
+  if (values.status === 'fail')
+    throw new UsageError(
+      "--size makes a successful job's payload (an OCR result), not one with --status fail",
+    );
+  checkNumber(bytes, '--size', { min: MIN_SIZE, max: MAX_SIZE, integer: true });
+  const dialect = assertDialect(values.dialect ?? 'orjson', '--dialect');
+  return sizedBody(values['job-id'] ?? randomUUID(), bytes, new Random(newSeed()), dialect)!;
 }
 
 async function signed(values: PayloadValues, body: Uint8Array | string) {
@@ -86,7 +118,7 @@ async function signed(values: PayloadValues, body: Uint8Array | string) {
   return withFlags(KEY_FLAGS, async () => signDelivery(body, key, { dialect }));
 }
 
-export const SIGN_HELP = `Usage: jobhook sign --key PRIVATE.pem [--dialect NAME] [FILE | - | --status success|fail --job-id ID]
+export const SIGN_HELP = `Usage: jobhook sign --key PRIVATE.pem [--dialect NAME] [FILE | - | --status success|fail --job-id ID --size N]
 
 Signs a payload as the gateway does and prints a capture object
 {"headers":{...},"body":"..."} on one line (append it to a .jsonl file, or give it
@@ -97,13 +129,20 @@ Options:
   --dialect NAME    ${DIALECTS.join(' | ')} (default orjson)
   --status S        generated payload: success (default) or fail
   --job-id ID       generated payload: the job id (default a random UUID)
+  --size N          generated payload: a successful OCR result of N bytes (1kB to 100MB:
+                    150kB, 1.5MB, 25MB), floats such as 1.0 and non-ASCII text in it
 
 Example:
   jobhook sign --key test-keys/test-only-private.pem --status fail --job-id job-1 > delivery.json
+  jobhook sign --key test-keys/test-only-private.pem --size 25MB > large.json
 `;
 
 export async function signCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: PAYLOAD_OPTIONS });
+  const { values, positionals } = parseFlags('sign', {
+    args: argv,
+    allowPositionals: true,
+    options: PAYLOAD_OPTIONS,
+  });
   if (values.help) {
     io.stdout(SIGN_HELP);
     return 0;
@@ -126,7 +165,7 @@ Options:
   --to URL              the receiver
   --key FILE            RSA private key (PEM) to sign with
   --dialect NAME        ${DIALECTS.join(' | ')} (default orjson)
-  --status S, --job-id ID   for a generated payload
+  --status S, --job-id ID, --size N   for a generated payload (as sign makes it)
   --retries N           retries after the first attempt (default 3)
   --timeout-ms N        per attempt (default 30000)
   --backoff-ms N        first delay, doubled each time (default 1000)
@@ -186,7 +225,7 @@ function sendPolicy(
 }
 
 export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags('send', {
     args: withTwiceValue(argv),
     allowPositionals: true,
     options: SEND_OPTIONS,
@@ -213,15 +252,13 @@ export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
 }
 
 /** A FILE that already is a capture object is sent as it is. */
-function parseCapture(
-  bytes: Uint8Array,
-  source: string,
-): { headers: Record<string, string>; body: Uint8Array } | undefined {
-  let value: unknown;
+function parseCapture(bytes: Uint8Array, source: string): CapturedRequest | undefined {
+  let document: ReturnType<typeof scanDocument>;
   try {
-    value = JSON.parse(new TextDecoder().decode(bytes));
-  } catch {
+    document = scanDocument(bytes);
+  } catch (err) {
+    if (!(err instanceof JsonScanError)) throw err;
     return undefined; // not JSON: sent as a payload, and the receiver will say why it is malformed
   }
-  return isCaptureObject(value) ? parseCaptures(bytes, source)[0] : undefined;
+  return document.kind === 'capture' ? captureOf(document, source) : undefined;
 }

@@ -1,5 +1,5 @@
 import { isWebhookError } from '../../index.js';
-import { VERSION, loadWasmEngine } from '../../lib/entries/tools-door.js';
+import { VERSION, loadWasmEngine, nearestName } from '../../lib/entries/tools-door.js';
 import { canonicalizeCommand } from './canonicalize.js';
 import { explainCommand } from './explain.js';
 import { keygenCommand, sendCommand, signCommand } from './keygen-sign-send.js';
@@ -59,7 +59,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
   const command = COMMANDS[name];
   if (command === undefined) {
-    io.stderr(`jobhook: unknown command '${escapeControls(name)}' (try 'jobhook --help')\n`);
+    const near = nearestName(name, Object.keys(COMMANDS));
+    const hint = near === undefined ? "try 'jobhook --help'" : `did you mean ${near}?`;
+    io.stderr(`jobhook: unknown command '${escapeControls(name)}' (${hint})\n`);
     return 2;
   }
   // The commands canonicalize whole captures: with the WebAssembly engine from the first one.

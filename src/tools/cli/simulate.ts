@@ -2,7 +2,6 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { assertDialect } from '../../lib/entries/tools-door.js';
 import { DIALECTS } from '../../index.js';
 import {
@@ -12,7 +11,7 @@ import {
 } from '../simulator/simulator.js';
 import { UsageError, type CliIo } from './io.js';
 import { describeAttempt } from './attempt.js';
-import { withFlags } from './common.js';
+import { parseFlags, withFlags } from './common.js';
 import {
   sendingLabel,
   VARIANT_HELP,
@@ -23,7 +22,7 @@ import {
 
 /**
  * The I/O of a command that runs until stopped: `signal` stops it (tests pass one).
- * SIGINT and SIGTERM stop it too.
+ * SIGINT, SIGTERM, SIGHUP and its parent process going away stop it too.
  */
 export interface LongRunningIo extends CliIo {
   signal?: AbortSignal;
@@ -33,8 +32,9 @@ const DEFAULT_RECEIVER = 'http://127.0.0.1:3000/webhooks/gateway';
 
 export const SIMULATE_HELP = `Usage: jobhook simulate [--port N] [--delay-ms N] [--dialect NAME] [--out DIR] [options]
 
-Runs a local stand-in for the gateway's async-job API until Ctrl+C (SIGINT) or
-SIGTERM: POST /v3/universal-ai/async creates a job (Authorization: Bearer TOKEN),
+Runs a local stand-in for the gateway's async-job API until Ctrl+C (SIGINT),
+SIGTERM or SIGHUP, or until the process that started it (npx, a shell, a test
+runner) goes away: POST /v3/universal-ai/async creates a job (Authorization: Bearer TOKEN),
 GET /v3/universal-ai/async/ID polls it, and when the job finishes its signed
 async_job_completed webhook goes to the job's webhook_receiver, retried as the
 gateway does (5xx, timeouts and network errors; up to 3 retries). It signs with a
@@ -73,20 +73,33 @@ function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-/** Resolves when `signal` aborts or the process gets SIGINT/SIGTERM; the listeners are removed then. */
+/** Signals that stop the simulator cleanly: Ctrl+C, `kill`, the terminal closed. */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** How often the simulator looks whether its parent is still there. */
+const PARENT_CHECK_MS = 500;
+
+/**
+ * Resolves with the reason when `signal` aborts, the process gets SIGINT, SIGTERM or
+ * SIGHUP, or its parent goes away; the listeners are removed then. A wrapper such as
+ * `npx` (npm, then a shell) does not pass its SIGTERM on: stopped through its own PID,
+ * it leaves the simulator behind, adopted by another process, which is how it is noticed.
+ */
 function stopRequested(signal: AbortSignal | undefined): Promise<string> {
   return new Promise((resolve) => {
+    const parent = process.ppid;
+    const handlers = STOP_SIGNALS.map((name) => [name, () => stop(name)] as const);
+    const orphaned = setInterval(() => {
+      if (process.ppid !== parent) stop(`its parent process ${parent} went away`);
+    }, PARENT_CHECK_MS);
+    const onAbort = () => stop('abort');
     const stop = (why: string) => {
-      process.off('SIGINT', onInt);
-      process.off('SIGTERM', onTerm);
+      clearInterval(orphaned);
+      for (const [name, handler] of handlers) process.off(name, handler);
       signal?.removeEventListener('abort', onAbort);
       resolve(why);
     };
-    const onInt = () => stop('SIGINT');
-    const onTerm = () => stop('SIGTERM');
-    const onAbort = () => stop('abort');
-    process.once('SIGINT', onInt);
-    process.once('SIGTERM', onTerm);
+    for (const [name, handler] of handlers) process.once(name, handler);
     if (signal?.aborted) return stop('abort');
     signal?.addEventListener('abort', onAbort, { once: true });
   });
@@ -129,7 +142,7 @@ function deliveryWords(d: SimulatedDelivery): string {
 }
 
 export async function simulateCommand(argv: string[], io: LongRunningIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags('simulate', {
     args: withTwiceValue(argv),
     allowPositionals: true,
     options: {

@@ -1,5 +1,4 @@
-import { parseArgs } from 'node:util';
-import { assertDialect } from '../../lib/entries/tools-door.js';
+import { assertDialect, getHeader } from '../../lib/entries/tools-door.js';
 import {
   createVerifier,
   DEFAULT_MAX_BODY_BYTES,
@@ -8,8 +7,16 @@ import {
   isWebhookError,
   type Verifier,
 } from '../../index.js';
-import { captureStream, DELIVERY_OPTIONS, dialectOption, loadKeys, numberFlag } from './common.js';
+import {
+  captureStream,
+  DELIVERY_OPTIONS,
+  dialectOption,
+  loadKeys,
+  numberFlag,
+  parseFlags,
+} from './common.js';
 import { escapeControls, jsonText, type CliIo } from './io.js';
+import { base64Hint } from './signature-encoding.js';
 
 export const VERIFY_HELP = `Usage: jobhook verify --key FILE [--key FILE ...] [options] [FILE ... | -]
 
@@ -32,8 +39,9 @@ Options:
   --json                one JSON object per delivery instead of text
   -h, --help            show this help
 
-Output: one line per delivery, "VALID job_id dialect key" or "INVALID code message",
-written as the deliveries are read (a JSONL file of any length is streamed).
+Output: one line per delivery, "VALID job_id dialect key" or "INVALID code message"
+(with a hint when the signature looks like base64: the gateway sends hex), written
+as the deliveries are read (a JSONL file of any length is streamed).
 Control characters and bidirectional overrides from the input are shown escaped (\\x1b).
 Exit: 0 all valid, 1 at least one invalid, 2 usage or I/O error.
 
@@ -44,7 +52,7 @@ Example:
 `;
 
 export async function verifyCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags('verify', {
     args: argv,
     allowPositionals: true,
     options: { ...DELIVERY_OPTIONS, jsonl: { type: 'boolean' }, 'max-age': { type: 'string' } },
@@ -77,7 +85,11 @@ export async function verifyCommand(argv: string[], io: CliIo): Promise<number> 
   let out = '';
   try {
     for await (const c of captures) {
-      const { line, valid } = resultLine(verifier, c, keyPaths, values.json === true);
+      const { line, valid } = resultLine(verifier, c, {
+        keyPaths,
+        json: values.json === true,
+        signatureHeader: signatureHeader || DEFAULT_SIGNATURE_HEADER,
+      });
       if (!valid) invalid++;
       out += line + '\n';
       if (out.length > 64 * 1024) {
@@ -99,22 +111,34 @@ export async function verifyCommand(argv: string[], io: CliIo): Promise<number> 
 function resultLine(
   verifier: Verifier,
   c: { source: string; index: number; body: string | Uint8Array; headers: Record<string, string> },
-  keyPaths: string[],
-  json: boolean,
+  how: { keyPaths: string[]; json: boolean; signatureHeader: string },
 ): { line: string; valid: boolean } {
   const { source, index } = c;
   try {
     const r = verifier.verify(c.body, c.headers);
     const { dialect, keyIndex, jobId } = r;
-    const line = json
+    const line = how.json
       ? jsonText({ source, index, valid: true, code: null, dialect, keyIndex, jobId })
-      : escapeControls(`VALID ${jobId} ${dialect} ${keyPaths[keyIndex]}`);
+      : escapeControls(`VALID ${jobId} ${dialect} ${how.keyPaths[keyIndex]}`);
     return { line, valid: true };
   } catch (err) {
     if (!isWebhookError(err)) throw err;
-    const line = json
-      ? jsonText({ source, index, valid: false, code: err.code, dialect: null, keyIndex: null, jobId: null })
-      : escapeControls(`INVALID ${err.code} ${err.message}`);
+    const hint =
+      err.code === 'SIGNATURE_MALFORMED'
+        ? base64Hint(getHeader(c.headers, how.signatureHeader.toLowerCase()))
+        : undefined;
+    const line = how.json
+      ? jsonText({
+          source,
+          index,
+          valid: false,
+          code: err.code,
+          dialect: null,
+          keyIndex: null,
+          jobId: null,
+          ...(hint === undefined ? {} : { hint }),
+        })
+      : escapeControls(`INVALID ${err.code} ${err.message}${hint === undefined ? '' : ` (${hint})`}`);
     return { line, valid: false };
   }
 }

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   enable,
+  importPrivateKey,
   option,
   optionError,
   checkOptionNames,
@@ -87,3 +88,30 @@ export function writeTestKeyPair(
 
 /** `generateTestKeys` from `jobhook/testing`. */
 export const TEST_KEY_OPTIONS = { bits: true } as const satisfies OptionNamesOf<TestKeyOptions>;
+
+/**
+ * A string that names a key file rather than holding a key: one line, short, and a file
+ * that exists, a key file's extension, or a path's start. A PEM has BEGIN lines; base64
+ * DER starts with `M` and has no extension.
+ */
+function looksLikeKeyPath(value: string): boolean {
+  if (value.length > 1024 || /[\r\n]/.test(value) || value.includes('-----BEGIN')) return false;
+  return (
+    /\.(pem|key|crt|cer|der|txt)$/i.test(value) ||
+    /^(\.{1,2}[\\/]|[\\/]|~[\\/]|[A-Za-z]:[\\/])/.test(value) ||
+    existsSync(value)
+  );
+}
+
+/**
+ * The RSA private key of a tool's `privateKey` option (a PEM string or a KeyObject). A
+ * file's path given instead of its content is named as such, with the fix (read the
+ * file); anything else is the signer's to refuse.
+ */
+export function privateKeyOption(value: string | KeyObject): KeyObject {
+  if (typeof value === 'string' && looksLikeKeyPath(value)) {
+    const shown = JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+    throw optionError`${option('privateKey')} looks like a file path (${shown}), not a PEM: pass the file's content, readFileSync(${shown}, 'utf8')`;
+  }
+  return importPrivateKey(value);
+}

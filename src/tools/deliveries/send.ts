@@ -1,4 +1,4 @@
-import { enable, option, optionError } from '../../lib/entries/tools-door.js';
+import { concatBytes, enable, option, optionError } from '../../lib/entries/tools-door.js';
 
 /** What happened on one attempt. */
 export interface AttemptReport {
@@ -51,29 +51,40 @@ export interface SendResult {
 /** Answer bodies are read this far, no further (a receiver's answer is a small JSON object). */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
-/** The `status` or error `code` of a jobhook receiver's JSON answer, if that is what came. */
-async function readAnswer(res: Response): Promise<string | undefined> {
-  if (res.body === null) return undefined;
+/**
+ * The body of `res`, read as it comes and no further than `limit` bytes: undefined past
+ * it, the rest left unread (the stream is cancelled). A declared length is not trusted:
+ * a close-delimited answer declares none.
+ */
+export async function readBounded(res: Response, limit: number): Promise<Uint8Array | undefined> {
+  if (res.body === null) return new Uint8Array(0);
   const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > MAX_ANSWER_BYTES) {
-        await reader.cancel();
-        return undefined;
-      }
-      chunks.push(value);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return concatBytes(chunks);
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      return undefined;
     }
+    chunks.push(value);
+  }
+}
+
+/** The `status` or error `code` of a jobhook receiver's JSON answer, if that is what came. */
+async function readAnswer(res: Response): Promise<string | undefined> {
+  let body: Uint8Array | undefined;
+  try {
+    body = await readBounded(res, MAX_ANSWER_BYTES);
   } catch {
     return undefined; // the status came; the body did not (a timeout, a reset)
   }
+  if (body === undefined || body.byteLength === 0) return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder().decode(Buffer.concat(chunks)));
+    value = JSON.parse(new TextDecoder().decode(body));
   } catch {
     return undefined;
   }

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { signDelivery, type SignedDelivery } from '../../index.js';
+import { privateKeyOption } from './keys.js';
 import {
   HEADER_NAME_OPTIONS,
   option,
@@ -28,7 +29,7 @@ export function signPayload(
     body = JSON.stringify(payload);
   else throw optionError`${option('payload')} must be a string, bytes or an object`;
   // The options' names are checked above: they are signDelivery's, bar its userAgent.
-  return signDelivery(body, privateKey, options);
+  return signDelivery(body, privateKeyOption(privateKey), options);
 }
 
 /** `signPayload` from `jobhook/testing`. */

@@ -16,7 +16,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import {
   assertDialect,
-  importPrivateKey,
   option,
   optionError,
   checkOptionNames,
@@ -26,6 +25,7 @@ import {
   type OptionNamesOf,
 } from '../../lib/entries/tools-door.js';
 import { type DialectName, DEFAULT_MAX_BODY_BYTES } from '../../index.js';
+import { privateKeyOption } from '../deliveries/keys.js';
 import { isFieldProblem, validateJobRequest, type JobRequest } from './job-request.js';
 import { simulatedFailure, simulatedResult } from './outputs.js';
 import { resolveHeaderNames } from '../deliveries/header-names.js';
@@ -181,7 +181,7 @@ async function settings(options: GatewaySimulatorOptions): Promise<Settings> {
   };
   if (s.token.length === 0 || /[\s\u0000-\u001f]/.test(s.token))
     throw optionError`${option('token')} must be a non-empty string without whitespace`;
-  const key = options.privateKey === undefined ? await newKeyPair() : importPrivateKey(options.privateKey);
+  const key = options.privateKey === undefined ? await newKeyPair() : privateKeyOption(options.privateKey);
   return Object.freeze({ ...s, key });
 }
 

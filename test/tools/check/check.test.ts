@@ -2,6 +2,7 @@
  * checkReceiver against real receivers on loopback: jobhook's own passes; each way a
  * deployment loses or forges deliveries is caught under its class with its cause.
  */
+import { createServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   checkReceiver,
@@ -9,16 +10,23 @@ import {
   type CheckReport,
   type Verdict,
 } from '../../../src/tools/check/index.js';
-import { parseEffects } from '../../../src/tools/check/effects.js';
+import { parseEffects, readEffects } from '../../../src/tools/check/effects.js';
 import { sizedBody } from '../../../src/tools/check/large.js';
 import { Random } from '../../../src/tools/check/random.js';
 import { formatCheckReport } from '../../../src/tools/check/report.js';
 import { generatedValues, VALUE_KINDS } from '../../../src/tools/check/values.js';
+import type { CheckAttempt } from '../../../src/tools/check/types.js';
+import { freePort } from '../../helpers/servers.js';
 import { DIALECTS } from '../../../src/lib/core/canonical/dialects.js';
 import { parseWire, writeWire } from '../../../src/tools/deliveries/wire.js';
 import {
+  answering,
+  answersFirstReceiver,
   bodyLimitReceiver,
   correctReceiver,
+  failsFailedJobsReceiver,
+  hangsUpOnRefusalsReceiver,
+  noDecodingReceiver,
   headerDroppingProxy,
   neverRunsReceiver,
   noIdempotencyReceiver,
@@ -33,7 +41,7 @@ afterEach(async () => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
-async function start(make: () => Promise<TestReceiver>): Promise<TestReceiver> {
+async function start<R extends TestReceiver>(make: () => Promise<R>): Promise<R> {
   const r = await make();
   receivers.push(r);
   return r;
@@ -300,6 +308,179 @@ describe('checkReceiver bounds and options', () => {
     expect(parseEffects('{"jobs":["a"]}')).toEqual(['a']);
     expect(() => parseEffects('[1]')).toThrow('not an array of job ids');
   });
+});
+
+describe('checkReceiver tells the truth quickly', () => {
+  /** The gateway's own policy (backoff from 1 s): the early verdict must come within 15 s with it. */
+  const GATEWAY_POLICY = { timeLimitMs: 60_000 };
+  const NOT_SENT = 47 - 3;
+
+  it('nothing listens at the URL: it stops after the first 3 deliveries (their retries included) within 15 s, with that verdict', async () => {
+    const url = `http://127.0.0.1:${await freePort()}/hook`;
+    // The default check: its 25 MB delivery is not written before it is due.
+    const report = await checkReceiver(url, { privateKey: PRIVATE_KEY, ...GATEWAY_POLICY });
+    expect(report.durationMs).toBeLessThan(15_000);
+    expect(report.stoppedEarly).toBe(
+      `nothing answers at ${url} (ECONNREFUSED on every attempt of the first 3 deliveries (12 attempts)): is the receiver running, and is this its URL?`,
+    );
+    expect(byVerdict(report)).toEqual({
+      lost: ['genuine/baseline', 'genuine/floats/orjson', 'genuine/big-integers/orjson'],
+      'not-run': report.results.slice(3).map((r) => r.id),
+    });
+    expect(report.counts['not-run']).toBe(NOT_SENT);
+    expect(report.ok).toBe(false);
+    const text = formatCheckReport(report);
+    expect(text).toContain(
+      `\nStopped early: ${report.stoppedEarly} The other ${NOT_SENT} deliveries were not sent.\n`,
+    );
+    expect(text).not.toContain('Answer time by size'); // none of the sizes was sent
+    expect(text).not.toContain('NOT RUN'); // counted, not listed
+    expect(text).toMatch(/\nFAIL: 3 lost, 44 not run\.\n$/);
+  }, 90_000);
+
+  it('every answer a 5xx: it stops within 15 s, naming the answers', async () => {
+    const r = await start(() => answering(503, 'STORE_UNAVAILABLE'));
+    const report = await checkReceiver(r.url, { privateKey: PRIVATE_KEY, ...GATEWAY_POLICY });
+    expect(report.durationMs).toBeLessThan(15_000);
+    expect(report.stoppedEarly).toBe(
+      'every attempt of the first 3 deliveries (12 attempts) was answered 5xx (HTTP 503 STORE_UNAVAILABLE): the endpoint fails before it takes any delivery',
+    );
+    expect(report.counts).toMatchObject({ lost: 3, 'not-run': NOT_SENT, passed: 0 });
+  }, 90_000);
+
+  it('does not stop early when only some deliveries fail (a handler that throws on failed jobs)', async () => {
+    const report = await check(await start(failsFailedJobsReceiver), { dialects: ['orjson'], encodings: [] });
+    expect(report.stoppedEarly).toBeUndefined();
+    expect(result(report, 'genuine/baseline')).toMatchObject({ verdict: 'lost' });
+    expect(result(report, 'genuine/floats/orjson').verdict).toBe('passed');
+    expect(byVerdict(report)['not-run']).toBeUndefined();
+  });
+
+  it('a delivery that must be refused and gets no answer is never passed', async () => {
+    const report = await check(await start(hangsUpOnRefusalsReceiver));
+    expect(byVerdict(report)['no-answer']).toEqual(REFUSALS);
+    expect(result(report, 'refuse/forged').meaning).toMatch(
+      /^\S+: no answer, so whether it was refused is not known \(a 4xx says so\)$/,
+    );
+    expect(report.ok).toBe(false);
+    expect(formatCheckReport(report)).toMatch(
+      /\n {2}no answer +8 {2}\(not one attempt answered\)\n[^]*\nFAIL: 8 not answered\.\n$/,
+    );
+  });
+
+  it('tells each attempt as it ends (onAttempt), in the order they are sent', async () => {
+    const told: Array<CheckAttempt & { at: number }> = [];
+    const r = await start(() => correctReceiver());
+    const report = await check(r, {
+      dialects: ['orjson'],
+      encodings: [],
+      onAttempt: (a) => void told.push({ ...a, at: Date.now() }),
+    });
+    const ids = report.results.map((x) => x.id);
+    expect([...new Set(told.map((t) => t.id))].sort()).toEqual([...ids].sort());
+    expect(told.every((t) => t.of === ids.length && ids[t.index - 1] === t.id)).toBe(true);
+    // Sent twice: both copies told; cut once its body was sent: the cut attempt told too.
+    expect(told.filter((t) => t.id === 'retry/twice').map((t) => [t.copy, t.attempt.attempt])).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+    expect(
+      told.filter((t) => t.id === 'retry/dropped').map((t) => [t.attempt.attempt, t.attempt.outcome]),
+    ).toEqual([
+      [1, 'retry'],
+      [2, 'delivered'],
+    ]);
+    // As it goes: the first attempt was told before the last delivery was sent.
+    expect(told[0]!.at).toBeLessThanOrEqual(told.at(-1)!.attempt.startedAt);
+    await expect(check(r, { onAttempt: 'print' as never })).rejects.toThrow('onAttempt must be a function');
+  });
+
+  it('marks every delivery with X-Jobhook-Check (its case) and its User-Agent, so the receiver logs can tell them', async () => {
+    const r = await start(() => answering(401, 'SIGNATURE_INVALID'));
+    const report = await check(r, { effects: undefined, dialects: ['orjson'], encodings: [] });
+    const marks = r.hits.map((h) => h['x-jobhook-check']);
+    expect(new Set(marks)).toEqual(new Set(report.results.map((x) => x.id)));
+    expect(marks.filter((m) => String(m).startsWith('refuse/'))).toEqual(REFUSALS);
+    expect(r.hits.every((h) => /^jobhook-check\/\d+\.\d+\.\d+/.test(String(h['user-agent'])))).toBe(true);
+  });
+});
+
+describe('checkReceiver attributes causes by evidence', () => {
+  it('a body parser that decoded gzip is not blamed for it: the encoded deliveries fail as the same content unencoded does (floats)', async () => {
+    const report = await check(await start(stringifyVerifierReceiver), { effects: undefined });
+    const floats = result(report, 'genuine/floats/orjson').cause;
+    expect(result(report, 'genuine/gzip')).toMatchObject({ verdict: 'lost', cause: floats });
+    expect(result(report, 'genuine/br')).toMatchObject({ verdict: 'lost', cause: floats });
+    expect(report.causes.map((c) => c.cause).join('\n')).not.toMatch(/Content-Encoding/);
+  });
+
+  it('a verifier that does not decode Content-Encoding is named, the same content unencoded being accepted', async () => {
+    const report = await check(await start(noDecodingReceiver), { effects: undefined });
+    expect(result(report, 'genuine/size-150000').verdict).toBe('passed');
+    expect(result(report, 'genuine/gzip').cause).toBe(
+      'a gzip-encoded delivery refused (HTTP 401 SIGNATURE_INVALID) where the same content unencoded is accepted: decode Content-Encoding before verifying, or answer 415',
+    );
+  });
+
+  it('a receiver that answers 200 before verifying: named as such, with its danger (a failure after the 200 is never retried)', async () => {
+    const r = await start(answersFirstReceiver);
+    const report = await check(r);
+    expect(byVerdict(report)['accepted-forged']).toEqual(REFUSALS);
+    expect(result(report, 'refuse/forged')).toMatchObject({
+      runs: 0,
+      meaning: 'HTTP 200: accepted, though the job never ran (in the effects)',
+    });
+    expect(report.causes.filter((c) => c.verdict === 'accepted-forged')).toEqual([
+      {
+        cause:
+          'answers 2xx to deliveries that do not verify, which then never run (it answers before verifying, or hides its refusals): the gateway takes a 2xx as delivered, so a genuine delivery that fails after it (its verification, the handler, a crash) is never retried, and is lost without a word',
+        verdict: 'accepted-forged',
+        ids: REFUSALS,
+      },
+    ]);
+    // Without the effects, the answers alone cannot tell it from a receiver that does not verify: both are said.
+    const blind = await check(r, { effects: undefined, dialects: ['orjson'], encodings: [] });
+    expect(result(blind, 'refuse/forged').cause).toBe(
+      'deliveries that do not verify are answered 2xx: the signature is not verified (anyone can post a delivery that runs), or it is verified after answering (then a genuine delivery that fails after the 2xx is never retried); counting the runs from the effects tells which',
+    );
+  });
+});
+
+describe('the effects answer', () => {
+  it('is read no further than 16 MiB when it declares no length (delimited by the close of the connection)', async () => {
+    const MiB = 1024 * 1024;
+    let written = 0;
+    let closed!: () => void;
+    const done = new Promise<void>((resolve) => (closed = resolve));
+    // Streams job ids for 128 MiB, as fast as the reader takes them, then closes.
+    const server = createServer((socket) => {
+      socket.on('error', () => undefined).on('close', closed);
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n[');
+        const chunk = Buffer.from('"job",'.repeat(10_000));
+        const pump = () => {
+          while (written < 128 * MiB && !socket.destroyed) {
+            written += chunk.length;
+            if (!socket.write(chunk)) return void socket.once('drain', pump);
+          }
+          socket.end();
+        };
+        pump();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/effects`;
+    try {
+      await expect(readEffects(url, AbortSignal.timeout(60_000))).rejects.toThrow(
+        'the effects answer is larger than 16777216 bytes',
+      );
+      await done;
+      // What was read, and what the sockets' buffers held when the reader let go.
+      expect(written).toBeLessThan(40 * MiB);
+    } finally {
+      server.close();
+    }
+  }, 90_000);
 });
 
 describe('the generated deliveries', () => {

@@ -180,3 +180,95 @@ export async function neverRunsReceiver(): Promise<TestReceiver> {
   });
   return serve(app, []);
 }
+
+/** Answers 200 at once, then verifies and runs what verifies: a failure after the 200 is never retried. */
+export async function answersFirstReceiver(): Promise<TestReceiver> {
+  const ran: string[] = [];
+  const verifier = createVerifier({ publicKey: PUBLIC_KEY });
+  const app = express();
+  app.post('/hook', express.raw({ type: () => true, limit: '25mb' }), (req, res) => {
+    res.json({ received: true });
+    try {
+      const { jobId } = verifier.verify(req.body as Buffer, req.headers);
+      if (!ran.includes(jobId)) ran.push(jobId);
+    } catch {
+      // refused after the answer: the sender never knows
+    }
+  });
+  return serve(app, ran);
+}
+
+/** Verifies the bytes as they came, never decoding Content-Encoding (read from the request itself, no body parser). */
+export async function noDecodingReceiver(): Promise<TestReceiver> {
+  const ran: string[] = [];
+  const verifier = createVerifier({ publicKey: PUBLIC_KEY });
+  const app = express();
+  app.post('/hook', async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    let jobId: string;
+    try {
+      jobId = verifier.verify(Buffer.concat(chunks), req.headers).jobId;
+    } catch {
+      return void res.status(401).json({ error: { code: 'SIGNATURE_INVALID' } });
+    }
+    if (!ran.includes(jobId)) ran.push(jobId);
+    res.json({ status: 'processed' });
+  });
+  return serve(app, ran);
+}
+
+/** Runs what verifies; hangs up, without an answer, on what does not. */
+export async function hangsUpOnRefusalsReceiver(): Promise<TestReceiver> {
+  const ran: string[] = [];
+  const receiver = createReceiver({
+    publicKey: PUBLIC_KEY,
+    onEvent: (_e, { jobId }) => void ran.push(jobId),
+  });
+  const app = express();
+  app.post('/hook', (req, res, next) => {
+    // What jobhook would refuse (401) is cut instead of answered.
+    const end = res.end.bind(res);
+    res.end = ((...args: Parameters<typeof res.end>) =>
+      res.statusCode === 401 ? (req.socket.destroy(), res) : end(...args)) as typeof res.end;
+    receiver(req, res, next);
+  });
+  return serve(app, ran, () => receiver.close());
+}
+
+/** jobhook's receiver whose handler throws on failed jobs: those are answered 500 on every attempt. */
+export async function failsFailedJobsReceiver(): Promise<TestReceiver> {
+  const ran: string[] = [];
+  const receiver = createReceiver({
+    publicKey: PUBLIC_KEY,
+    onEvent: async (event, { jobId }) => {
+      if (event.status === 'fail') throw new Error('cannot store a failed job');
+      ran.push(jobId);
+    },
+  });
+  const app = express();
+  app.post('/hook', receiver);
+  return serve(app, ran, () => receiver.close());
+}
+
+/** Answers every request `status` with the error `code` (503 STORE_UNAVAILABLE: a receiver whose store is down), recording their headers. */
+export async function answering(
+  status: number,
+  code: string,
+): Promise<TestReceiver & { hits: Array<Record<string, unknown>> }> {
+  const hits: Array<Record<string, unknown>> = [];
+  const server = await listen((req: IncomingMessage, res: ServerResponse) => {
+    hits.push({ ...req.headers });
+    req.resume().on('end', () => {
+      res.writeHead(status, { 'content-type': 'application/json', 'retry-after': '1' });
+      res.end(JSON.stringify({ error: { code, message: 'refused' } }));
+    });
+  });
+  return {
+    url: `${server.url}/hook`,
+    effectsUrl: `${server.url}/effects`,
+    ran: [],
+    close: server.close,
+    hits,
+  };
+}

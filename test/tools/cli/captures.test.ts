@@ -334,3 +334,36 @@ describe('the size of an input', () => {
     expect((await verify(body, '--signature', 'ab')).stdout).toMatch(/^INVALID SIGNATURE_MALFORMED/);
   });
 });
+
+describe('capture objects read from their bytes', () => {
+  it('header values: text, a list joined with ", ", numbers written out; an object, or more than 2,000 headers, refused', async () => {
+    const capture = (headers: object) => file('headers.json', JSON.stringify({ headers, body: d.body }));
+    const sig = d.headers['X-Service-Signature']!;
+    const ok = await verify(
+      capture({
+        'X-Service-Signature': [sig],
+        'X-Service-Hash-Algorithm': 'SHA256',
+        'Content-Length': 12,
+        x: null,
+      }),
+    );
+    expect(ok.stdout).toMatch(/^VALID dump-job /);
+    refused(
+      await verify(capture({ 'X-Service-Signature': sig, 'X-Nested': { a: 1 } })),
+      /headers\.json: the header "X-Nested" holds an object, not text/,
+    );
+    const many = Object.fromEntries(Array.from({ length: 2001 }, (_, k) => [`x-${k}`, '']));
+    refused(await verify(capture(many)), /headers\.json: more than 2000 headers/);
+    // A member named __proto__ is a header like any other, not the object's prototype.
+    const proto = `{"headers":{"__proto__":"x","X-Service-Signature":"${sig}"},"body":${JSON.stringify(d.body)}}`;
+    expect((await verify(file('proto.json', proto))).stdout).toMatch(/^VALID dump-job /);
+  });
+
+  it('a JSON document nested deeper than the verifier takes is no capture: refused, without building it', async () => {
+    const deep = `{"headers":{},"body":"{}","x":${'['.repeat(2000)}${']'.repeat(2000)}}`;
+    refused(
+      await verify(file('deep.jsonl', `${deep}\n`)),
+      /deep\.jsonl:1: not a JSON capture object \(Nesting deeper than 1000 levels at byte \d+\)/,
+    );
+  });
+});

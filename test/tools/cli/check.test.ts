@@ -12,6 +12,7 @@ import {
   noVerificationReceiver,
   type TestReceiver,
 } from '../check/receivers.js';
+import { freePort } from '../../helpers/servers.js';
 import { cli } from './run.js';
 
 const KEY = fixture('keys', 'test-2048-private.pem');
@@ -50,7 +51,17 @@ describe('jobhook check', () => {
       r.effectsUrl,
       ...QUICK,
     ]);
-    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    expect(code).toBe(0);
+    // Each attempt on stderr as it ends: the progress, apart from the scorecard.
+    const progress = stderr.trimEnd().split('\n');
+    expect(progress[0]).toMatch(
+      /^\[ 1\/44\] genuine\/baseline: attempt 1: HTTP 200 after \d+ ms → processed$/,
+    );
+    for (const line of progress)
+      expect(line).toMatch(/^\[[ \d]\d\/44\] (genuine|refuse|retry)\/\S+: (copy 2, )?attempt \d: .+ → .+$/);
+    expect(
+      progress.filter((l) => l.includes(' refuse/forged: attempt 1: HTTP 401 SIGNATURE_INVALID')),
+    ).toHaveLength(1);
     expect(stdout).toMatch(
       new RegExp(
         `^jobhook check ${r.url}\\n44 deliveries in \\d+\\.\\d s · seed \\d+ · 3 retries, backoff 20 ms doubling to 100 ms, 30 s per attempt · runs counted from the effects\\n\\nGenuine deliveries`,
@@ -104,6 +115,7 @@ describe('jobhook check', () => {
       'ran-twice': 0,
       slow: 0,
       skipped: 0,
+      'no-answer': 0,
       'not-run': 0,
     });
     expect(report.results.map((x) => x.id).slice(0, 5)).toEqual([
@@ -154,6 +166,23 @@ describe('jobhook check', () => {
     );
     expect(b.stdout).toContain('\nFAIL: 8 accepted forged.\n');
   });
+
+  it('stops early, within 15 s, when nothing listens at the URL, and says so first', async () => {
+    const url = `http://127.0.0.1:${await freePort()}/hook`;
+    const t0 = performance.now();
+    const { code, stdout, stderr } = await cli(['check', url, '--key', KEY]);
+    expect(performance.now() - t0).toBeLessThan(15_000);
+    expect(code).toBe(1);
+    expect(stdout).toMatch(
+      new RegExp(
+        `^jobhook check ${url}\\n.*\\n\\nStopped early: nothing answers at ${url} \\(ECONNREFUSED on every attempt of the first 3 deliveries \\(12 attempts\\)\\): is the receiver running, and is this its URL\\? The other 44 deliveries were not sent\\.\\n`,
+      ),
+    );
+    expect(stdout.endsWith('\nFAIL: 3 lost, 44 not run.\n')).toBe(true);
+    expect(stderr).toMatch(
+      /^\[ 1\/47\] genuine\/baseline: attempt 1: ECONNREFUSED after \d+ ms → retry in 1000 ms$/m,
+    );
+  }, 60_000);
 
   it('refuses plain http to a host that is not loopback unless --allow-http', async () => {
     const r = await start(() => correctReceiver());

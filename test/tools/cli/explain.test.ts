@@ -175,6 +175,58 @@ type Json = {
   causes: Array<{ kind: string; text: string }>;
 };
 
+describe('a signature in base64, not hex', () => {
+  const base64 = Buffer.from(sig, 'hex').toString('base64');
+  const url = Buffer.from(sig, 'hex').toString('base64url');
+  const SIZE = '344 characters, 256 bytes once decoded: the size of a 2048-bit RSA signature';
+
+  it('explain says so, and that the key opens the decoded bytes (the signature is right, its encoding is not)', async () => {
+    const r = await cli(['explain', '--key', K2048, capture('base64.json', d.body, base64)]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`\nsignature header: BASE64, NOT HEX (${SIZE})\n`);
+    expect(causes(r.stdout)).toEqual([
+      `CAUSE: The signature header looks like base64, not hex (${SIZE}). The gateway sends the signature in hex: decoded, it opens with key 0, so the signature is right and only its encoding is not: whatever wrote this header (a sender other than the gateway, a proxy, a test written by hand) re-encoded it.`,
+    ]);
+    // URL-safe base64 without padding, from another key: base64 all the same, opened by none.
+    const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+    const foreign = Buffer.from(signDelivery(d.body, other).headers['X-Service-Signature']!, 'hex').toString(
+      'base64url',
+    );
+    const json = await cli(['explain', '--key', K2048, '--json', capture('base64url.json', d.body, foreign)]);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      signature: { base64: { characters: 342, bytes: 256 } },
+      causes: [
+        { kind: 'base64', characters: 342, bytes: 256, text: expect.stringMatching(/encoded it otherwise/) },
+      ],
+    });
+    expect(url).toHaveLength(342);
+  });
+
+  it('verify adds the hint to SIGNATURE_MALFORMED, in text and JSON; other non-hex signatures get none', async () => {
+    const path = capture('base64-verify.json', d.body, base64);
+    const text = await cli(['verify', '--key', K2048, path]);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `^INVALID SIGNATURE_MALFORMED .* \\(this looks like base64 \\(${SIZE}\\); the gateway sends hex\\)\\n$`,
+      ),
+    );
+    const json = await cli(['verify', '--key', K2048, '--json', path]);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      code: 'SIGNATURE_MALFORMED',
+      hint: `this looks like base64 (${SIZE}); the gateway sends hex`,
+    });
+    const garbled = await cli([
+      'verify',
+      '--key',
+      K2048,
+      capture('garbled.json', d.body, `${sig.slice(0, -2)}zz`),
+    ]);
+    expect(garbled.stdout).toMatch(/^INVALID SIGNATURE_MALFORMED /);
+    expect(garbled.stdout).not.toContain('base64');
+  });
+});
+
 describe("jobhook explain is bounded by the verifier's limits", () => {
   it('no key opens the signature: the body is not analysed (no canonical form), header diagnostics stay', async () => {
     const forged = 'ab'.repeat(256);

@@ -4,12 +4,15 @@
  * HTTP/2; a proxy that keeps the body's bytes in base64), built here around deliveries
  * signed with the fixture key.
  */
+import { spawnSync } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { signDelivery } from '../../../src/index.js';
 import { payloadText } from '../../helpers/deliveries.js';
 import { privatePem } from '../../helpers/keys.js';
-import { fixture } from '../../helpers/paths.js';
+import { fixture, ROOT } from '../../helpers/paths.js';
 import { cli, scratchFiles } from './run.js';
 
 const K2048 = fixture('keys', 'test-2048-public.pem');
@@ -286,4 +289,101 @@ describe('HAR files in the shapes other tools write', () => {
       /the body is larger than maxBodyBytes \(100000 bytes\) once decoded \(Content-Encoding: gzip\)/,
     );
   });
+});
+
+/**
+ * The peak memory (maxRSS, bytes) of `jobhook ARGV` in a process of its own: the CLI from
+ * the sources (tsx), which reports its peak as it exits.
+ */
+function peakRss(argv: string[]): { peak: number; output: string } {
+  const report = file(
+    'report-peak.mjs',
+    "process.on('exit', () => process.stderr.write(`\\npeak ${process.resourceUsage().maxRSS * 1024}\\n`));\n",
+  );
+  const run = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', '--import', report, join(ROOT, 'src', 'cli.ts'), ...argv],
+    { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+  );
+  const peak = Number(/\npeak (\d+)\n/.exec(run.stderr)?.[1]);
+  expect(peak, run.stderr).toBeGreaterThan(0);
+  return { peak, output: run.stdout + run.stderr.replace(/\n?\npeak \d+\n$/, '') };
+}
+
+describe('hostile HAR files and capture objects cost at most 10 × their size', () => {
+  const d = delivery('har-hostile');
+  const headers = Object.entries(d.headers).map(([name, value]) => ({ name, value }));
+  const MB = 8_000_000;
+  /** A HAR file of about `bytes` with one signed delivery and `junk` (JSON text) beside its entries. */
+  const harWith = (name: string, junk: string) =>
+    file(
+      name,
+      `{"log":{"version":"1.2","entries":[${JSON.stringify({ request: { method: 'POST', url: 'http://x/', headers, postData: { text: d.body } } })}],"pages":${junk}}}`,
+    );
+  const entry = JSON.stringify({
+    request: {
+      method: 'POST',
+      headers: [{ name: 'X-Service-Signature', value: 'ab' }],
+      postData: { text: '{}' },
+    },
+  });
+  const inputs: Array<[string, () => string, RegExp]> = [
+    [
+      '8 MB of nested arrays beside the entries',
+      () => harWith('deep.har', '['.repeat(MB / 2) + ']'.repeat(MB / 2)),
+      /not a HAR file \(Nesting deeper than 1000 levels at byte \d+\)/,
+    ],
+    ['8 MB of empty arrays', () => harWith('wide.har', `[${'[],'.repeat(MB / 3)}[]]`), /^VALID har-hostile /],
+    [
+      '8 MB of empty objects',
+      () => harWith('objects.har', `[${'{},'.repeat(MB / 3)}{}]`),
+      /^VALID har-hostile /,
+    ],
+    [
+      '8 MB of small POST entries, each a delivery',
+      () =>
+        file(
+          'posts.har',
+          `{"log":{"entries":[${Array(Math.floor(MB / (entry.length + 1)))
+            .fill(entry)
+            .join(',')}]}}`,
+        ),
+      /^INVALID SIGNATURE_MALFORMED /,
+    ],
+    [
+      'a capture object with 8 MB of empty arrays beside its body',
+      () =>
+        file(
+          'capture.json',
+          `{"headers":${JSON.stringify(d.headers)},"body":${JSON.stringify(d.body)},"x":[${'[],'.repeat(MB / 3)}[]]}`,
+        ),
+      /^VALID har-hostile /,
+    ],
+    [
+      'a JSON lines file whose first line holds 8 MB of empty arrays beside its body',
+      () =>
+        file(
+          'lines.jsonl',
+          `{"headers":${JSON.stringify(d.headers)},"body":${JSON.stringify(d.body)},"x":[${'[],'.repeat(MB / 3)}[]]}\n${JSON.stringify(d)}\n`,
+        ),
+      /^VALID har-hostile .*\nVALID har-hostile /,
+    ],
+  ];
+
+  it.each(inputs)(
+    '%s: verify and explain stay within 10 × the file',
+    (_, make, outcome) => {
+      const path = make();
+      const size = statSync(path).size;
+      const small = file('small.har', har([devtoolsEntry('POST', d.headers, d.body)]));
+      for (const command of ['verify', 'explain']) {
+        const argv = [command, '--key', K2048, ...(command === 'explain' ? ['--index', '0'] : [])];
+        const base = peakRss([...argv, small]).peak;
+        const run = peakRss([...argv, path]);
+        expect(run.peak - base, `${command}: ${run.output}`).toBeLessThan(10 * size);
+        if (command === 'verify') expect(run.output).toMatch(outcome);
+      }
+    },
+    240_000,
+  );
 });

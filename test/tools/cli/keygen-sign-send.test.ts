@@ -94,6 +94,50 @@ describe('jobhook keygen and sign', () => {
       stderr: 'jobhook sign: --key is not a private key (expected a PEM such as BEGIN PRIVATE KEY)\n',
     });
   });
+
+  it('--size N signs a generated payload of N bytes (an OCR result with floats such as 1.0), in the dialect asked', async () => {
+    const key = fixture('keys', 'test-2048-private.pem');
+    const publicKey = readFileSync(fixture('keys', 'test-2048-public.pem'), 'utf8');
+    for (const [size, bytes, dialect] of [
+      ['150kB', 150_000, 'orjson'],
+      ['2MB', 2_000_000, 'python'],
+      ['1000', 1_000, 'python-utf8'],
+    ] as const) {
+      const r = await cli([
+        'sign',
+        '--key',
+        key,
+        '--size',
+        size,
+        '--dialect',
+        dialect,
+        '--job-id',
+        `sized-${size}`,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      const capture = JSON.parse(r.stdout) as { headers: Record<string, string>; body: string };
+      expect(Buffer.byteLength(capture.body)).toBe(bytes);
+      expect(capture.body).toMatch(/"confidence": ?1\.0/);
+      // Signed in that dialect: a verifier that tries it alone takes it.
+      const verifier = createVerifier({ publicKey, dialects: [dialect] });
+      expect(verifier.verify(capture.body, capture.headers).jobId).toBe(`sized-${size}`);
+    }
+    const usage: Array<[string[], string]> = [
+      [['--size', 'lots'], '--size: "lots" is not a size (e.g. 150kB, 1.5MB, 25MB)'],
+      [['--size', '10'], '--size must be an integer from 1000 to 100000000; got 10'],
+      [
+        ['--size', '1kB', '--status', 'fail'],
+        "--size makes a successful job's payload (an OCR result), not one with --status fail",
+      ],
+      [['--size', '1kB', join(dir, 'payload.json')], 'give a FILE or --status/--job-id/--size, not both'],
+    ];
+    for (const [argv, message] of usage)
+      expect(await cli(['sign', '--key', key, ...argv])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `jobhook sign: ${message}\n`,
+      });
+  });
 });
 
 describe('jobhook send', () => {
@@ -354,7 +398,28 @@ describe('help, version, unknown commands', () => {
     expect((await cli(['--help'])).stdout).toContain('Commands:');
     const unknown = await cli(['frobnicate']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/unknown command 'frobnicate'/);
+    expect(unknown.stderr).toBe("jobhook: unknown command 'frobnicate' (try 'jobhook --help')\n");
+  });
+
+  it('an unknown option or command names the nearest known one', async () => {
+    const cases: Array<[string[], string]> = [
+      [['verify', '--kye', 'k.pem', 'x.json'], 'jobhook verify: unknown option --kye; did you mean --key?\n'],
+      [['explain', '--idnex=2', 'x.har'], 'jobhook explain: unknown option --idnex; did you mean --index?\n'],
+      [['sign', '--stauts', 'fail'], 'jobhook sign: unknown option --stauts; did you mean --status?\n'],
+      [['send', '--retry', '2'], 'jobhook send: unknown option --retry; did you mean --retries?\n'],
+      [
+        ['check', 'http://127.0.0.1:9/', '--effect', 'x'],
+        'jobhook check: unknown option --effect; did you mean --effects?\n',
+      ],
+      [['simulate', '--prot', '8080'], 'jobhook simulate: unknown option --prot; did you mean --port?\n'],
+      [
+        ['keygen', '--frobnicate'],
+        "jobhook keygen: unknown option --frobnicate; 'jobhook keygen --help' lists the options\n",
+      ],
+      [['verfiy', '--key', 'k.pem'], "jobhook: unknown command 'verfiy' (did you mean verify?)\n"],
+    ];
+    for (const [argv, stderr] of cases)
+      expect(await cli(argv), argv.join(' ')).toEqual({ code: 2, stdout: '', stderr });
   });
 
   it('canonicalize prints the text or the digest; malformed input exits 2 with one line', async () => {

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createPublicKey } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,7 @@ import { createReceiver, type ExpressReceiverOptions, type NodeHandler } from '.
 import type { JobCompletedEvent } from '../../../src/index.js';
 import type { LongRunningIo } from '../../../src/tools/cli/simulate.js';
 import { runCli } from '../../../src/tools/cli/main.js';
-import { fixture } from '../../helpers/paths.js';
+import { fixture, ROOT } from '../../helpers/paths.js';
 import { cli } from './run.js';
 import { listen } from '../helpers.js';
 
@@ -122,7 +122,8 @@ describe('jobhook simulate', () => {
   });
 
   it('stops on SIGTERM and removes its signal listeners', async () => {
-    const before = [process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')];
+    const listeners = () => ['SIGINT', 'SIGTERM', 'SIGHUP'].map((name) => process.listenerCount(name));
+    const before = listeners();
     const run = simulate([
       '--key',
       fixture('keys', 'test-2048-private.pem'),
@@ -145,7 +146,7 @@ describe('jobhook simulate', () => {
     }
     expect(await run.done).toBe(0);
     expect(run.output()).toContain('stopping (SIGTERM)');
-    expect([process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')]).toEqual(before);
+    expect(listeners()).toEqual(before);
   });
 
   it('--twice at-once --gzip and --replay-after-ms: each webhook sent as asked, every attempt logged with its copy; --tampered is refused (401)', async () => {
@@ -261,4 +262,54 @@ describe('jobhook simulate', () => {
       await busy.close();
     }
   });
+});
+
+describe('jobhook simulate in a process of its own', () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /** `node src/cli.ts simulate` (through tsx), or `shell` running it as its child. */
+  function start(shell: boolean): {
+    child: ChildProcessWithoutNullStreams;
+    output: () => string;
+    closed: Promise<void>;
+  } {
+    const command = [process.execPath, '--import', 'tsx', join(ROOT, 'src', 'cli.ts'), 'simulate'];
+    // `; :` keeps the shell from exec'ing node: it stays its parent, as npm's does under npx.
+    const child = shell
+      ? spawn('sh', ['-c', `${command.map((a) => `'${a}'`).join(' ')}; :`])
+      : spawn(command[0]!, command.slice(1));
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c));
+    child.stderr.on('data', (c: Buffer) => (output += c));
+    // The pipe closes once every process holding it has exited: the simulator included.
+    const closed = new Promise<void>((resolve) => child.stdout.on('close', resolve));
+    return { child, output: () => output, closed };
+  }
+
+  async function started(run: { output: () => string }): Promise<void> {
+    await expect.poll(() => run.output(), { timeout: 30_000 }).toContain('Ctrl+C stops it.');
+  }
+
+  it('stops when the wrapper that started it is stopped and does not pass the signal on (npx: npm, then sh)', async () => {
+    const run = start(true);
+    await started(run);
+    const simulator = Number(
+      execFileSync('ps', ['-o', 'pid=', '--ppid', String(run.child.pid)], { encoding: 'utf8' }),
+    );
+    const t0 = performance.now();
+    run.child.kill('SIGTERM'); // the shell dies; the simulator is adopted by another process
+    const stopped = await Promise.race([run.closed.then(() => true), sleep(10_000).then(() => false)]);
+    if (!stopped) process.kill(simulator); // left running: stopped here, and the test fails
+    expect({ stopped, within5s: performance.now() - t0 < 5_000 }).toEqual({ stopped: true, within5s: true });
+    expect(run.output()).toMatch(/\nstopping \(its parent process \d+ went away\)\n/);
+  }, 60_000);
+
+  it('stops cleanly on SIGHUP (the terminal closed)', async () => {
+    const run = start(false);
+    await started(run);
+    const exited = new Promise<number | null>((resolve) => run.child.on('exit', (code) => resolve(code)));
+    run.child.kill('SIGHUP');
+    expect(await exited).toBe(0);
+    expect(run.output()).toContain('\nstopping (SIGHUP)\n');
+  }, 60_000);
 });

@@ -165,7 +165,10 @@ describe('jobhook verify: results and exit codes', () => {
   it.each([
     [['verify', '--key', K2048, '/nonexistent/file.json'], /ENOENT|no such file/],
     [['verify', 'x.json'], /--key FILE is required/],
-    [['verify', '--key', K2048, '--bogus'], /Unknown option/],
+    [
+      ['verify', '--key', K2048, '--bogus'],
+      /^jobhook verify: unknown option --bogus; 'jobhook verify --help' lists the options$/m,
+    ],
     [['verify', '--key', '/nonexistent.pem', 'x'], /ENOENT|no such file/],
   ])('usage and I/O errors exit 2 with one line: %j', async (argv, message) => {
     const r = await cli(argv);
@@ -235,6 +238,6 @@ describe('jobhook verify: input echoed to the terminal has its control character
     expect(dump.stderr).not.toMatch(UNSAFE);
     expect(dump.stderr).toContain('hdr\\u009b.http: malformed header line "X-Evil : \\u001b[31mred\\u0085"');
     const unknown = await cli(['\u001b[2Jverify']);
-    expect(unknown.stderr).toBe("jobhook: unknown command '\\x1b[2Jverify' (try 'jobhook --help')\n");
+    expect(unknown.stderr).toBe("jobhook: unknown command '\\x1b[2Jverify' (did you mean verify?)\n");
   });
 });

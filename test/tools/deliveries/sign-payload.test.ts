@@ -5,9 +5,10 @@ import { describe, expect, it } from 'vitest';
 import { createReceiver } from '../../../src/express.js';
 import { createVerifier, DIALECTS } from '../../../src/index.js';
 import { examplePayload } from '../../../src/tools/deliveries/payload.js';
-import { generateTestKeys, signPayload } from '../../../src/testing.js';
+import { checkReceiver, generateTestKeys, signPayload, startGatewaySimulator } from '../../../src/testing.js';
 import { OptionError } from '../../../src/lib/base/option-error.js';
 import { privatePem, publicPem } from '../../helpers/keys.js';
+import { fixture } from '../../helpers/paths.js';
 
 describe('generateTestKeys', () => {
   it('makes a 2048-bit RSA pair of PEM strings by default that sign and verify', () => {
@@ -121,5 +122,27 @@ describe('signPayload', () => {
     expect(() => signPayload(42 as unknown as string, privateKey)).toThrow(
       expect.objectContaining({ option: 'payload' }),
     );
+  });
+});
+
+describe('a key file path given where the tools take a PEM', () => {
+  const hint = (path: string) =>
+    `privateKey looks like a file path (${JSON.stringify(path)}), not a PEM: pass the file's content, readFileSync(${JSON.stringify(path)}, 'utf8')`;
+
+  it('is named as such, with the fix, by signPayload, checkReceiver and startGatewaySimulator', async () => {
+    const real = fixture('keys', 'test-2048-private.pem');
+    for (const path of [real, './keys/gateway-private.pem', 'test-only-private.pem', 'C:\\keys\\k.key']) {
+      expect(() => signPayload('{}', path), path).toThrow(hint(path));
+      await expect(checkReceiver('http://127.0.0.1:9/hook', { privateKey: path })).rejects.toThrow(
+        hint(path),
+      );
+      await expect(startGatewaySimulator({ privateKey: path })).rejects.toThrow(hint(path));
+    }
+    // A PEM, or base64 DER, is no path: what is not a key is the signer's to refuse.
+    expect(() => signPayload('{}', 'not a key')).toThrow('privateKey is not a private key');
+    expect(() => signPayload('{}', 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASC/x+y')).toThrow(
+      'privateKey is not a private key',
+    );
+    expect(signPayload('{}', privatePem(2048)).headers['X-Service-Signature']).toMatch(/^[0-9a-f]{512}$/);
   });
 });
