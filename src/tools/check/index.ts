@@ -8,7 +8,7 @@ import { assignCauses } from './causes.js';
 import { describeAnswer, FAILING, judge } from './classify.js';
 import { settledEffects } from './effects.js';
 import { resolveCheckOptions, type CheckOptions, type CheckSettings } from './options.js';
-import { planCheck } from './plan.js';
+import { buildDeferred, planCheck } from './plan.js';
 import { sendCase, type Sending } from './run.js';
 import { attemptSignal, type AttemptReport } from '../deliveries/send.js';
 import type { CaseResult, CheckReport, PlannedCase, SendReport, Verdict, VerdictCounts } from './types.js';
@@ -78,6 +78,7 @@ async function sendAll(s: CheckSettings, planned: readonly PlannedCase[]): Promi
       planned.slice(0, FIRST).map((c) => sends.get(c.id)),
       s,
     );
+    if (early === undefined) buildDeferred(planned);
     for (let k = FIRST; k < planned.length && early === undefined && !limit.signal.aborted; k++)
       await send(planned[k]!, k);
   } finally {
