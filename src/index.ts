@@ -40,6 +40,7 @@ export * from './lib/entries/neutral-api.js';
  * import { createVerifier, isWebhookError } from 'jobhook';
  *
  * const verifier = createVerifier({ publicKey: process.env.GATEWAY_PUBLIC_KEY! });
+ * await verifier.ready(); // optional: the fast canonical engine, before a loop of verifications
  * try {
  *   const { event, jobId, dialect } = verifier.verify(rawBody, req.headers);
  *   if (event.status === 'success') console.log(jobId, event.output);

@@ -31,8 +31,8 @@ export type { WebPublicKeyInput } from './lib/runtime/crypto/web.js';
  */
 export function createVerifier(options: WebVerifierOptions): WebVerifier {
   checkOptionNames(options, WEB_VERIFIER_OPTIONS);
-  const { verify } = createWebVerifierCore(options);
-  return { verify };
+  const { verify, ready } = createWebVerifierCore(options);
+  return { verify, ready };
 }
 
 /**

@@ -40,6 +40,12 @@ export interface WebVerifierOptions extends VerifyOptionsBase {
 export interface WebVerifier {
   /** Verifies a raw body against its headers with WebCrypto; resolves to the delivery or rejects with a WebhookError. */
   verify(body: string | Uint8Array, headers: HeadersInput): Promise<VerifiedDelivery>;
+  /**
+   * Resolves once the keys are imported and the fast canonical engine (WebAssembly) is
+   * loaded, or known not to run here; rejects as `verify` would for a key that cannot be
+   * used. `verify` works before, with the JavaScript engine for the canonical form.
+   */
+  ready(): Promise<void>;
 }
 
 /** The verifier with its resolved options, for the receivers built on it. */
@@ -102,6 +108,9 @@ export function webVerifier(
     options: o,
     verify: async (body, headers) =>
       driveAsync(verification(body, headers, o, await modulusBytes()), perform),
+    ready: async () => {
+      await Promise.all([loadWasmEngine(), modulusBytes()]);
+    },
     open: async (headers) => driveAsync(opening(headers, o, await modulusBytes()), perform),
     verifyOpened: (body, signature, parsed) =>
       driveAsync(matching(body, signature, o, undefined, parsed), perform),
