@@ -2,7 +2,7 @@
  * jobhook RSA public operation, s^e mod n, for WebAssembly (freestanding C, no libc).
  *
  * WebCrypto has no raw RSA operation, so the WebCrypto verifier opens signatures
- * itself (DESIGN §3a). This module does the one modular exponentiation: Montgomery
+ * itself (docs/protocol.md, "Open first"). This module does the one modular exponentiation: Montgomery
  * multiplication, left-to-right square-and-multiply (e = 65537 is 16 squarings and
  * one multiplication). Everything here is public (signature, modulus, exponent), so
  * nothing needs to run in constant time.

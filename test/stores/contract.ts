@@ -12,7 +12,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let seq = 0;
 const id = (label: string) => `${label}-${process.pid}-${Date.now()}-${seq++}`;
 
-/** DESIGN §5, run against every backend on real servers. */
+/** The idempotency contract (docs/protocol.md), run against every backend on real servers. */
 export function storeContract(name: string, pair: () => StorePair): void {
   describe(`${name}: idempotency contract`, () => {
     it('claim → in_progress → complete → completed', async () => {

@@ -4,7 +4,7 @@
  * store, the leases (claims with heartbeat and self-fencing), the repair queue and the
  * clock; receivers and the reconciler share one. Knows nothing about HTTP.
  *
- * What "once" means (DESIGN §5): effects written through a transactional store's
+ * What "once" means (docs/protocol.md, "Idempotency"): effects written through a transactional store's
  * transaction happen exactly once (the completion commits with them, conditioned on the
  * claim's token and fencing number); every other effect happens at least once, and
  * each job that may have run twice is reported (`onError` stage `superseded`).

@@ -31,7 +31,7 @@ import {
 
 /**
  * How long after a delivery's first attempt the gateway can still send it again: 4
- * attempts of at most 30 s each and 3 backoffs of at most 30 s (DESIGN §1) = 210 s. A
+ * attempts of at most 30 s each and 3 backoffs of at most 30 s (docs/protocol.md, "What the gateway sends") = 210 s. A
  * publish whose outcome was unknown can be repeated by a retry only within this time.
  */
 export const GATEWAY_RETRY_HORIZON_MS = 4 * 30_000 + 3 * 30_000;

@@ -22,7 +22,7 @@ function outcome(file: string): 'accept' | 'reject' {
 }
 
 /**
- * y_ files that jobhook rejects on purpose: DESIGN §2 and the parser's contract
+ * y_ files that jobhook rejects on purpose: docs/protocol.md ("Canonical JSON") and the parser's contract
  * reject duplicate keys (no sender can emit them, and a receiver that kept the
  * first or the last could be tricked into acting on a value the signer did not mean).
  */

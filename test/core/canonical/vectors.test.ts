@@ -43,7 +43,7 @@ describe('reference vectors from fixtures/generate.py', () => {
   }
 });
 
-describe('float layout spot checks (DESIGN §2 published examples)', () => {
+describe('float layout spot checks (published float examples of the gateway)', () => {
   const orjson: Array<[string, string]> = [
     ['1.0', '1.0'],
     ['250.0', '250.0'],

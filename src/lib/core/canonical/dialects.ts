@@ -1,4 +1,4 @@
-/** The canonical-JSON dialects, in the order a verifier tries them (DESIGN §2). */
+/** The canonical-JSON dialects, in the order a verifier tries them (docs/protocol.md, "Canonical JSON"). */
 export const DIALECTS = ['orjson', 'orjson-legacy', 'python-utf8', 'python'] as const;
 
 /** One of {@link DIALECTS}. */

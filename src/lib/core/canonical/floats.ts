@@ -1,7 +1,7 @@
 import type { DialectName } from './dialects.js';
 
 /**
- * Writes a binary64 value the way the sender's serializer does (DESIGN §2).
+ * Writes a binary64 value the way the sender's serializer does (docs/protocol.md, "Canonical JSON").
  * Returns undefined when the dialect cannot write it (±Infinity under orjson,
  * whose parser rejects it, so such a body cannot carry an orjson signature).
  */
