@@ -22,6 +22,9 @@ import { MEMORY_STORE_OPTIONS } from '../../src/lib/jobs/memory-store.js';
 import { JOB_RUNNER_OPTIONS } from '../../src/lib/jobs/runner.js';
 import { REDIS_STORE_OPTIONS } from '../../src/lib/stores/redis.js';
 import { POSTGRES_STORE_OPTIONS } from '../../src/lib/stores/postgres.js';
+import { SQLITE_STORE_OPTIONS } from '../../src/lib/stores/sqlite.js';
+import { SqliteIdempotencyStore } from '../../src/sqlite.js';
+import { sqliteDir, sqliteMissing } from '../helpers/sqlite.js';
 import { GATEWAY_CLIENT_OPTIONS } from '../../src/lib/gateway/client.js';
 import { RECONCILER_OPTIONS } from '../../src/lib/gateway/reconciler.js';
 import { SIMULATOR_OPTIONS } from '../../src/tools/simulator/simulator.js';
@@ -133,6 +136,21 @@ const CASES: Record<string, Case> = {
     names: POSTGRES_STORE_OPTIONS,
     typo: ['tabel', 'table'],
   },
+  // Node 20 has no node:sqlite: the store cannot be made there (test/stores/sqlite.test.ts says so).
+  ...(sqliteMissing === undefined
+    ? {
+        SqliteIdempotencyStore: {
+          make: (o: Record<string, unknown>) => {
+            const store = new SqliteIdempotencyStore(o as never);
+            closers.push(() => store.close());
+            return store;
+          },
+          valid: { path: `${sqliteDir('options')}/options.db`, log: false },
+          names: SQLITE_STORE_OPTIONS,
+          typo: ['busyTimeout', 'busyTimeoutMs'] as [string, string],
+        },
+      }
+    : {}),
   createGatewayClient: {
     make: (o) => gatewayEntry.createGatewayClient(o as never),
     valid: { baseUrl: 'http://127.0.0.1:1', token: 't' },
