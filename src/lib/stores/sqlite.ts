@@ -300,6 +300,8 @@ export class SqliteIdempotencyStore implements PendingStore, TransactionalStore<
     await this.write('ping', (c) => {
       const missing = checkSqliteSchema(c, this.backend, this.names);
       if (missing !== undefined) throw missing;
+      // A write that changes nothing: a file this process may only read fails here (SQLITE_READONLY), not at the first delivery.
+      c.prepare(`UPDATE ${this.names.meta} SET value = value WHERE name = 'fence'`).run();
     });
   }
 
