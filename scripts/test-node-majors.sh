@@ -32,7 +32,7 @@ EXCLUDE=(test/examples/check.test.ts)
 # The SQLite store's suites (Node 20 has no node:sqlite: npm test skips them there, saying so):
 # its contract and specifics, its part of the model-based test and of the option checks
 # (the tests whose names say SQLite), and its fault cases in the short mode (on the first
-# major only; JOBHOOK_NODE_SQLITE_FAULTS=all: on each). A run of their own per major;
+# major only; JOBHOOK_NODE_SQLITE_FAULTS=all: on each); then the same suites on Bun. A run of their own per major;
 # JOBHOOK_REQUIRE_SQLITE=1 makes a missing node:sqlite an error there, not a skip.
 SQLITE_SUITES=(test/stores/sqlite.test.ts test/jobs/model-based.test.ts test/base/options.test.ts)
 SQLITE_FAULTS=(test/faults/sqlite.faults.ts)
@@ -122,6 +122,14 @@ for v in "${wanted[@]}"; do
     summary+=("Node $v, SQLite: $sqlite in $((t3 - t2)) s")
   fi
 done
+# The SQLite suites on Bun too (its bun:sqlite; vitest run by Bun, --bun), from the devDependency's binary.
+bun=node_modules/@oven/bun-linux-x64/bin/bun
+if [ ${#SQLITE_SUITES[@]} -gt 0 ] && [ -x "$bun" ]; then
+  t0=$(date +%s)
+  echo "== Bun $("$bun" --version): the SQLite store (${SQLITE_SUITES[*]}, tests named SQLite)"
+  if env -u JOBHOOK_TEST_NEXT JOBHOOK_REQUIRE_SQLITE=1 "$bun" --bun node_modules/vitest/vitest.mjs run --typecheck.enabled=false -t 'SQLite|Sqlite' "${SQLITE_SUITES[@]}"; then result=passed; else result=FAILED; status=1; fi
+  summary+=("Bun, SQLite: $result in $(($(date +%s) - t0)) s")
+fi
 echo "== Node majors"
 printf '%s\n' "${summary[@]}"
 exit $status

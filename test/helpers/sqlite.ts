@@ -8,6 +8,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runtimeName } from '../../src/lib/stores/sqlite-driver.js';
+
+/** The runtime the tests run on (Node, Bun, Deno), named in the SQLite suites' titles. */
+export const runtime = runtimeName();
 
 function probe(): string | undefined {
   try {

@@ -31,7 +31,7 @@ import { MemoryIdempotencyStore, type IdempotencyStore } from '../../src/index.j
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
 import { SqliteIdempotencyStore } from '../../src/sqlite.js';
-import { removeSqliteDirs, sqliteDir, sqliteMissing } from '../helpers/sqlite.js';
+import { removeSqliteDirs, runtime, sqliteDir, sqliteMissing } from '../helpers/sqlite.js';
 import { transition, type ClaimReply, type JobRecord, type JobRequest } from '../../src/lib/jobs/model.js';
 import { LAPSED_CLAIM_KEEP_MS } from '../../src/lib/jobs/store.js';
 import { commands, runCommands, type Timing } from './model-run.js';
@@ -478,7 +478,7 @@ describe('stores held to the model with overlapping commands (linearizable), tra
 });
 
 describe.skipIf(sqliteMissing !== undefined)(
-  `SQLite held to the model (a file, two stores on it)${sqliteMissing === undefined ? '' : ` (skipped: ${sqliteMissing})`}`,
+  `SQLite on ${runtime} held to the model (a file, two stores on it)${sqliteMissing === undefined ? '' : ` (skipped: ${sqliteMissing})`}`,
   () => {
     const path = sqliteMissing === undefined ? `${sqliteDir('model')}/model.db` : '';
     const stores: SqliteIdempotencyStore[] = [];

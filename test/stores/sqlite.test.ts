@@ -14,7 +14,7 @@ import { SqliteIdempotencyStore, type SqliteTransactionClient } from '../../src/
 import { createJobRunner, type ClaimContext } from '../../src/lib/jobs/runner.js';
 import { LAPSED_CLAIM_KEEP_MS } from '../../src/lib/jobs/store.js';
 import { jobId } from '../helpers/deliveries.js';
-import { removeSqliteDirs, sqliteDir, sqliteMissing } from '../helpers/sqlite.js';
+import { removeSqliteDirs, runtime, sqliteDir, sqliteMissing } from '../helpers/sqlite.js';
 import { serverStoreSuite } from './server-store-suite.js';
 
 const skip = sqliteMissing !== undefined;
@@ -22,7 +22,7 @@ afterAll(removeSqliteDirs);
 
 const dir = skip ? '' : sqliteDir();
 serverStoreSuite({
-  name: skip ? `SQLite (skipped: ${sqliteMissing})` : 'SQLite',
+  name: skip ? `SQLite (skipped: ${sqliteMissing})` : `SQLite on ${runtime}`,
   url: skip ? '' : join(dir, 'contract.db'),
   // No server to stop: a process killed mid-write is the fault suite's (test/faults).
   skipReason: 'a file, no server to stop (processes killed on one file: test/faults/sqlite.faults.ts)',
