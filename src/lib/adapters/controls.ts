@@ -25,10 +25,8 @@ export interface ReceiverControls {
    *
    * @example
    * ```ts
-   * app.get('/readyz', async (_req, res) => {
-   *   const health = await receiver.health();
-   *   res.status(health.ok ? 200 : 503).json(health);
-   * });
+   * // The status only: the store's error (its address) is for the log, not for whoever asks.
+   * app.get('/readyz', async (_req, res) => void res.sendStatus((await receiver.health()).ok ? 200 : 503));
    * ```
    */
   health(timeoutMs?: number): Promise<ReceiverHealth>;
