@@ -8,7 +8,7 @@ import { Receiver } from '../receive/receiver.js';
 import { signedBody } from '../receive/signed-body.js';
 import { RECEIVER_OPTIONS, type ReceiverOptionsBase } from '../receive/types.js';
 import { NODE_RUNTIME, VERIFIER_OPTIONS, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
-import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-options.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import {
   nodeBodySource,

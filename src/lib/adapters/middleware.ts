@@ -11,7 +11,7 @@ import { Diagnosis } from '../receive/diagnose.js';
 import { signedBody, type SignedBody } from '../receive/signed-body.js';
 import { Verification } from '../receive/verification.js';
 import { NODE_RUNTIME, VERIFIER_OPTIONS, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
-import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-options.js';
 import type { NodeHandler } from './express.js';
 import { nodeBodySource, passOn, sendAnswer } from './node-http.js';
 

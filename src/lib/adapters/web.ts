@@ -9,7 +9,7 @@ import {
   WEB_VERIFIER_OPTIONS,
   type WebVerifierOptions,
 } from '../runtime/verify/web-verifier.js';
-import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-options.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { fetchBodySource, toResponse } from './fetch-http.js';
 

@@ -2,7 +2,7 @@
  * The worker threads that verify costly bodies. Bounded: a few workers, a short queue,
  * RECEIVER_BUSY (503) past it. Node only. Loaded by offload.ts at the first costly
  * delivery (not when jobhook is imported: bench/import.mjs); node:worker_threads is
- * loaded when the pool starts its first worker. The options are in worker-pool.ts.
+ * loaded when the pool starts its first worker. The options are in worker-options.ts.
  */
 import type { Worker } from 'node:worker_threads';
 import { ReceiverBusyError } from '../../base/errors.js';
@@ -15,7 +15,7 @@ import { deliveryFrom, type OpenedSignature, type VerifiedDelivery } from '../..
 import type { ResolvedOptions, VerifyOptionsBase } from '../../core/verify/options.js';
 import { buildValue } from '../../core/verify/split.js';
 import type { WorkerRequest, WorkerResponse } from './worker-messages.js';
-import { WORKER_IDLE_MS, type NodeBuiltins } from './worker-pool.js';
+import { WORKER_IDLE_MS, type NodeBuiltins } from './worker-options.js';
 
 /** Starts a verification worker with the given workerData. */
 type StartWorker = (workerData: unknown) => Worker;
