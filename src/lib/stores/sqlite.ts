@@ -115,6 +115,8 @@ interface OpenTransaction {
   jobId: string;
   token: string;
   fence: number;
+  /** Ends the store's write turn it holds. */
+  release: () => void;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -156,6 +158,8 @@ export class SqliteIdempotencyStore implements PendingStore, TransactionalStore<
   private readonly transactions = new Map<string, OpenTransaction>();
   private migrateCalls = 0;
   private closed = false;
+  /** The end of the last write turn taken (see `turn`). */
+  private tail: Promise<void> = Promise.resolve();
 
   constructor(options: SqliteStoreOptions) {
     checkOptionNames(options, SQLITE_STORE_OPTIONS);
@@ -212,25 +216,65 @@ export class SqliteIdempotencyStore implements PendingStore, TransactionalStore<
   /**
    * Runs `fn` once `c` holds the file's write lock (`BEGIN IMMEDIATE`), in the same
    * synchronous turn as the BEGIN (nothing else of this process can use `c` in between).
-   * While another connection holds the lock, tried again after short sleeps (the event
-   * loop runs meanwhile, so a transaction of this process can end), at most `busyTimeoutMs`.
+   * This store's writers take turns (first come, first served), so only one of them asks
+   * for the lock at a time; while another process holds it, the BEGIN is tried again after
+   * short sleeps (the event loop runs meanwhile), in all at most `busyTimeoutMs`.
    */
   private async locked<T>(c: SqliteConnection, fn: () => T): Promise<T> {
     const started = Date.now();
-    for (let wait = 1; ; wait = Math.min(wait * 2, 20)) {
+    const release = await this.turn(started);
+    try {
+      return await this.poll(c, fn, started);
+    } finally {
+      release();
+    }
+  }
+
+  /** The BEGIN IMMEDIATE of `locked`, tried until it gets the lock or `busyTimeoutMs` from `started` has passed. */
+  private async poll<T>(c: SqliteConnection, fn: () => T, started: number): Promise<T> {
+    for (let wait = 1; ; wait = Math.min(wait * 2, 16)) {
       try {
         c.exec('BEGIN IMMEDIATE');
         return fn();
       } catch (err) {
         if (sqliteCode(err) !== SQLITE.BUSY || (err as { inside?: boolean }).inside === true) throw err;
-        if (Date.now() - started >= this.busyMs || this.closed)
-          throw Object.assign(
-            new Error(`${(err as Error).message}: the write lock was not free within ${this.busyMs} ms`),
-            { errcode: SQLITE.BUSY },
-          );
+        if (Date.now() - started >= this.busyMs || this.closed) throw this.busy((err as Error).message);
       }
-      await sleep(wait + Math.random() * wait);
+      await sleep(wait / 2 + (Math.random() * wait) / 2);
     }
+  }
+
+  /** The error of a write lock not had within busyTimeoutMs (told as SQLITE_BUSY). */
+  private busy(message = 'database is locked'): Error {
+    return Object.assign(new Error(`${message}: the write lock was not free within ${this.busyMs} ms`), {
+      errcode: SQLITE.BUSY,
+    });
+  }
+
+  /**
+   * This store's turn to write (resolves with the function that ends it), or the busy
+   * error once `busyTimeoutMs` from `started` has passed (the turn then ends as it comes).
+   */
+  private turn(started: number): Promise<() => void> {
+    let release!: () => void;
+    const done = new Promise<void>((resolve) => (release = resolve));
+    const before = this.tail;
+    this.tail = before.then(() => done);
+    const mine = before.then(() => release);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(this.busy()), Math.max(0, this.busyMs - (Date.now() - started)));
+    });
+    return Promise.race([mine, deadline]).then(
+      (r) => {
+        clearTimeout(timer);
+        return r;
+      },
+      (err: unknown) => {
+        void mine.then((r) => r());
+        throw err;
+      },
+    );
   }
 
   /** `fn` inside the write transaction: committed (on disk) when it returns, rolled back when it throws. */
@@ -402,15 +446,20 @@ export class SqliteIdempotencyStore implements PendingStore, TransactionalStore<
     const migrating = this.autoMigrate?.();
     if (migrating !== undefined) await migrating;
     let connection: SqliteConnection | undefined;
+    let release: (() => void) | undefined;
     try {
       this.connection('begin');
       const c = (connection = this.idle.pop() ?? this.connect('begin', false));
-      await this.locked(c, () => undefined);
+      const started = Date.now();
+      // The turn is held until the transaction ends.
+      release = await this.turn(started);
+      await this.poll(c, () => undefined, started);
     } catch (err) {
+      release?.();
       if (connection !== undefined) this.idle.push(connection);
       throw this.failure('begin', err);
     }
-    const open: OpenTransaction = { connection, jobId, token, fence: options.fence };
+    const open: OpenTransaction = { connection, jobId, token, fence: options.fence, release };
     this.transactions.set(`${token}\u0000${jobId}`, open);
     return this.transactionOn(open);
   }
@@ -429,6 +478,8 @@ export class SqliteIdempotencyStore implements PendingStore, TransactionalStore<
         // Ended in doubt: the connection is closed (SQLite rolls back what it did not commit).
         c.close();
         throw this.failure(sql === 'COMMIT' ? 'commit' : 'rollback', err);
+      } finally {
+        open.release();
       }
       if (this.closed) c.close();
       else this.idle.push(c);
