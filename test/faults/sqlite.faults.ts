@@ -4,8 +4,8 @@
  * retries, backoff 1 s doubling) offers the jobs at a fixed rate, 20 % of them sent twice
  * at once to both receivers; each handler records its effect in an fsync'd log and, in
  * transactional mode, writes a row through `context.transaction` (the same file, one
- * transaction with the completion). Faults: each receiver SIGKILLs itself, after 20–60
- * jobs, mid-handler (its effect written), between its handler and the completion, or
+ * transaction with the completion). Faults: each receiver SIGKILLs itself, 2–5 s after it
+ * started, mid-handler (its effect written), between its handler and the completion, or
  * during the completion's commit (a thread of the process sends the SIGKILL 0–3 ms into
  * the completion's write transaction, whose COMMIT waits for the fsync), and is restarted
  * at once. After the load, the reconciler polls the jobs still pending.
