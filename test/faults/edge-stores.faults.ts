@@ -64,22 +64,34 @@ async function collector(): Promise<{ url: string; told: Told; close(): Promise<
   };
 }
 
+/** The answers the sender got, by status and error code (`ERR`: none, the runtime was killed). */
+const answers = new Map<string, number>();
+
 /** One attempt: the status, or undefined when no answer came (the runtime was killed). */
 function attempt(
   url: string,
   d: { body: string; headers: Record<string, string> },
 ): Promise<number | undefined> {
+  const count = (label: string) => answers.set(label, (answers.get(label) ?? 0) + 1);
   return new Promise((resolve) => {
     const req = http.request(
       `${url}/webhooks/gateway`,
       { method: 'POST', agent: false, headers: d.headers, timeout: GATEWAY_POLICY.timeoutMs },
       (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode));
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          count(`${res.statusCode} ${/"(?:code|status)":"(\w+)"/.exec(text)?.[1] ?? ''}`.trim());
+          resolve(res.statusCode);
+        });
         res.on('error', () => resolve(undefined));
       },
     );
-    req.on('error', () => resolve(undefined));
+    req.on('error', () => {
+      count('ERR');
+      resolve(undefined);
+    });
     req.on('timeout', () => req.destroy());
     req.end(d.body);
   });
@@ -96,6 +108,7 @@ async function deliver(url: string, d: { body: string; headers: Record<string, s
 }
 
 async function runCase(name: EdgeRuntime) {
+  answers.clear();
   const c = await collector();
   let server: RuntimeServer | undefined;
   let kills = 0;
@@ -137,6 +150,7 @@ async function runCase(name: EdgeRuntime) {
       reportedDoubles: doubled.filter((id) => c.told.superseded.has(id)).length,
       silentDoubles: doubled.filter((id) => !c.told.superseded.has(id)),
       supersededReports: c.told.superseded.size,
+      answers: Object.fromEntries([...answers].sort()),
       lostIds: lost.slice(0, 10),
     };
   } finally {
