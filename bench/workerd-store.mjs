@@ -6,7 +6,8 @@
 // inside the Worker — claim, then complete (what the receiver sends the store for a
 // handler shorter than its lease's renewal) — against:
 //   - the memory store (no I/O: the floor);
-//   - the object's round trip alone (a ping, no storage: the call's cost);
+//   - the object's round trip alone (a ping, no storage: the call's cost), and a claim that
+//     finds the job held (the row read, nothing written), per call;
 //   - the Durable Object store, one delivery at a time, and 32 at once on 1 and 4 shards.
 // workerd's clocks stand still while a Worker computes, so the figures are taken from
 // outside: the request's wall time and the workerd process's CPU time (/proc/PID/stat, all
@@ -26,6 +27,7 @@ const pairs = Number(args.pairs ?? 400);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const workerdBin = join(root, 'node_modules', '@cloudflare', 'workerd-linux-64', 'bin', 'workerd');
 
+// TMPDIR=/dev/shm puts the object's storage on tmpfs (its fsyncs then cost nothing).
 const dir = mkdtempSync(join(tmpdir(), 'jobhook-workerd-store-bench-'));
 const source = `
 import { DurableObjectIdempotencyStore } from ${JSON.stringify(join(root, 'src', 'cloudflare.ts'))};
@@ -42,6 +44,11 @@ export default {
       while (next < pairs) {
         const job = name + '-' + next++;
         if (store === 'ping') { await s.ping(); done++; continue; }
+        if (store === 'held') {
+          if (next === 1) await s.claim(name, { leaseMs: 600000 });
+          if ((await s.claim(name, { leaseMs: 30000 })).status === 'in_progress') done++;
+          continue;
+        }
         const c = await s.claim(job, { leaseMs: 30000 });
         if (c.status !== 'acquired') throw new Error(c.status);
         if ((await s.complete(job, c.token, { retainMs: 60000, fence: c.fence })) === 'completed') done++;
@@ -116,7 +123,8 @@ for (let i = 0; ; i++) {
 
 const contenders = {
   'memory store (no I/O)': { store: 'memory', inflight: 1, shards: 1 },
-  'object round trip alone (ping)': { store: 'ping', inflight: 1, shards: 1 },
+  'object round trip alone (ping), per call': { store: 'ping', inflight: 1, shards: 1 },
+  'a claim answered in_progress (read, no write), per call': { store: 'held', inflight: 1, shards: 1 },
   'Durable Object, 1 at a time': { store: 'do', inflight: 1, shards: 1 },
   'Durable Object, 32 at once': { store: 'do', inflight: 32, shards: 1 },
   'Durable Object, 32 at once, 4 shards': { store: 'do', inflight: 32, shards: 4 },
