@@ -15,7 +15,11 @@ import {
 import { logBesideRunner, runnerFor, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
 import type { Clock } from '../jobs/clock.js';
 import type { Telemetry } from '../runtime/telemetry.js';
-import { resolveWorkers, type ResolvedWorkers, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import {
+  resolveWorkers,
+  type ResolvedWorkers,
+  type WorkerOptions,
+} from '../runtime/verify/worker-options.js';
 import type { BodyLimits } from './body.js';
 import { resolveAdmission, type AdmissionOptions } from './guard.js';
 import type { AdapterName, DeliveryOutcome, ReceiverOptionsBase } from './types.js';
