@@ -79,3 +79,20 @@ for (const [name, label] of [
     }, 90_000);
   });
 }
+
+describe.skipIf(!edgeRuntime('workerd').ok)(
+  'Durable Object store: the class declared without SQLite storage',
+  () => {
+    it('every call fails with STORE_UNAVAILABLE naming the fix (a new_sqlite_classes migration)', async () => {
+      const server = await startRuntime('workerd', { withoutSql: true });
+      try {
+        const store = new RemoteStore(server, `nosql-${run}`);
+        const failed = store.claim('job', { leaseMs: 10_000 });
+        await expect(failed).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+        await expect(failed).rejects.toThrow(/new_sqlite_classes/);
+      } finally {
+        await server.destroy();
+      }
+    }, 60_000);
+  },
+);

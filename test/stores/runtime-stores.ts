@@ -21,6 +21,8 @@ import { findRuntime, runtimeEnv, type Runtime } from '../runtimes/harness.js';
 export type EdgeRuntime = 'workerd' | 'Deno';
 
 export interface RuntimeOptions {
+  /** workerd: the namespace without SQLite storage (`enableSql = false`, a `new_classes` migration's). */
+  withoutSql?: boolean;
   /** The fault cases' receiver: its lease, grace and work per job, and where it tells effects and reports. */
   receiver?: {
     leaseMs: number;
@@ -88,7 +90,7 @@ const config :Workerd.Config = (
 const w :Workerd.Worker = (
   modules = [(name = "worker.js", esModule = embed "worker.js")],
   compatibilityDate = "2025-09-01",
-  durableObjectNamespaces = [(className = "JobhookIdempotencyObject", uniqueKey = "jobhook-test", enableSql = true)],
+  durableObjectNamespaces = [(className = "JobhookIdempotencyObject", uniqueKey = "jobhook-test", enableSql = ${o.withoutSql === true ? 'false' : 'true'})],
   durableObjectStorage = (localDisk = "do-disk"),
   bindings = [${bindings.join(', ')}],
 );
