@@ -26,6 +26,8 @@ export const ENTRIES = [
   { subpath: './testing', source: 'src/testing.ts', shares: 'src/index.ts' },
   { subpath: './bullmq', source: 'src/bullmq.ts', shares: 'src/index.ts' },
   { subpath: './nats', source: 'src/nats.ts', shares: 'src/index.ts' },
+  { subpath: './cloudflare', source: 'src/cloudflare.ts', shares: 'src/web.ts' },
+  { subpath: './deno', source: 'src/deno.ts', shares: 'src/web.ts' },
 ];
 
 /** Files the package exports as they are (no source entry): the RSA WebAssembly module for Workers. */

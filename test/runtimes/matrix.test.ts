@@ -133,7 +133,7 @@ beforeAll(async () => {
     );
   if (Deno.ok) {
     starts.push(
-      start('Deno web', Deno.bin, ['run', '--allow-net', '--allow-env', 'deno/server.ts']),
+      start('Deno web', Deno.bin, ['run', '--unstable-kv', '--allow-net', '--allow-env', 'deno/server.ts']),
       start('Deno node', Deno.bin, ['run', '--allow-all', 'node-entries.mjs']),
     );
   }
