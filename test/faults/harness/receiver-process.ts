@@ -25,8 +25,8 @@
  *
  * SQLite (STORE=sqlite, STORE_URL the database file; the effects table in the same file,
  * written through context.transaction when TRANSACTIONAL=1). KILL_AT makes the process
- * SIGKILL itself at the first such point once KILL_AFTER_MS have passed since it started
- * (default 2–5 s, drawn at start; the suite restarts it):
+ * SIGKILL itself at the first such point once KILL_AFTER_MS have passed since it began to
+ * listen (default 2–5 s, drawn at start; the suite restarts it):
  *   handler   mid-handler, once its effect is written (the log line; the row, uncommitted)
  *   complete  between the handler and its completion (before complete(), or the
  *             transaction's completion statement)
@@ -54,8 +54,13 @@ const transactional = process.env.TRANSACTIONAL === '1';
 const inbox = process.env.INBOX === '1';
 const skewMs = Number(process.env.CLOCK_SKEW_MS ?? 0);
 const killAt = killAtOf(process.env.KILL_AT);
-/** KILL_AT: when the kill is armed (the first kill point after it fires), 2–5 s after the start unless KILL_AFTER_MS says. */
-const killArmedAt = Date.now() + Number(process.env.KILL_AFTER_MS ?? 2000 + Math.floor(Math.random() * 3000));
+/**
+ * KILL_AT: when the kill is armed (the first kill point after it fires): 2–5 s after the
+ * process listens unless KILL_AFTER_MS says (counted from listening: a start slowed by the
+ * machine's load must not leave the receiver up for a moment only).
+ */
+const killAfterMs = Number(process.env.KILL_AFTER_MS ?? 2000 + Math.floor(Math.random() * 3000));
+let killArmedAt = Infinity;
 const killDue = () => Date.now() >= killArmedAt;
 /** The replay window, the skew tolerated and the retention, when the case sets them (else the library's defaults). */
 const windowOptions = {
@@ -152,7 +157,10 @@ app.post(
     },
   }),
 );
-const server = app.listen(Number(env('PORT')), '127.0.0.1', () => tell({ t: 'listening' }));
+const server = app.listen(Number(env('PORT')), '127.0.0.1', () => {
+  killArmedAt = Date.now() + killAfterMs;
+  tell({ t: 'listening' });
+});
 server.keepAliveTimeout = 65_000;
 process.on('disconnect', () => process.exit(0));
 
