@@ -9,12 +9,13 @@
 // interleaved rounds; reported: median and spread of µs per request, req/s, and
 // contender − floor per round (and, on Express, × the HMAC peers' CPU, round by round).
 //
-// Warm-up (steady state, not the JIT's first minutes): before each measured run the client
-// sends WARMUP (default 4,000) deliveries of their own (distinct job ids, never measured) to
-// the same server at the same 32 in flight, and only then tells the server to start
-// counting. A server started fresh and measured at once spends most of its first thousands
-// of requests in the interpreter and the optimizing compiler (issue 39: +250 to +330 µs
-// over the floor unwarmed against +76 to +85 warmed on node:http, the same build).
+// Warm-up (steady state, not the JIT's first minutes): every contender's server is started
+// first and sent WARMUP (default 4,000) deliveries of their own (distinct job ids, never
+// measured) at the same 32 in flight; the servers then stay up, and each round sends each
+// one N more distinct deliveries, counting its CPU over them only. A server started fresh
+// and measured at once spends most of its first thousands of requests in the interpreter
+// and the optimizing compiler (issue 39: +250 to +330 µs over the floor unwarmed against
+// +76 to +85 warmed on node:http, the same build).
 //
 // Contenders besides jobhook and the floor, on Express (the same body reading and the same
 // kind of answer as the floor): svix's and standardwebhooks' receivers (HMAC-SHA256 over
@@ -23,7 +24,7 @@
 // minutes), and a hand-written RSA receiver with a KeyObject imported once (the floor's
 // hash and verification, plus what a receiver does besides: the algorithm header checked,
 // the event's job_id and finished_at checked, a Map of job ids, the answer).
-//   npm run build && node bench/http.mjs [requests per run, default 4000] [rounds, default 5]
+//   npm run build && node bench/http.mjs [requests per run, default 2000] [rounds, default 5]
 //   (ONLY=express,fastify for some frameworks; KINDS=floor,jobhook for some contenders;
 //   WARMUP=4000 deliveries before each measured run; SERVER_FLAGS=--cpu-prof to profile the servers)
 import { fork } from 'node:child_process';
@@ -44,7 +45,7 @@ import { load, machine, median, spread, table } from './harness.mjs';
 const keys = new URL('../fixtures/keys/', import.meta.url);
 const publicPem = readFileSync(new URL('test-2048-public.pem', keys), 'utf8');
 const privatePem = readFileSync(new URL('test-2048-private.pem', keys), 'utf8'); // TEST-ONLY
-const N = Number(process.argv[2] ?? 4000);
+const N = Number(process.argv[2] ?? 2000);
 const ROUNDS = Number(process.argv[3] ?? 5);
 const CONCURRENCY = 32;
 const WARMUP = Number(process.env.WARMUP ?? 4000);
@@ -303,17 +304,18 @@ if (process.argv[2] === '--server') {
   const warmCounts = {};
   await send(deliveries.slice(0, WARMUP), warmCounts);
   process.send({ warm: warmCounts });
-  await new Promise((r) => process.once('message', r));
-  const counts = {};
-  await send(deliveries.slice(WARMUP), counts);
-  process.send({ counts });
-  await new Promise((r) => process.once('message', r));
-  process.exit(0);
+  // Then a round's slice ({ from, to }) on each message, until 'exit'.
+  process.on('message', async (m) => {
+    if (m === 'exit') process.exit(0);
+    const counts = {};
+    await send(deliveries.slice(m.from, m.to), counts);
+    process.send({ counts });
+  });
 } else {
   const { writeFileSync, mkdtempSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
-  // WARMUP + N distinct deliveries, signed as the gateway signs (canonical JSON: the bench body is
+  // WARMUP + ROUNDS × N distinct deliveries, signed as the gateway signs (canonical JSON: the bench body is
   // written canonically already, so a plain signature over it is the gateway's), finished now.
   const key = createPrivateKey(privatePem);
   const { canonicalize } = await import('../dist/index.js');
@@ -322,7 +324,7 @@ if (process.argv[2] === '--server') {
     new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
   );
   const deliveries = [];
-  for (let k = 0; k < N + WARMUP; k++) {
+  for (let k = 0; k < WARMUP + ROUNDS * N; k++) {
     const body = template.replace('3f1c2b9e-6a1d-4e9b-9f1e-2a7c5d8e0b41', `http-bench-${process.pid}-${k}`);
     const signature = rsaSign(
       'sha256',
@@ -356,7 +358,8 @@ if (process.argv[2] === '--server') {
       }),
     );
 
-  async function run(framework, kind) {
+  /** A contender's server and its client, the server warmed up (WARMUP deliveries) before any round. */
+  async function start(framework, kind) {
     const server = fork(fileURLToPath(import.meta.url), ['--server', framework, kind], {
       stdio: 'inherit',
       execArgv: (process.env.SERVER_FLAGS ?? '').split(' ').filter(Boolean),
@@ -368,16 +371,19 @@ if (process.argv[2] === '--server') {
     const { warm } = await once(client, (m) => m.warm !== undefined);
     if (Object.keys(warm).some((s) => s !== '200'))
       throw new Error(`${framework} ${kind}: warm-up answered ${JSON.stringify(warm)}`);
+    return { server, client };
+  }
+
+  /** One measured run of a warmed contender: round `round`'s N deliveries, the server's CPU over them. */
+  async function run({ server, client }, round) {
     server.send('start');
     await once(server, (m) => m === 'started');
     const t0 = performance.now();
-    client.send('go');
+    client.send({ from: WARMUP + round * N, to: WARMUP + (round + 1) * N });
     const { counts } = await once(client, (m) => m.counts !== undefined);
     const seconds = (performance.now() - t0) / 1000;
     server.send('stop');
     const { cpuMs } = await once(server, (m) => m.cpuMs !== undefined);
-    client.send('exit');
-    server.send('exit');
     return { cpuUs: (cpuMs * 1000) / N, rps: N / seconds, counts };
   }
 
@@ -394,16 +400,29 @@ if (process.argv[2] === '--server') {
     `# per-request work — ${machine()}\n\nStarted ${new Date().toISOString()}, load average ${load()}. ${N} distinct deliveries measured per run after ${WARMUP} of warm-up (1.4 KB), ${CONCURRENCY} in flight, ${ROUNDS} interleaved rounds.\n`,
   );
   const results = Object.fromEntries(contenders.map(([f, k]) => [`${f} ${k}`, []]));
+  // Every server is started and warmed up first (one at a time), then stays up for the rounds.
+  const started = {};
+  for (const [f, k] of contenders) started[`${f} ${k}`] = await start(f, k);
   const loads = [];
   for (let round = 0; round < ROUNDS; round++) {
     loads.push(load().split(' ')[0]);
-    for (const [f, k] of contenders) results[`${f} ${k}`].push(await run(f, k));
+    for (const [f, k] of contenders) {
+      const r = await run(started[`${f} ${k}`], round);
+      results[`${f} ${k}`].push(r);
+      console.error(
+        `round ${round + 1}: ${f} ${k}: ${r.cpuUs.toFixed(1)} µs CPU/request, ${r.rps.toFixed(0)} req/s`,
+      );
+    }
   }
   // CPU per request × a peer's in the same round (the peers are on Express).
   const timesPeer = (r, f, peer) => {
     const p = results[`${f} ${peer}`];
     return p === undefined ? '' : median(r.map((x, i) => x.cpuUs / p[i].cpuUs)).toFixed(2);
   };
+  for (const { server, client } of Object.values(started)) {
+    client.send('exit');
+    server.send('exit');
+  }
   const rows = contenders.map(([f, k]) => {
     const r = results[`${f} ${k}`];
     const floor = results[`${f} floor`];
