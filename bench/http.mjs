@@ -26,7 +26,8 @@
 // the event's job_id and finished_at checked, a Map of job ids, the answer).
 //   npm run build && node bench/http.mjs [requests per run, default 2000] [rounds, default 5]
 //   (ONLY=express,fastify for some frameworks; KINDS=floor,jobhook for some contenders;
-//   WARMUP=4000 deliveries before each measured run; SERVER_FLAGS=--cpu-prof to profile the servers)
+//   WARMUP=4000 deliveries before each measured run; SERVER_FLAGS=--cpu-prof to profile the servers;
+//   BASE=/path/to/other/dist to run each jobhook contender from that build too, "… @base")
 import { fork } from 'node:child_process';
 import {
   createHash,
@@ -38,7 +39,7 @@ import {
 } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, Agent } from 'node:http';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ocrBody } from './bodies.mjs';
 import { load, machine, median, spread, table } from './harness.mjs';
 
@@ -68,6 +69,14 @@ function floorWork(key) {
   };
 }
 
+/**
+ * The build a server loads: ../dist, or with BASE=<another checkout's dist> the jobhook
+ * contenders run twice, the second time (named "… @base") from that build, in the same rounds.
+ */
+const BASE = process.env.BASE;
+let serverDist = new URL('../dist/', import.meta.url).href;
+const dist = (file) => new URL(file, serverDist).href;
+
 /** The servers: [framework, kind] → a function starting one on a free port. */
 const SERVERS = {
   'node:http': {
@@ -83,7 +92,7 @@ const SERVERS = {
       });
     },
     async jobhook() {
-      const { createReceiver } = await import('../dist/index.js');
+      const { createReceiver } = await import(dist('index.js'));
       const receive = createReceiver({ publicKey: publicPem, onEvent: () => undefined, log: false });
       return createServer((req, res) => {
         const chunks = [];
@@ -95,7 +104,7 @@ const SERVERS = {
       });
     },
     async 'jobhook/express on node:http'() {
-      const { createReceiver } = await import('../dist/express.js');
+      const { createReceiver } = await import(dist('express.js'));
       return createServer(createReceiver({ publicKey: publicPem, onEvent: () => undefined, log: false }));
     },
   },
@@ -112,14 +121,14 @@ const SERVERS = {
     },
     async jobhook() {
       const express = (await import('express')).default;
-      const { createReceiver } = await import('../dist/express.js');
+      const { createReceiver } = await import(dist('express.js'));
       const app = express();
       app.post('/hook', createReceiver({ publicKey: publicPem, onEvent: () => undefined, log: false }));
       return createServer(app);
     },
     async 'jobhook middleware'() {
       const express = (await import('express')).default;
-      const { createMiddleware } = await import('../dist/express.js');
+      const { createMiddleware } = await import(dist('express.js'));
       const app = express();
       app.post('/hook', createMiddleware({ publicKey: publicPem, log: false }), (req, res) =>
         res.json({ status: 'processed', job_id: req.webhook.jobId }),
@@ -162,7 +171,7 @@ const SERVERS = {
       });
     },
     async jobhook() {
-      const { createReceiver } = await import('../dist/index.js');
+      const { createReceiver } = await import(dist('index.js'));
       const receive = createReceiver({ publicKey: publicPem, onEvent: () => undefined, log: false });
       return fastifyServer(async (req, reply) => {
         const a = await receive({ body: req.body, headers: req.headers });
@@ -179,7 +188,7 @@ const SERVERS = {
       });
     },
     async jobhook() {
-      const { createReceiver } = await import('../dist/web.js');
+      const { createReceiver } = await import(dist('web.js'));
       const receive = createReceiver({ publicKey: publicPem, onEvent: () => undefined, log: false });
       return honoServer((c) => receive(c.req.raw));
     },
@@ -232,7 +241,9 @@ async function honoServer(handler) {
 }
 
 if (process.argv[2] === '--server') {
-  const [, , , framework, kind] = process.argv;
+  const [, , , framework, named] = process.argv;
+  const kind = named.replace(/ @base$/, '');
+  if (kind !== named) serverDist = pathToFileURL(`${BASE.replace(/\/$/, '')}/`).href;
   const server = await SERVERS[framework][kind]();
   server.keepAliveTimeout = 60_000;
   server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
@@ -394,7 +405,14 @@ if (process.argv[2] === '--server') {
   const contenders = frameworks.flatMap((f) =>
     Object.keys(SERVERS[f])
       .filter((k) => k === 'floor' || kinds === undefined || kinds.includes(k))
-      .map((k) => [f, k]),
+      .flatMap((k) =>
+        BASE !== undefined && k.startsWith('jobhook')
+          ? [
+              [f, k],
+              [f, `${k} @base`],
+            ]
+          : [[f, k]],
+      ),
   );
   console.log(
     `# per-request work — ${machine()}\n\nStarted ${new Date().toISOString()}, load average ${load()}. ${N} distinct deliveries measured per run after ${WARMUP} of warm-up (1.4 KB), ${CONCURRENCY} in flight, ${ROUNDS} interleaved rounds.\n`,
