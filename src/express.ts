@@ -9,6 +9,8 @@ export type { MiddlewareOptions } from './lib/adapters/middleware.js';
 export type { NextFunction } from './lib/adapters/node-http.js';
 export type { NodeWebhookRequest } from './lib/adapters/node-http.js';
 export { keepRawBody } from './lib/adapters/node-http.js';
+export { createParserErrorHandler } from './lib/adapters/parser-errors.js';
+export type { ErrorHandler, ParserErrorOptions } from './lib/adapters/parser-errors.js';
 
 declare global {
   namespace Express {

@@ -55,6 +55,8 @@ export interface ReceiverConfig<Req = unknown, K = unknown> extends Verification
    */
   readonly markMs: number;
   readonly onDelivery: ((outcome: DeliveryOutcome) => void) | undefined;
+  /** `close()` closes the runner's store too. */
+  readonly closeStores: boolean;
 }
 
 /** The options every verifying handler takes. */
@@ -107,7 +109,13 @@ export function resolveReceiverConfig<Req, K, Tx>(
     windowMs: (verification.verify.maxAgeSeconds ?? 0) * 1000,
     markMs: ((verification.verify.maxAgeSeconds ?? 0) + verification.verify.maxFutureSkewSeconds) * 1000,
     onDelivery: checkHook(options.onDelivery),
+    closeStores: checkFlag(options.closeStores, 'closeStores'),
   });
+}
+
+function checkFlag(value: unknown, what: string): boolean {
+  if (value !== undefined && typeof value !== 'boolean') throw new TypeError(`${what} must be true or false`);
+  return value === true;
 }
 
 function checkHook(hook: unknown): ((outcome: DeliveryOutcome) => void) | undefined {
