@@ -26,6 +26,9 @@ import { DurableObjectIdempotencyStore } from '../../src/cloudflare.js';
 import { DenoKvIdempotencyStore } from '../../src/deno.js';
 import { DURABLE_OBJECT_STORE_OPTIONS } from '../../src/lib/stores/durable-object-store.js';
 import { DENO_KV_STORE_OPTIONS } from '../../src/lib/stores/deno-kv.js';
+import { SQLITE_STORE_OPTIONS } from '../../src/lib/stores/sqlite.js';
+import { SqliteIdempotencyStore } from '../../src/sqlite.js';
+import { sqliteDir, sqliteMissing } from '../helpers/sqlite.js';
 import { GATEWAY_CLIENT_OPTIONS } from '../../src/lib/gateway/client.js';
 import { RECONCILER_OPTIONS } from '../../src/lib/gateway/reconciler.js';
 import { SIMULATOR_OPTIONS } from '../../src/tools/simulator/simulator.js';
@@ -150,6 +153,21 @@ const CASES: Record<string, Case> = {
     names: DENO_KV_STORE_OPTIONS,
     typo: ['prefixes', 'prefix'],
   },
+  // Node 20 has no node:sqlite: the store cannot be made there (test/stores/sqlite.test.ts says so).
+  ...(sqliteMissing === undefined
+    ? {
+        SqliteIdempotencyStore: {
+          make: (o: Record<string, unknown>) => {
+            const store = new SqliteIdempotencyStore(o as never);
+            closers.push(() => store.close());
+            return store;
+          },
+          valid: { path: `${sqliteDir('options')}/options.db`, log: false },
+          names: SQLITE_STORE_OPTIONS,
+          typo: ['busyTimeout', 'busyTimeoutMs'] as [string, string],
+        },
+      }
+    : {}),
   createGatewayClient: {
     make: (o) => gatewayEntry.createGatewayClient(o as never),
     valid: { baseUrl: 'http://127.0.0.1:1', token: 't' },

@@ -10,6 +10,8 @@
  * same number for a holder claiming again). Redis and PostgreSQL run on real servers, the
  * Durable Object store inside workerd and the Deno KV store inside Deno (each command a
  * call into the runtime: test/stores/runtime-stores.ts);
+ * same number for a holder claiming again). Redis and PostgreSQL run on real servers,
+ * SQLite on a file (two stores on it, as two processes would be: Node 22+ and Bun);
  * each store reads the test's clock instead of its server's (the `now` option), so lease
  * ends, stale marks and retention ends fall exactly where the model puts them.
  *
@@ -31,6 +33,8 @@ import pg from 'pg';
 import { MemoryIdempotencyStore, type IdempotencyStore } from '../../src/index.js';
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
+import { SqliteIdempotencyStore } from '../../src/sqlite.js';
+import { removeSqliteDirs, runtime, sqliteDir, sqliteMissing } from '../helpers/sqlite.js';
 import { transition, type ClaimReply, type JobRecord, type JobRequest } from '../../src/lib/jobs/model.js';
 import { LAPSED_CLAIM_KEEP_MS } from '../../src/lib/jobs/store.js';
 import { commands, runCommands, type Timing } from './model-run.js';
@@ -530,3 +534,62 @@ describe('stores held to the model with overlapping commands (linearizable), tra
     });
   });
 });
+
+describe.skipIf(sqliteMissing !== undefined)(
+  `SQLite on ${runtime} held to the model (a file, two stores on it)${sqliteMissing === undefined ? '' : ` (skipped: ${sqliteMissing})`}`,
+  () => {
+    const path = sqliteMissing === undefined ? `${sqliteDir('model')}/model.db` : '';
+    const stores: SqliteIdempotencyStore[] = [];
+    afterAll(async () => {
+      await Promise.all(stores.map((s) => s.close()));
+      removeSqliteDirs();
+    });
+    /** One file for every run (job ids differ per run; the fencing counter is shared, which the order check allows). */
+    const make = (clock: (() => number) | undefined) => {
+      const store = new SqliteIdempotencyStore({
+        path,
+        migrate: true,
+        log: false,
+        ...(clock === undefined ? {} : { now: clock }),
+      });
+      stores.push(store);
+      return store;
+    };
+    /** Two stores on the file, each command sent through one of them in turn: two processes sharing it. */
+    const pair = (clock: (() => number) | undefined): IdempotencyStore => {
+      const a = make(clock);
+      const b = make(clock);
+      let k = 0;
+      const next = () => (k++ % 2 === 0 ? a : b);
+      return {
+        claim: (...args) => next().claim(...args),
+        renew: (...args) => next().renew(...args),
+        complete: (...args) => next().complete(...args),
+        release: (...args) => next().release(...args),
+      };
+    };
+    it('SQLite, sequential commands', { timeout: 120_000 }, async () => {
+      await holdToModel((clock) => pair(clock), 150);
+      await Promise.all(stores.splice(0).map((s) => s.close()));
+    });
+    it("SQLite, overlapping commands, the test's clock", { timeout: 120_000 * SCALE }, async () => {
+      reached(
+        'SQLite',
+        await holdConcurrent((clock) => pair(clock === undefined ? undefined : () => clock.now), {
+          runs: 80,
+          real: false,
+        }),
+        OVERLAP,
+      );
+      await Promise.all(stores.splice(0).map((s) => s.close()));
+    });
+    it('SQLite, overlapping commands, real time', { timeout: 120_000 * SCALE }, async () => {
+      reached(
+        'SQLite, real time',
+        await holdConcurrent(() => pair(undefined), { runs: 10, real: true }),
+        OVERLAP,
+      );
+      await Promise.all(stores.splice(0).map((s) => s.close()));
+    });
+  },
+);

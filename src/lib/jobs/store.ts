@@ -337,7 +337,15 @@ export function checkToken(token: unknown, what = 'token'): string {
   return token;
 }
 
-/** A fresh owner token. */
+let tokenPrefix: string | undefined;
+let tokenCount = 0;
+
+/**
+ * A fresh owner token: a random UUID drawn once per process (per thread) and a counter, so
+ * tokens never repeat across the instances sharing a store, and a claim costs no random
+ * draw (`randomUUID` per claim was ~1.5–3 µs of each delivery).
+ */
 export function newToken(): string {
-  return globalThis.crypto.randomUUID();
+  tokenPrefix ??= globalThis.crypto.randomUUID();
+  return `${tokenPrefix}_${(tokenCount++).toString(36)}`;
 }
