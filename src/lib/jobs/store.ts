@@ -114,6 +114,8 @@ export interface IdempotencyStore {
   release(jobId: string, token: string, options?: ReleaseOptions): Promise<boolean>;
   /** Resolves when the backend answers (readiness probes: `receiver.health()`); rejects otherwise. */
   ping?(): Promise<void>;
+  /** Ends the store's connections (a receiver made with `closeStores: true` calls it in its `close()`). */
+  close?(): void | Promise<void>;
   /**
    * Records a job created at the gateway whose completion has not been processed yet,
    * for the reconciler to poll if its webhook never comes. `complete()` removes it.
