@@ -19,7 +19,7 @@ import { Diagnosis } from './diagnose.js';
 import type { HeadersInput } from '../core/verify/headers.js';
 import type { SignedBody } from './signed-body.js';
 import type { AdapterName, DeliveryOutcome, DeliveryOutcomeKind } from './types.js';
-import { Verification, type OwnVerified } from './verification.js';
+import { Verification, type KnownReplay, type OwnVerified } from './verification.js';
 
 const codeOf = (err: unknown): string => (isWebhookError(err) ? err.code : 'INTERNAL_ERROR');
 
@@ -109,16 +109,7 @@ export class Receiver<Req, K = unknown> {
     const knowing = this.verification.known(signed.signature, signed.bytes, config.clock.now());
     if (knowing !== undefined) {
       const known = knowing instanceof Promise ? await knowing : knowing;
-      if (known.kind === 'refused') return this.failed(span, known.error, started, bodyBytes, signed.headers);
-      config.log.debug(
-        `jobhook: job ${known.jobId}: duplicate (its signature and bytes were verified and completed here)`,
-      );
-      return this.delivered(answerForRun({ kind: 'duplicate' }, known.jobId, undefined), {
-        outcome: 'duplicate',
-        jobId: known.jobId,
-        started,
-        bodyBytes,
-      });
+      return this.replayed(known, signed, span, started, bodyBytes);
     }
     let verified: OwnVerified;
     const verifying = telemetry.verifyDuration === undefined ? 0 : performance.now();
@@ -146,18 +137,7 @@ export class Receiver<Req, K = unknown> {
     if (finished !== undefined)
       telemetry.deliveryLag?.record(Math.max(0, now - finished) / 1000, METRIC_ADAPTER.get(config.adapter));
     const retainMs = Math.max(finished ?? now, now) + config.markMs - now;
-    const { payload, dialect, keyIndex, canonicalSha256 } = delivery;
-    const handler = (claim: ClaimContext) =>
-      config.onEvent(
-        event,
-        eventContext(
-          { source: 'webhook' as const, dialect, keyIndex, canonicalSha256, request },
-          jobId,
-          payload,
-          claim,
-        ),
-      );
-    const result = await config.runner.run(jobId, handler, { retainMs });
+    const result = await config.runner.run(jobId, this.handlerFor(delivery, request), { retainMs });
     if (result.kind === 'duplicate' || result.kind === 'in_progress')
       config.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
     // Completed: the same signature and bytes again are answered duplicate without canonical work, while the window is open.
@@ -172,6 +152,45 @@ export class Receiver<Req, K = unknown> {
       if (remembering !== undefined) await remembering;
     }
     return this.answered(result, delivery, span, started, bodyBytes);
+  }
+
+  /** The application's handler for a verified delivery, as the runner calls it. */
+  private handlerFor(
+    delivery: VerifiedDelivery,
+    request: Req,
+  ): (claim: ClaimContext) => void | Promise<void> {
+    const { config } = this;
+    const { event, payload, jobId, dialect, keyIndex, canonicalSha256 } = delivery;
+    return (claim) =>
+      config.onEvent(
+        event,
+        eventContext(
+          { source: 'webhook' as const, dialect, keyIndex, canonicalSha256, request },
+          jobId,
+          payload,
+          claim,
+        ),
+      );
+  }
+
+  /** The answer to a signature known completed here: duplicate for its bytes, 401 for any other body. */
+  private replayed(
+    known: KnownReplay,
+    signed: SignedBody,
+    span: SpanLike | undefined,
+    started: number,
+    bodyBytes: number,
+  ): ReceiverAnswer {
+    if (known.kind === 'refused') return this.failed(span, known.error, started, bodyBytes, signed.headers);
+    this.config.log.debug(
+      `jobhook: job ${known.jobId}: duplicate (its signature and bytes were verified and completed here)`,
+    );
+    return this.delivered(answerForRun({ kind: 'duplicate' }, known.jobId, undefined), {
+      outcome: 'duplicate',
+      jobId: known.jobId,
+      started,
+      bodyBytes,
+    });
   }
 
   private answered(

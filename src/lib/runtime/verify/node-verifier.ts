@@ -104,6 +104,19 @@ function hashCanonical(body: ParsedBody, dialect: DialectName, limit: number): s
   return hex!;
 }
 
+/**
+ * The signature's key among those in flight and known (receive/guard.ts `digestKey`, the
+ * same text), made at once with Buffer's hex: one flat string, not 34 concatenations
+ * flattened again when the Map hashes it.
+ */
+function withKey(signature: OpenedSignature): OpenedSignature {
+  let key = '';
+  for (const { keyIndex, hash } of signature.opened)
+    key += `${keyIndex}:${Buffer.from(hash.buffer, hash.byteOffset, hash.byteLength).toString('hex')};`;
+  signature.key = key;
+  return signature;
+}
+
 /** The steps of matching a body, on node:crypto (no keys: the signature was opened already); the verification workers run these. */
 export function matchingSteps(o: ResolvedOptions): (step: Step) => unknown {
   return (step) => {
@@ -142,7 +155,7 @@ export function nodeVerifier(
     }
   };
   const open = (modulusBytes: readonly number[], headers: HeadersInput) =>
-    drive(opening(headers, o, modulusBytes, decodeHex), perform);
+    withKey(drive(opening(headers, o, modulusBytes, decodeHex), perform));
   return {
     options: o,
     verify: (body, headers) =>
