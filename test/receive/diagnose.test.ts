@@ -80,7 +80,7 @@ describe('receivers tell what is wrong with their setup', () => {
     expect(answer.status).toBe(401);
     expect(lines.warn).toHaveLength(1);
     expect(lines.warn[0]).toMatch(
-      /SIGNATURE_MISSING.*no X-Service-Signature header.*x-acme-signature.*signatureHeader: 'x-acme-signature'/,
+      /SIGNATURE_MISSING: its signature came under the header "x-acme-signature" and opens with publicKey.*signatureHeader: 'x-acme-signature'/,
     );
   });
 

@@ -74,7 +74,7 @@ export class Receiver<Req, K = unknown> {
     runtime: VerifyRuntime<K>,
   ) {
     this.verification = new Verification(config, runtime);
-    this.diagnosis = new Diagnosis(config.log, config.verify.signatureHeaderName);
+    this.diagnosis = new Diagnosis(config.log, this.verification);
     this.deliveries = deliverySets(config.adapter);
   }
 
@@ -214,7 +214,7 @@ export class Receiver<Req, K = unknown> {
     headers?: HeadersInput,
   ): ReceiverAnswer {
     if (isWebhookError(err) && err.code === 'BODY_UNAVAILABLE') this.config.runner.report('body', err);
-    else this.diagnosis.refused(err, headers);
+    else this.diagnosis.refused(err);
     const answer = answerForError(err);
     const code = codeOf(err);
     return this.delivered(answer, { outcome: outcomeOf(answer.status, code), code, started, bodyBytes });
