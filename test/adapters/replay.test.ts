@@ -554,7 +554,57 @@ describe('createMiddleware after express.json({ verify: keepRawBody }) (the READ
   });
 });
 
+describe('Fetch createReceiver (jobhook/web): every byte it holds is counted', () => {
+  it('small declared bodies read whole (arrayBuffer) hold their declared size in flight: 30 that stall under 30 signatures stay within maxInFlightBytes', async () => {
+    const fetchAdapter = adapters.find((a) => a.name.startsWith('Fetch'))!;
+    const { port, controls } = await fetchAdapter.start({
+      maxBodyBytes: 1_000_000,
+      maxInFlightBytes: 1_000_000,
+    });
+    const stalled = Array.from({ length: 30 }, (_, k) => {
+      const d = paddedDelivery(60_000);
+      const t = post(port, undefined, { ...d.headers, 'x-k': String(k) }, 60_000);
+      t.send(d.body.slice(0, 59_000));
+      return t;
+    });
+    await sleep(500);
+    const { admission } = await controls!.health();
+    expect(admission.bytes).toBeLessThanOrEqual(admission.maxBytes);
+    // 1 MB holds 16 of them; the rest are refused as they come, before their bytes are taken (waited for up to 10 s on a loaded machine).
+    const busy: string[] = [];
+    for (const t of stalled)
+      void t.answer.then((a) => a.body.error?.code === 'RECEIVER_BUSY' && busy.push('busy'));
+    for (let k = 0; k < 40 && busy.length < 30 - 16; k++) await sleep(250);
+    expect(busy.length).toBeGreaterThanOrEqual(30 - 16);
+    for (const t of stalled) t.abort();
+  });
+});
+
 describe('client aborts', () => {
+  it('Fetch createReceiver (jobhook/web) on node:http: a request closed mid-upload is logged at debug, answered 400 CLIENT_ABORTED to nobody, and never counted failed', async () => {
+    const { lines, log } = recorder();
+    const outcomes: { outcome: string; code?: string }[] = [];
+    const fetchAdapter = adapters.find((a) => a.name.startsWith('Fetch'))!;
+    const { port } = await fetchAdapter.start({
+      log,
+      onDelivery: (o: { outcome: string }) => outcomes.push(o),
+    });
+    for (const size of [500_000, 60_000]) {
+      const d = paddedDelivery(size);
+      const upload = post(port, undefined, d.headers, size);
+      upload.send(d.body.slice(0, 1000));
+      await sleep(200);
+      upload.abort();
+    }
+    await sleep(300);
+    expect(lines.error).toEqual([]);
+    expect(lines.debug.join('\n')).toMatch(/aborted/);
+    expect(outcomes.map((o) => `${o.outcome} ${o.code}`)).toEqual([
+      'refused CLIENT_ABORTED',
+      'refused CLIENT_ABORTED',
+    ]);
+  });
+
   it.each([
     [
       'createReceiver (jobhook/express)',

@@ -14,6 +14,7 @@ import type { ClaimContext, RunResult } from '../jobs/runner.js';
 import { AttributeSets, fail, type SpanLike } from '../runtime/telemetry.js';
 import type { VerifyRuntime } from '../runtime/verify/offload.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
+import { ClientAbortedError } from './body.js';
 import type { ReceiverConfig } from './config.js';
 import { Diagnosis } from './diagnose.js';
 import type { HeadersInput } from '../core/verify/headers.js';
@@ -21,7 +22,8 @@ import type { SignedBody } from './signed-body.js';
 import type { AdapterName, DeliveryOutcome, DeliveryOutcomeKind } from './types.js';
 import { Verification, type OwnVerified } from './verification.js';
 
-const codeOf = (err: unknown): string => (isWebhookError(err) ? err.code : 'INTERNAL_ERROR');
+const codeOf = (err: unknown): string =>
+  isWebhookError(err) ? err.code : err instanceof ClientAbortedError ? 'CLIENT_ABORTED' : 'INTERNAL_ERROR';
 
 /** The outcome kind of an answer that is not a 2xx. */
 function outcomeOf(status: number, code: string): DeliveryOutcomeKind {
