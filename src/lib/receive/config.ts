@@ -15,7 +15,11 @@ import {
 import { logBesideRunner, runnerFor, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
 import type { Clock } from '../jobs/clock.js';
 import type { Telemetry } from '../runtime/telemetry.js';
-import { resolveWorkers, type ResolvedWorkers, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import {
+  resolveWorkers,
+  type ResolvedWorkers,
+  type WorkerOptions,
+} from '../runtime/verify/worker-options.js';
 import { stallPeriod, type BodyLimits } from './body.js';
 import { resolveAdmission, type AdmissionOptions } from './guard.js';
 import type { AdapterName, DeliveryOutcome, ReceiverOptionsBase } from './types.js';
@@ -51,6 +55,8 @@ export interface ReceiverConfig<Req = unknown, K = unknown> extends Verification
    */
   readonly markMs: number;
   readonly onDelivery: ((outcome: DeliveryOutcome) => void) | undefined;
+  /** `close()` closes the runner's store too. */
+  readonly closeStores: boolean;
 }
 
 /** The options every verifying handler takes. */
@@ -105,7 +111,13 @@ export function resolveReceiverConfig<Req, K, Tx>(
     windowMs: (verification.verify.maxAgeSeconds ?? 0) * 1000,
     markMs: ((verification.verify.maxAgeSeconds ?? 0) + verification.verify.maxFutureSkewSeconds) * 1000,
     onDelivery: checkHook(options.onDelivery),
+    closeStores: checkFlag(options.closeStores, 'closeStores'),
   });
+}
+
+function checkFlag(value: unknown, what: string): boolean {
+  if (value !== undefined && typeof value !== 'boolean') throw new TypeError(`${what} must be true or false`);
+  return value === true;
 }
 
 function checkHook(hook: unknown): ((outcome: DeliveryOutcome) => void) | undefined {
