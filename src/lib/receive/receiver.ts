@@ -70,6 +70,8 @@ export class Receiver<Req, K = unknown> {
   /** Tells why deliveries were refused, loud where it points at this receiver's setup. */
   readonly diagnosis: Diagnosis;
   private readonly deliveries: AttributeSets;
+  /** Jobs this receiver is running now: a replay of one is answered IN_PROGRESS without a store claim. */
+  private readonly running = new Set<string>();
 
   constructor(
     readonly config: ReceiverConfig<Req, K>,
@@ -136,6 +138,24 @@ export class Receiver<Req, K = unknown> {
         METRIC_ADAPTER.get(config.adapter),
       );
     }
+    return this.run(verified, signed, request, span, started, bodyBytes);
+  }
+
+  /**
+   * Runs a verified delivery's job (a job this receiver is running now is answered 503
+   * IN_PROGRESS from memory: a replay of it costs no store claim), remembers its
+   * signature once completed, and answers.
+   */
+  private async run(
+    verified: OwnVerified,
+    signed: SignedBody,
+    request: Req,
+    span: SpanLike | undefined,
+    started: number,
+    bodyBytes: number,
+  ): Promise<ReceiverAnswer> {
+    const { config } = this;
+    const { telemetry } = config;
     const { delivery } = verified;
     const { event, jobId } = delivery;
     span?.setAttribute('jobhook.job_id', jobId);
@@ -159,7 +179,9 @@ export class Receiver<Req, K = unknown> {
           claim,
         ),
       );
-    const result = await config.runner.run(jobId, handler, { retainMs });
+    const result = this.running.has(jobId)
+      ? ({ kind: 'in_progress', retryAfterMs: undefined } as const)
+      : await this.runOnce(jobId, () => config.runner.run(jobId, handler, { retainMs }));
     if (result.kind === 'duplicate' || result.kind === 'in_progress')
       config.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
     // Completed: the same signature and bytes again are answered duplicate without canonical work, while the window is open.
@@ -174,6 +196,16 @@ export class Receiver<Req, K = unknown> {
       if (remembering !== undefined) await remembering;
     }
     return this.answered(result, delivery, span, started, bodyBytes);
+  }
+
+  /** Runs a job, noted as running here until it ends. */
+  private async runOnce(jobId: string, run: () => Promise<RunResult>): Promise<RunResult> {
+    this.running.add(jobId);
+    try {
+      return await run();
+    } finally {
+      this.running.delete(jobId);
+    }
   }
 
   private answered(
