@@ -2,6 +2,7 @@ import { isWebhookError, type WebhookErrorCode } from '../base/errors.js';
 import { STATUS_BY_CODE } from '../base/errors.js';
 import type { RunResult } from '../jobs/runner.js';
 import { utf8ByteLength } from '../core/canonical/utf8.js';
+import { safeMessage } from '../base/text.js';
 import { ClientAbortedError } from './body.js';
 import { BUSY_RETRY_AFTER_SECONDS } from './guard.js';
 
@@ -61,7 +62,8 @@ export function errorAnswer(
 ): ReceiverAnswer {
   return answer(
     status,
-    { error: { code, message: status >= 500 ? (GENERIC_5XX[code] ?? message) : message } },
+    // A 4xx message may quote the request (each quote bounded where it is made): escaped and cut here too, never the body.
+    { error: { code, message: status >= 500 ? (GENERIC_5XX[code] ?? message) : safeMessage(message) } },
     headers,
   );
 }

@@ -4,6 +4,7 @@
  */
 import { BodyTimeoutError, EncodingUnsupportedError } from '../base/errors.js';
 import { getHeader, type HeadersInput } from '../core/verify/headers.js';
+import { quoted } from '../base/text.js';
 
 /** What bounds reading a body, in every adapter. */
 export interface BodyLimits {
@@ -94,7 +95,7 @@ export function contentCoding(headers: HeadersInput): ContentCoding {
     if (only === 'deflate' || only === 'br') return only;
   }
   throw new EncodingUnsupportedError(
-    `Content-Encoding ${JSON.stringify(raw)} is not supported; send the body as is, or gzip, deflate or br.`,
+    `Content-Encoding ${quoted(raw)} is not supported; send the body as is, or gzip, deflate or br.`,
   );
 }
 
