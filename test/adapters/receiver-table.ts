@@ -325,7 +325,7 @@ export function receiverBehaviour(
       expect(lines.info.filter((l) => l.includes('BODY_MALFORMED'))).toHaveLength(1);
     });
 
-    it('50 concurrent deliveries of one job_id → the handler runs once; others 200 duplicate or 503 in progress', async () => {
+    it('50 concurrent deliveries of one job_id → the handler runs once; others 200 duplicate or 503 in progress (or busy)', async () => {
       let calls = 0;
       const post = make({
         publicKey,
@@ -342,9 +342,9 @@ export function receiverBehaviour(
         r.status === 200 ? r.body.status : `${r.status} ${r.body.error?.code}`,
       );
       expect(kinds.filter((k) => k === 'processed')).toHaveLength(1);
-      expect(kinds.filter((k) => k !== 'processed' && k !== 'duplicate' && k !== '503 IN_PROGRESS')).toEqual(
-        [],
-      );
+      // Past 8 copies of one signature in flight, an adapter reading the bodies refuses the rest 503 RECEIVER_BUSY (its share: test/adapters/replay.test.ts).
+      const retried = ['processed', 'duplicate', '503 IN_PROGRESS', '503 RECEIVER_BUSY'];
+      expect(kinds.filter((k) => !retried.includes(String(k)))).toEqual([]);
       expect(kinds.filter((k) => k === '503 IN_PROGRESS').length).toBeGreaterThan(0);
       for (const r of results.filter((x) => x.status === 503))
         expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);

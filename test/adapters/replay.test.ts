@@ -7,6 +7,7 @@
  */
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { constants, gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -26,6 +27,7 @@ import {
 import { createReceiver as createFetchReceiver } from '../../src/web.js';
 import { jobId, payloadText } from '../helpers/deliveries.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
+import { recorder } from './receiver-table.js';
 
 const publicKey = publicPem(2048);
 const key = privatePem(2048);
@@ -62,7 +64,7 @@ function post(
 ): {
   answer: Promise<Answer>;
   sent: () => number;
-  send: (more: string) => void;
+  send: (more: string | Uint8Array) => void;
   end: () => void;
   abort: () => void;
   flushed: Promise<void>;
@@ -97,7 +99,7 @@ function post(
   const flushed = new Promise<void>((resolve) => {
     req.once('finish', () => resolve());
   });
-  const send = (more: string) => {
+  const send = (more: string | Uint8Array) => {
     written += Buffer.byteLength(more);
     req.write(more);
   };
@@ -127,6 +129,14 @@ function paddedDelivery(size: number): { body: string; headers: Record<string, s
   const base = payloadText(jobId('padded'), ',"pad":""');
   const body = base.replace('"pad":""', `"pad":"${'x'.repeat(size - Buffer.byteLength(base))}"`);
   return signDelivery(body, key);
+}
+
+/** The start of a body of `size` bytes that a sender stops sending: as is, or a gzip stream sync-flushed after them (a few hundred bytes that decode to `size`). */
+function stalledPrefix(coding: 'identity' | 'gzip', size: number): Buffer {
+  const text = Buffer.from('{"job_id":"' + 'x'.repeat(size - 11));
+  if (coding === 'identity') return text;
+  // Z_SYNC_FLUSH at the end: all of it decodes, and the stream is not finished (no trailer).
+  return gzipSync(text, { finishFlush: constants.Z_SYNC_FLUSH });
 }
 
 /** `depth` arrays nested around a float: the canonical layout grows with the square of the depth. */
@@ -282,6 +292,59 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
     answers.push((await post(port, large.body, large.headers).answer).status);
     expect(answers).toEqual(Array(11).fill(200));
     for (const t of slow) t.abort();
+  });
+
+  it.each(['identity', 'gzip'] as const)(
+    'stalled %s bodies under one captured signature take one share: genuine deliveries under other signatures are answered 200, and the log says what is happening',
+    async (coding) => {
+      const { lines, log } = recorder();
+      const { port, controls } = await start({ maxBodyBytes: 1_000_000, maxInFlightBytes: 1_000_000, log });
+      const replayed = signDelivery(payloadText(jobId('stalled')), key);
+      // 40 connections, one signature, each sends ~62 kB (gzip: a sync-flushed prefix of a few hundred bytes that decodes to it) and stalls.
+      const prefix = stalledPrefix(coding, 62_000);
+      const headers =
+        coding === 'gzip'
+          ? { ...replayed.headers, 'content-encoding': 'gzip', 'transfer-encoding': 'chunked' }
+          : replayed.headers;
+      const stalled = Array.from({ length: 40 }, () =>
+        post(port, undefined, headers, coding === 'gzip' ? undefined : 62_500),
+      );
+      for (const t of stalled) t.send(prefix);
+      await sleep(500);
+      const answers = [];
+      for (let k = 0; k < 10; k++) {
+        const genuine = signDelivery(payloadText(jobId(`beside-stalled-${k}`)), key);
+        answers.push((await post(port, genuine.body, genuine.headers).answer).status);
+      }
+      expect(answers).toEqual(Array(10).fill(200));
+      // Those past the signature's share were refused 503 at once, and the log names one signature, not a limit to raise.
+      const refused = await Promise.all(
+        stalled.map((t) => Promise.race([t.answer.then((a) => a.status), sleep(300).then(() => 0)])),
+      );
+      expect(refused.filter((status) => status === 503).length).toBeGreaterThanOrEqual(40 - 8);
+      const busy = lines.warn.filter((l) => l.includes('RECEIVER_BUSY'));
+      expect(busy.join('\n')).toMatch(/carrying one signature/);
+      expect(busy.join('\n')).not.toMatch(/raise maxInFlightBytes/);
+      if (controls !== undefined) {
+        const { admission } = await controls.health();
+        expect(admission.busy).toBe(true);
+        expect(admission.refused.signature).toBeGreaterThanOrEqual(40 - 8);
+        expect(admission.largestSignature.requests).toBeLessThanOrEqual(8);
+      }
+      for (const t of stalled) t.abort();
+    },
+  );
+
+  it('a body that stops arriving is answered 408 at the rate floor (a quarter of bodyTimeoutMs here, 5 s by default), not at bodyTimeoutMs', async () => {
+    const { port } = await start({ bodyTimeoutMs: 4000 });
+    const d = paddedDelivery(200_000);
+    const t = post(port, undefined, d.headers, 200_000);
+    t.send(d.body.slice(0, 50_000));
+    const a = await t.answer;
+    expect({ status: a.status, code: a.body.error?.code }).toEqual({ status: 408, code: 'BODY_TIMEOUT' });
+    expect((a.body.error as { message?: string }).message).toMatch(
+      /stopped arriving: fewer than 1024 bytes came in 1000 ms/,
+    );
   });
 
   it('a large body sent at once is read whole (filled as it arrives, the loop let turn after each MiB), declared or chunked', async () => {
@@ -491,7 +554,57 @@ describe('createMiddleware after express.json({ verify: keepRawBody }) (the READ
   });
 });
 
+describe('Fetch createReceiver (jobhook/web): every byte it holds is counted', () => {
+  it('small declared bodies read whole (arrayBuffer) hold their declared size in flight: 30 that stall under 30 signatures stay within maxInFlightBytes', async () => {
+    const fetchAdapter = adapters.find((a) => a.name.startsWith('Fetch'))!;
+    const { port, controls } = await fetchAdapter.start({
+      maxBodyBytes: 1_000_000,
+      maxInFlightBytes: 1_000_000,
+    });
+    const stalled = Array.from({ length: 30 }, (_, k) => {
+      const d = paddedDelivery(60_000);
+      const t = post(port, undefined, { ...d.headers, 'x-k': String(k) }, 60_000);
+      t.send(d.body.slice(0, 59_000));
+      return t;
+    });
+    await sleep(500);
+    const { admission } = await controls!.health();
+    expect(admission.bytes).toBeLessThanOrEqual(admission.maxBytes);
+    // 1 MB holds 16 of them; the rest are refused as they come, before their bytes are taken (waited for up to 10 s on a loaded machine).
+    const busy: string[] = [];
+    for (const t of stalled)
+      void t.answer.then((a) => a.body.error?.code === 'RECEIVER_BUSY' && busy.push('busy'));
+    for (let k = 0; k < 40 && busy.length < 30 - 16; k++) await sleep(250);
+    expect(busy.length).toBeGreaterThanOrEqual(30 - 16);
+    for (const t of stalled) t.abort();
+  });
+});
+
 describe('client aborts', () => {
+  it('Fetch createReceiver (jobhook/web) on node:http: a request closed mid-upload is logged at debug, answered 400 CLIENT_ABORTED to nobody, and never counted failed', async () => {
+    const { lines, log } = recorder();
+    const outcomes: { outcome: string; code?: string }[] = [];
+    const fetchAdapter = adapters.find((a) => a.name.startsWith('Fetch'))!;
+    const { port } = await fetchAdapter.start({
+      log,
+      onDelivery: (o: { outcome: string }) => outcomes.push(o),
+    });
+    for (const size of [500_000, 60_000]) {
+      const d = paddedDelivery(size);
+      const upload = post(port, undefined, d.headers, size);
+      upload.send(d.body.slice(0, 1000));
+      await sleep(200);
+      upload.abort();
+    }
+    await sleep(300);
+    expect(lines.error).toEqual([]);
+    expect(lines.debug.join('\n')).toMatch(/aborted/);
+    expect(outcomes.map((o) => `${o.outcome} ${o.code}`)).toEqual([
+      'refused CLIENT_ABORTED',
+      'refused CLIENT_ABORTED',
+    ]);
+  });
+
   it.each([
     [
       'createReceiver (jobhook/express)',

@@ -80,7 +80,7 @@ describe('receivers tell what is wrong with their setup', () => {
     expect(answer.status).toBe(401);
     expect(lines.warn).toHaveLength(1);
     expect(lines.warn[0]).toMatch(
-      /SIGNATURE_MISSING.*no X-Service-Signature header.*x-acme-signature.*signatureHeader: 'x-acme-signature'/,
+      /SIGNATURE_MISSING: its signature came under the header "x-acme-signature" and opens with publicKey.*signatureHeader: 'x-acme-signature'/,
     );
   });
 
@@ -102,6 +102,55 @@ describe('receivers tell what is wrong with their setup', () => {
     const receive = createReceiver({ publicKey: publicPem(3072), onEvent: () => undefined, log: false });
     for (let k = 0; k < 5; k++) expect((await receive(signed(jobId('silent')))).status).toBe(401);
     expect([warn.mock.calls.length, error.mock.calls.length]).toEqual([0, 0]);
+    await receive.close();
+  });
+});
+
+describe('nothing unsigned chooses what the operator is told', () => {
+  it("a real rename is named even when an attacker sends more requests with a header of its own; the attacker's header is never recommended", async () => {
+    const { lines, log } = recorder();
+    const receive = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, log });
+    for (let k = 0; k < 10; k++) {
+      await receive({
+        body: '{}',
+        headers: { 'content-type': 'application/json', 'X-Gateway-Signature-V2-Use-This': '1' },
+      });
+      if (k % 3 === 0) {
+        const d = signed(jobId('renamed-by-proxy'));
+        await receive({
+          body: d.body,
+          headers: {
+            'content-type': 'application/json',
+            'x-acme-signature': d.headers['X-Service-Signature']!,
+          },
+        });
+      }
+    }
+    const all = [...lines.info, ...lines.warn, ...lines.error].join('\n');
+    expect(lines.warn.join('\n')).toMatch(
+      /came under the header "x-acme-signature".*signatureHeader: 'x-acme-signature'/,
+    );
+    expect(all).not.toMatch(/signatureHeader: 'X-Gateway-Signature-V2-Use-This'/i);
+    await receive.close();
+  });
+
+  it('while genuine deliveries verify, forged signatures and unsigned oversized bodies are counted, not told as a wrong key or a limit to raise', async () => {
+    const { lines, log } = recorder();
+    const receive = createReceiver({
+      publicKey: publicPem(2048),
+      onEvent: () => undefined,
+      log,
+      maxBodyBytes: 100_000,
+    });
+    expect((await receive(signed(jobId('genuine')))).status).toBe(200);
+    const forged = signed(jobId('forged'));
+    const wrong = { ...forged.headers, 'X-Service-Signature': 'ab'.repeat(256) };
+    for (let k = 0; k < 5; k++)
+      expect((await receive({ body: forged.body, headers: wrong })).status).toBe(401);
+    const big = { body: 'x'.repeat(200_000), headers: { 'content-type': 'application/json' } };
+    expect((await receive(big)).status).toBe(413);
+    expect(lines.warn.join('\n')).not.toMatch(/publicKey is not the key|raise maxBodyBytes/);
+    expect(lines.info.join('\n')).toMatch(/no configured key opens their signature/);
     await receive.close();
   });
 });

@@ -178,3 +178,33 @@ describe('DeliveryGuard: known digests', () => {
     expect(g.completed('k10000', 0)?.jobId).toBe('job-10000');
   });
 });
+
+describe('DeliveryGuard: a share per signature', () => {
+  it('one signature holds at most 8 requests and one body together; a request alone always fits; other signatures keep the rest', () => {
+    const g = new DeliveryGuard(64 * MiB, MiB);
+    const tickets = Array.from({ length: 8 }, () => g.admit(0, 'captured'));
+    for (const t of tickets) t.cover(60_000);
+    expect(() => g.admit(0, 'captured')).toThrow(
+      expect.objectContaining({ code: 'RECEIVER_BUSY', requests: 8 }),
+    );
+    // Together past one body (1 MiB + 64 KiB): refused as the bytes arrive.
+    expect(() => tickets[0]!.cover(700_000)).toThrow(expect.objectContaining({ code: 'RECEIVER_BUSY' }));
+    // Another signature is admitted at once.
+    const genuine = g.admit(0, 'genuine');
+    genuine.cover(MiB);
+    expect(g.state()).toMatchObject({
+      requests: 9,
+      signatures: 2,
+      largestSignature: { requests: 8, bytes: 8 * 60_000 },
+      refused: { full: 0, signature: 2 },
+      busy: true,
+    });
+    for (const t of tickets) t.release();
+    // A request alone may hold a whole body (and a gzip body's raw bytes beside it).
+    const alone = g.admit(0, 'captured');
+    alone.cover(MiB + 100_000);
+    alone.release();
+    genuine.release();
+    expect(g.state()).toMatchObject({ bytes: 0, requests: 0, signatures: 0 });
+  });
+});

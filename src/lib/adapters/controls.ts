@@ -1,10 +1,19 @@
 import type { JobRunner, RunnerHealth } from '../jobs/runner.js';
+import type { AdmissionState } from '../receive/guard.js';
 import type { Verification } from '../receive/verification.js';
 
 /** What `receiver.health()` finds, for a readiness probe. */
 export interface ReceiverHealth extends RunnerHealth {
   /** Large verifications on worker threads now, and waiting for one (Node receivers; 0 elsewhere). */
   workers: { busy: number; queued: number };
+  /**
+   * The bodies being received and verified: bytes held of maxInFlightBytes, requests,
+   * under how many signatures, the most one signature holds, the deliveries refused
+   * RECEIVER_BUSY so far (the budget full; one signature's share full: a captured
+   * signature replayed), and `busy`: one was refused within the last 10 s. `ok` does not
+   * follow it: a receiver refusing replays still takes genuine deliveries.
+   */
+  admission: AdmissionState;
 }
 
 /** What every receiver offers besides handling requests. */
@@ -40,7 +49,7 @@ export function withControls<F extends object>(
       readonly runner: Pick<JobRunner, 'close' | 'pending' | 'health' | 'options'>;
       readonly closeStores: boolean;
     };
-    readonly verification: Pick<Verification, 'close' | 'workers'>;
+    readonly verification: Pick<Verification, 'close' | 'workers' | 'guard'>;
   },
 ): F & ReceiverControls {
   const { runner, closeStores } = receiver.config;
@@ -53,6 +62,7 @@ export function withControls<F extends object>(
   const health = async (timeoutMs?: number): Promise<ReceiverHealth> => ({
     ...(await runner.health(timeoutMs)),
     workers: receiver.verification.workers(),
+    admission: receiver.verification.guard.state(),
   });
   return Object.defineProperties(fn, {
     close: { value: close, enumerable: true },

@@ -58,7 +58,7 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
   if (mode !== 'respond' && mode !== 'next') throw new TypeError("errors must be 'respond' or 'next'");
   const config = resolveVerification(options, resolveLogger(options?.log));
   const verification = new Verification(config, NODE_RUNTIME);
-  const diagnosis = new Diagnosis(config.log, config.verify.signatureHeaderName);
+  const diagnosis = new Diagnosis(config.log, verification);
   const limits = config.body;
   const verify = async (req: Parameters<NodeHandler>[0]) => {
     const body = await signedBody(verification, nodeBodySource(req, limits), limits);
@@ -75,7 +75,7 @@ export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
         next?.();
       },
       (err: unknown) => {
-        diagnosis.refused(err, req.headers);
+        diagnosis.refused(err);
         if (mode === 'next' && next) passOn(err, req, res, next, limits);
         else sendAnswer(res, answerForError(err), req);
       },

@@ -3,10 +3,10 @@
  * exact body bytes within the limits, and write an answer.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyTimeoutError, BodyTooLargeError, BodyUnavailableError } from '../base/errors.js';
+import { BodyTooLargeError, BodyUnavailableError } from '../base/errors.js';
 import type { VerifiedDelivery } from '../core/verify/core.js';
 import type { ReceiverAnswer } from '../receive/answers.js';
-import { ClientAbortedError, type BodyLimits, type ContentCoding } from '../receive/body.js';
+import { BodyClock, ClientAbortedError, type BodyLimits, type ContentCoding } from '../receive/body.js';
 import type { Ticket } from '../receive/guard.js';
 import { BodyBuffer } from '../receive/body-buffer.js';
 import type { BodySource } from '../receive/signed-body.js';
@@ -88,7 +88,7 @@ class StreamRead {
   private rawSize = 0;
   private burst = 0;
   private settled = false;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private clock: BodyClock | undefined;
 
   constructor(
     private readonly req: NodeWebhookRequest,
@@ -104,10 +104,7 @@ class StreamRead {
   }
 
   start(): void {
-    this.timer = setTimeout(
-      () => this.fail(new BodyTimeoutError(this.limits.timeoutMs)),
-      this.limits.timeoutMs,
-    );
+    this.clock = new BodyClock(this.limits, this.fail);
     const { unzip, req } = this;
     if (unzip !== undefined) {
       unzip.on('data', this.onDecoded);
@@ -122,7 +119,7 @@ class StreamRead {
 
   private readonly cleanup = (): void => {
     this.settled = true;
-    clearTimeout(this.timer);
+    this.clock?.stop();
     this.req.off('data', this.onRaw);
     this.req.off('end', this.onRawEnd);
     this.req.off('error', this.fail);
@@ -159,6 +156,7 @@ class StreamRead {
     this.rawSize += chunk.length;
     if (this.rawSize > this.limits.maxBodyBytes)
       return this.fail(new BodyTooLargeError(this.limits.maxBodyBytes));
+    this.clock!.arrive(chunk.length);
     // A socket with megabytes waiting emits them all in one turn of the event loop: after
     // each MiB, let the loop turn (copying a MiB into fresh memory took ~5–10 ms here).
     this.burst += chunk.length;
@@ -167,8 +165,14 @@ class StreamRead {
       this.req.pause();
       setImmediate(() => this.settled || this.req.resume());
     }
-    if (this.unzip === undefined) this.onDecoded(chunk);
-    else this.unzip.write(chunk);
+    if (this.unzip === undefined) return this.onDecoded(chunk);
+    // Encoded: what was sent is held too (until zlib takes it), beside what it decodes to.
+    try {
+      this.body.addRaw(chunk.length);
+    } catch (err) {
+      return this.fail(err as Error);
+    }
+    this.unzip.write(chunk);
   };
 
   private readonly onRawEnd = (): void => (this.unzip === undefined ? this.finish() : void this.unzip.end());

@@ -114,8 +114,16 @@ export class BodyTooLargeError extends WebhookError {
 /** The body did not arrive within `bodyTimeoutMs` (the sender gives an attempt 30 s). */
 export class BodyTimeoutError extends WebhookError {
   readonly code = 'BODY_TIMEOUT' as const;
-  constructor(readonly timeoutMs: number) {
-    super(`The body did not arrive within ${timeoutMs} ms.`);
+  /** `stalled`: the body stopped arriving (fewer than `bytes` in `ms`) before `timeoutMs`. */
+  constructor(
+    readonly timeoutMs: number,
+    stalled?: { bytes: number; ms: number },
+  ) {
+    super(
+      stalled === undefined
+        ? `The body did not arrive within ${timeoutMs} ms.`
+        : `The body stopped arriving: fewer than ${stalled.bytes} bytes came in ${stalled.ms} ms.`,
+    );
   }
 }
 

@@ -10,6 +10,8 @@
  * logger and child has) is called `(details, message)`. No one shape serves both:
  * winston takes an object that comes first for the message itself.
  */
+import { safeMessage } from './text.js';
+
 export interface Logger {
   debug(message: string, details?: Record<string, unknown>): void;
   info(message: string, details?: Record<string, unknown>): void;
@@ -74,9 +76,10 @@ export function resolveLogger(input: LoggerInput | undefined, what = 'log'): Log
         : (message, details) => {
             // A logger that throws (a closed stream, a bad transport) must not turn a
             // delivery into a 500 or stop a store repair half way: the line is lost.
+            // Messages may quote a request (bounded where they are made): escaped and cut here too.
             try {
-              if (details === undefined) fn.call(source, message);
-              else write(fn, source, message, details);
+              if (details === undefined) fn.call(source, safeMessage(message));
+              else write(fn, source, safeMessage(message), details);
             } catch {
               // nothing better to do with it
             }

@@ -1,6 +1,7 @@
 import type { JsonValue } from './canonical/to-value.js';
 import { PayloadInvalidError } from '../base/errors.js';
 import { jobIdProblem } from '../base/protocol.js';
+import { cut, escapeControls } from '../base/text.js';
 
 /** A JSON object as jobhook hands it over. */
 export interface JsonObjectValue {
@@ -50,6 +51,9 @@ function isObject(v: unknown): v is JsonObjectValue {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** A value from the body as a message shows it: its JSON, cut and escaped. */
+const shown = (value: unknown) => escapeControls(cut(JSON.stringify(value ?? null), 60));
+
 function invalid(what: string): never {
   throw new PayloadInvalidError(
     `The signature is valid but the payload is not an async_job_completed event jobhook can hand over: ${what}.`,
@@ -62,14 +66,14 @@ export function validateEvent(value: JsonValue): JobCompletedEvent {
   const problem = jobIdProblem(value.job_id);
   if (problem !== undefined) invalid(value.job_id === undefined ? 'job_id is missing' : problem);
   if (value.event !== 'async_job_completed')
-    invalid(`event is ${JSON.stringify(value.event ?? null)}, expected "async_job_completed"`);
+    invalid(`event is ${shown(value.event)}, expected "async_job_completed"`);
   if (value.status === 'success') {
     if (!isObject(value.output)) invalid('status is "success" but output is not an object');
   } else if (value.status === 'fail') {
     if (!isObject(value.error) || typeof value.error.message !== 'string')
       invalid('status is "fail" but error.message is not a string');
   } else {
-    invalid(`status is ${JSON.stringify(value.status ?? null)}, expected "success" or "fail"`);
+    invalid(`status is ${shown(value.status)}, expected "success" or "fail"`);
   }
   for (const field of ['feature', 'subfeature', 'provider', 'created_at', 'finished_at'] as const) {
     if (value[field] !== undefined && typeof value[field] !== 'string') invalid(`${field} is not a string`);

@@ -2,10 +2,13 @@ import { isWebhookError, type WebhookErrorCode } from '../base/errors.js';
 import { STATUS_BY_CODE } from '../base/errors.js';
 import type { RunResult } from '../jobs/runner.js';
 import { utf8ByteLength } from '../core/canonical/utf8.js';
+import { safeMessage } from '../base/text.js';
+import { ClientAbortedError } from './body.js';
 import { BUSY_RETRY_AFTER_SECONDS } from './guard.js';
 
 /** Codes that appear in error bodies besides the WebhookError codes. */
-export type ReceiverErrorCode = WebhookErrorCode | 'IN_PROGRESS' | 'HANDLER_FAILED' | 'INTERNAL_ERROR';
+export type ReceiverErrorCode =
+  WebhookErrorCode | 'IN_PROGRESS' | 'HANDLER_FAILED' | 'INTERNAL_ERROR' | 'CLIENT_ABORTED';
 
 /** The JSON of an answer's body. */
 export type ReceiverAnswerBody =
@@ -59,7 +62,8 @@ export function errorAnswer(
 ): ReceiverAnswer {
   return answer(
     status,
-    { error: { code, message: status >= 500 ? (GENERIC_5XX[code] ?? message) : message } },
+    // A 4xx message may quote the request (each quote bounded where it is made): escaped and cut here too, never the body.
+    { error: { code, message: status >= 500 ? (GENERIC_5XX[code] ?? message) : safeMessage(message) } },
     headers,
   );
 }
@@ -69,6 +73,9 @@ export function errorAnswer(
  * (they never hold key material or backend details); anything else is a generic 500.
  */
 export function answerForError(err: unknown): ReceiverAnswer {
+  // Nobody is left to read it: told as a refusal (400), never as a failure of the receiver.
+  if (err instanceof ClientAbortedError)
+    return errorAnswer(400, 'CLIENT_ABORTED', err.message, { connection: 'close' });
   if (!isWebhookError(err)) return errorAnswer(500, 'INTERNAL_ERROR', '');
   const status = STATUS_BY_CODE[err.code];
   // The rest of an oversized or stalled body is not read: close the connection after the answer.

@@ -17,6 +17,8 @@ export class BodyBuffer {
   private chunks: Uint8Array[] = [];
   private whole: Uint8Array | undefined;
   private size = 0;
+  /** Bytes of an encoded body as sent, counted beside what they decode to. */
+  private raw = 0;
 
   /**
    * `declared`: the Content-Length of an identity-coded body (undefined otherwise);
@@ -31,11 +33,17 @@ export class BodyBuffer {
   /** Takes a chunk: RECEIVER_BUSY (thrown) when the bytes that arrived no longer fit in flight. */
   add(chunk: Uint8Array): void {
     this.size += chunk.byteLength;
-    this.ticket.cover(this.size);
+    this.ticket.cover(this.size + this.raw);
     if (this.whole === undefined && this.size >= PREALLOCATE_AFTER) this.preallocate();
     const { whole, size } = this;
     if (whole !== undefined && size <= whole.length) whole.set(chunk, size - chunk.byteLength);
     else this.chunks.push(chunk);
+  }
+
+  /** `bytes` more of an encoded body arrived as sent: counted with the decoded ones (RECEIVER_BUSY, thrown, past what is left). */
+  addRaw(bytes: number): void {
+    this.raw += bytes;
+    this.ticket.cover(this.size + this.raw);
   }
 
   /** The body: the declared buffer when it arrived whole, else its pieces joined. */

@@ -20,7 +20,7 @@ import {
   type ResolvedWorkers,
   type WorkerOptions,
 } from '../runtime/verify/worker-options.js';
-import type { BodyLimits } from './body.js';
+import { stallPeriod, type BodyLimits } from './body.js';
 import { resolveAdmission, type AdmissionOptions } from './guard.js';
 import type { AdapterName, DeliveryOutcome, ReceiverOptionsBase } from './types.js';
 
@@ -69,9 +69,11 @@ export function resolveVerification<K>(options: VerificationOptions<K>, log: Log
   if (typeof options !== 'object' || options === null)
     throw new TypeError('options must be an object with a publicKey');
   const verify = resolveOptions(options);
+  const timeoutMs = optionalNumber(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS);
   const body = Object.freeze({
     maxBodyBytes: verify.maxBodyBytes,
-    timeoutMs: optionalNumber(options.bodyTimeoutMs, 'bodyTimeoutMs', DEFAULT_BODY_TIMEOUT_MS),
+    timeoutMs,
+    stallMs: stallPeriod(timeoutMs),
   });
   return Object.freeze({
     publicKey: options.publicKey,

@@ -7,6 +7,13 @@
  *   nothing: bodies that trickle in cannot crowd out the others); past it
  *   RECEIVER_BUSY (503, `Retry-After`). A share is kept for small bodies (genuine
  *   deliveries are small), so large ones cannot take it all;
+ * - a share per signature: the requests carrying one signature hold at most
+ *   SIGNATURE_REQUESTS places and, together, one body of maxBodyBytes (a request alone
+ *   always fits its signature's share). The gateway sends a delivery a few times at most
+ *   (its retries racing a slow attempt); a captured signature replayed over a thousand
+ *   connections gets the same share, so the bodies in flight under other signatures
+ *   (the genuine deliveries) keep the rest. Past it RECEIVER_BUSY with `signature` set:
+ *   the log says what is happening, not "raise the limit";
  * - one verification in flight per signature and body: concurrent requests carrying the
  *   same signature and the same bytes (the gateway's retry racing a slow first attempt)
  *   wait for it and share its result. A request with other bytes is verified on its own,
@@ -40,6 +47,32 @@ const SMALL_BODY_BYTES = 64 * 1024;
 export const BUSY_RETRY_AFTER_SECONDS = 2;
 /** Completed digests remembered. */
 const KNOWN_DIGESTS = 10_000;
+/** Requests one signature may have in flight: a delivery and its retries racing a slow attempt. */
+export const SIGNATURE_REQUESTS = 8;
+/** How long a refusal for lack of room marks the guard busy (`health().admission.busy`), ms. */
+const BUSY_MARK_MS = 10_000;
+
+/** What one signature's requests hold now. */
+interface Holder {
+  requests: number;
+  bytes: number;
+}
+
+/** What the bodies in flight hold, for `health()` and the log. */
+export interface AdmissionState {
+  /** Body bytes held now (raw and decoded), and maxInFlightBytes. */
+  bytes: number;
+  maxBytes: number;
+  /** Requests holding a place now, and under how many signatures. */
+  requests: number;
+  signatures: number;
+  /** The most requests and bytes one signature holds now. */
+  largestSignature: { requests: number; bytes: number };
+  /** Deliveries refused RECEIVER_BUSY since the receiver started: the budget full, one signature's share full. */
+  refused: { full: number; signature: number };
+  /** A delivery was refused for lack of room within the last 10 s. */
+  busy: boolean;
+}
 
 /** A digest whose job completed here: its job, and the SHA-256 (hex) of each raw body that verified under it. */
 export interface KnownDigest {
@@ -70,6 +103,18 @@ export function resolveAdmission(options: AdmissionOptions, maxBodyBytes: number
 }
 
 const busy = (what: string) => new ReceiverBusyError(`${what}; retry later.`);
+
+/** A refusal because one signature's requests hold their whole share: a captured signature replayed, not a full receiver. */
+export class SignatureShareError extends ReceiverBusyError {
+  constructor(
+    readonly requests: number,
+    readonly bytes: number,
+  ) {
+    super(
+      `${requests} requests carrying this signature hold ${bytes} body bytes (at most ${SIGNATURE_REQUESTS} requests and one body per signature); retry later.`,
+    );
+  }
+}
 
 const HEX = Array.from({ length: 256 }, (_, b) => (b < 16 ? '0' : '') + b.toString(16));
 
@@ -114,13 +159,21 @@ export class DeliveryGuard {
   readonly max: number;
   /** What large bodies may hold at most: the rest is kept for small ones. */
   private readonly largeMax: number;
+  /** What one signature's requests may hold together. */
+  private readonly signatureMax: number;
   private readonly flights = new Map<string, Flight[]>();
   private readonly known = new Map<string, KnownDigest>();
+  /** Per signature: its requests and bytes in flight (removed when its last request releases). */
+  private readonly holders = new Map<string, Holder>();
+  private requests = 0;
+  private readonly refusals = { full: 0, signature: 0 };
+  private lastRefusal = -Infinity;
 
   /** `max`: maxInFlightBytes, resolved (resolveAdmission). */
   constructor(max: number, maxBodyBytes: number) {
     this.max = max;
     this.largeMax = Math.max(maxBodyBytes, this.max - Math.min(this.max / 8, 8 * 1024 * 1024));
+    this.signatureMax = maxBodyBytes + SMALL_BODY_BYTES;
   }
 
   /** Whether `total` bytes can be held by one request that holds `held` of them now. */
@@ -130,32 +183,90 @@ export class DeliveryGuard {
     return this.inFlight - held + total <= (total <= SMALL_BODY_BYTES ? this.max : this.largeMax);
   }
 
+  /** RECEIVER_BUSY, counted: the budget is full, or (`holder`) one signature's share is. */
+  private refuse(holder: Holder | undefined, what: () => string): never {
+    this.lastRefusal = performance.now();
+    if (holder !== undefined) {
+      this.refusals.signature++;
+      throw new SignatureShareError(holder.requests, holder.bytes);
+    }
+    this.refusals.full++;
+    throw busy(what());
+  }
+
+  /** Whether one more request of `holder`'s signature, or `total` bytes for one that holds `held`, passes its share. */
+  private pastShare(holder: Holder | undefined, held: number, total: number, joining: boolean): boolean {
+    if (holder === undefined) return false;
+    if (joining) return holder.requests >= SIGNATURE_REQUESTS || holder.bytes + total > this.signatureMax;
+    // A request alone always fits its signature's share.
+    return holder.bytes !== held && holder.bytes - held + total > this.signatureMax;
+  }
+
   /**
    * Admits a request holding `inHand` body bytes already (0 for a body still to be read:
-   * its ticket covers the bytes as they arrive). RECEIVER_BUSY (503) when they do not fit.
+   * its ticket covers the bytes as they arrive), under the signature `key` (its share of
+   * the budget). RECEIVER_BUSY (503) when they do not fit.
    */
-  admit(inHand: number | undefined): Ticket {
+  admit(inHand: number | undefined, key?: string): Ticket {
     const first = inHand !== undefined && Number.isFinite(inHand) && inHand > 0 ? inHand : 0;
+    let holder = key === undefined ? undefined : this.holders.get(key);
+    if (this.pastShare(holder, 0, first, true)) this.refuse(holder, () => '');
     if (!this.fits(0, first))
-      throw busy(
-        `${this.inFlight} body bytes are being received and verified (maxInFlightBytes ${this.max})`,
+      this.refuse(
+        undefined,
+        () => `${this.inFlight} body bytes are being received and verified (maxInFlightBytes ${this.max})`,
       );
+    if (key !== undefined && holder === undefined)
+      this.holders.set(key, (holder = { requests: 0, bytes: 0 }));
     let held = first;
     let released = false;
     this.inFlight += held;
+    this.requests++;
+    if (holder !== undefined) {
+      holder.requests++;
+      holder.bytes += held;
+    }
     return {
       cover: (bytes) => {
         if (released || bytes <= held) return;
+        if (this.pastShare(holder, held, bytes, false)) this.refuse(holder, () => '');
         if (!this.fits(held, bytes))
-          throw busy(`the receiver holds ${this.inFlight} body bytes (maxInFlightBytes ${this.max})`);
+          this.refuse(
+            undefined,
+            () => `the receiver holds ${this.inFlight} body bytes (maxInFlightBytes ${this.max})`,
+          );
         this.inFlight += bytes - held;
+        if (holder !== undefined) holder.bytes += bytes - held;
         held = bytes;
       },
       release: () => {
         if (released) return;
         released = true;
         this.inFlight -= held;
+        this.requests--;
+        if (holder === undefined) return;
+        holder.bytes -= held;
+        if (--holder.requests === 0) this.holders.delete(key!);
       },
+    };
+  }
+
+  /** What the bodies in flight hold now (walks the signatures in flight: for health() and the log, not per request). */
+  state(): AdmissionState {
+    const largest = { requests: 0, bytes: 0 };
+    for (const h of this.holders.values())
+      if (h.requests > largest.requests || (h.requests === largest.requests && h.bytes > largest.bytes)) {
+        largest.requests = h.requests;
+        largest.bytes = h.bytes;
+      }
+    return {
+      bytes: this.inFlight,
+      maxBytes: this.max,
+      requests: this.requests,
+      signatures: this.holders.size,
+      largestSignature: largest,
+      refused: { ...this.refusals },
+      busy: performance.now() - this.lastRefusal < BUSY_MARK_MS,
     };
   }
 

@@ -14,6 +14,7 @@ import type { ClaimContext, RunResult } from '../jobs/runner.js';
 import { AttributeSets, fail, type SpanLike } from '../runtime/telemetry.js';
 import type { VerifyRuntime } from '../runtime/verify/offload.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
+import { ClientAbortedError } from './body.js';
 import type { ReceiverConfig } from './config.js';
 import { Diagnosis } from './diagnose.js';
 import type { HeadersInput } from '../core/verify/headers.js';
@@ -21,7 +22,8 @@ import type { SignedBody } from './signed-body.js';
 import type { AdapterName, DeliveryOutcome, DeliveryOutcomeKind } from './types.js';
 import { Verification, type KnownReplay, type OwnVerified } from './verification.js';
 
-const codeOf = (err: unknown): string => (isWebhookError(err) ? err.code : 'INTERNAL_ERROR');
+const codeOf = (err: unknown): string =>
+  isWebhookError(err) ? err.code : err instanceof ClientAbortedError ? 'CLIENT_ABORTED' : 'INTERNAL_ERROR';
 
 /** The outcome kind of an answer that is not a 2xx. */
 function outcomeOf(status: number, code: string): DeliveryOutcomeKind {
@@ -68,13 +70,15 @@ export class Receiver<Req, K = unknown> {
   /** Tells why deliveries were refused, loud where it points at this receiver's setup. */
   readonly diagnosis: Diagnosis;
   private readonly deliveries: AttributeSets;
+  /** Jobs this receiver is running now: a replay of one is answered IN_PROGRESS without a store claim. */
+  private readonly running = new Set<string>();
 
   constructor(
     readonly config: ReceiverConfig<Req, K>,
     runtime: VerifyRuntime<K>,
   ) {
     this.verification = new Verification(config, runtime);
-    this.diagnosis = new Diagnosis(config.log, config.verify.signatureHeaderName);
+    this.diagnosis = new Diagnosis(config.log, this.verification);
     this.deliveries = deliverySets(config.adapter);
   }
 
@@ -125,6 +129,24 @@ export class Receiver<Req, K = unknown> {
         METRIC_ADAPTER.get(config.adapter),
       );
     }
+    return this.run(verified, signed, request, span, started, bodyBytes);
+  }
+
+  /**
+   * Runs a verified delivery's job (a job this receiver is running now is answered 503
+   * IN_PROGRESS from memory: a replay of it costs no store claim), remembers its
+   * signature once completed, and answers.
+   */
+  private async run(
+    verified: OwnVerified,
+    signed: SignedBody,
+    request: Req,
+    span: SpanLike | undefined,
+    started: number,
+    bodyBytes: number,
+  ): Promise<ReceiverAnswer> {
+    const { config } = this;
+    const { telemetry } = config;
     const { delivery } = verified;
     const { event, jobId } = delivery;
     span?.setAttribute('jobhook.job_id', jobId);
@@ -137,7 +159,11 @@ export class Receiver<Req, K = unknown> {
     if (finished !== undefined)
       telemetry.deliveryLag?.record(Math.max(0, now - finished) / 1000, METRIC_ADAPTER.get(config.adapter));
     const retainMs = Math.max(finished ?? now, now) + config.markMs - now;
-    const result = await config.runner.run(jobId, this.handlerFor(delivery, request), { retainMs });
+    const result = this.running.has(jobId)
+      ? ({ kind: 'in_progress', retryAfterMs: undefined } as const)
+      : await this.runOnce(jobId, () =>
+          config.runner.run(jobId, this.handlerFor(delivery, request), { retainMs }),
+        );
     if (result.kind === 'duplicate' || result.kind === 'in_progress')
       config.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
     // Completed: the same signature and bytes again are answered duplicate without canonical work, while the window is open.
@@ -191,6 +217,16 @@ export class Receiver<Req, K = unknown> {
       started,
       bodyBytes,
     });
+  }
+
+  /** Runs a job, noted as running here until it ends. */
+  private async runOnce(jobId: string, run: () => Promise<RunResult>): Promise<RunResult> {
+    this.running.add(jobId);
+    try {
+      return await run();
+    } finally {
+      this.running.delete(jobId);
+    }
   }
 
   private answered(
@@ -250,7 +286,7 @@ export class Receiver<Req, K = unknown> {
     headers?: HeadersInput,
   ): ReceiverAnswer {
     if (isWebhookError(err) && err.code === 'BODY_UNAVAILABLE') this.config.runner.report('body', err);
-    else this.diagnosis.refused(err, headers);
+    else this.diagnosis.refused(err);
     const answer = answerForError(err);
     const code = codeOf(err);
     return this.delivered(answer, { outcome: outcomeOf(answer.status, code), code, started, bodyBytes });

@@ -7,7 +7,8 @@
  * bytes come, so bodies that trickle in cannot crowd out the others). A refusal before the body was read leaves it unread: the adapter's answer
  * closes the connection.
  */
-import { BodyTooLargeError } from '../base/errors.js';
+import { BodyTooLargeError, SignatureMissingError } from '../base/errors.js';
+import { lookalikes, openedBefore, signatureFoundUnder } from './evidence.js';
 import type { OpenedSignature } from '../core/verify/core.js';
 import type { HeadersInput } from '../core/verify/headers.js';
 import { checkBodySize } from '../core/verify/signature.js';
@@ -50,13 +51,26 @@ export async function signedBody(
 ): Promise<SignedBody> {
   const { kept, headers } = source;
   const declared = declaredLength(headers);
-  if (kept !== undefined) checkBodySize(kept, limits);
-  else if (Number(declared) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
+  try {
+    if (kept !== undefined) checkBodySize(kept, limits);
+    else if (Number(declared) > limits.maxBodyBytes) throw new BodyTooLargeError(limits.maxBodyBytes);
+  } catch (err) {
+    throw await tooLarge(v, headers, err);
+  }
   const coding: ContentCoding =
     kept !== undefined && source.keptEncoded !== true ? 'identity' : contentCoding(headers);
-  const signature = await v.open(headers);
+  let signature: OpenedSignature;
+  try {
+    signature = await v.open(headers);
+  } catch (err) {
+    throw await unopened(v, headers, err);
+  }
   // Bytes in hand are held at once; a body still to be read holds what arrives of it.
-  const ticket = v.admit(kept === undefined ? 0 : typeof kept === 'string' ? kept.length : kept.byteLength);
+  // Bytes in hand are held by the caller already: refusing them frees nothing, so they take no signature's share.
+  const ticket =
+    kept === undefined
+      ? v.admit(0, signature)
+      : v.admit(typeof kept === 'string' ? kept.length : kept.byteLength);
   if (kept !== undefined && coding === 'identity')
     return { headers, signature, bytes: kept, ticket, owned: false };
   try {
@@ -69,6 +83,37 @@ export async function signedBody(
     };
   } catch (err) {
     ticket.release();
-    throw err;
+    throw openedBefore(err);
   }
+}
+
+/**
+ * A body too large, refused on its size before its signature was opened: opened now
+ * (one public-key operation), so the log recommends a larger maxBodyBytes only when
+ * the request was signed with the gateway's key (anyone can declare 100 MB).
+ */
+async function tooLarge(v: Verification, headers: HeadersInput, err: unknown): Promise<unknown> {
+  try {
+    await v.open(headers);
+    return openedBefore(err);
+  } catch {
+    return err;
+  }
+}
+
+/**
+ * A request without the signature header: whether a signature that opens with the
+ * configured key came under another name (a proxy renamed the header). Only such a
+ * signature makes the log name a header: whatever an unsigned sender puts in a
+ * header called "…signature…" does not open.
+ */
+async function unopened(v: Verification, headers: HeadersInput, err: unknown): Promise<unknown> {
+  if (!(err instanceof SignatureMissingError)) return err;
+  for (const [name, value] of lookalikes(headers, v.signatureHeader)) {
+    if (await v.opens(value)) {
+      signatureFoundUnder(err, name);
+      break;
+    }
+  }
+  return err;
 }

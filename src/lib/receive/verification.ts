@@ -41,6 +41,11 @@ export class Verification<K = unknown> {
   readonly guard: DeliveryGuard;
   readonly offload: Offloader;
   private readonly hashRaw: (bytes: Uint8Array) => string | Promise<string>;
+  /** The configured signature header (lower case). */
+  readonly signatureHeader: string;
+  /** When a signature last opened with a configured key, and a delivery last verified (performance.now(); -Infinity: never). */
+  lastOpened = -Infinity;
+  lastVerified = -Infinity;
 
   constructor(config: VerificationConfig<K>, runtime: VerifyRuntime<K>) {
     this.offload = new Offloader(
@@ -51,6 +56,17 @@ export class Verification<K = unknown> {
     );
     this.guard = new DeliveryGuard(config.maxInFlightBytes, config.body.maxBodyBytes);
     this.hashRaw = runtime.hashRaw;
+    this.signatureHeader = config.verify.signatureHeader;
+  }
+
+  /** Whether `value`, as the signature header, opens with a configured key (for a header found under another name). */
+  async opens(value: string): Promise<boolean> {
+    try {
+      await this.offload.open({ [this.signatureHeader]: value });
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** The signature, on the headers alone: a 401 WebhookError before a byte of the body is read. */
@@ -58,9 +74,10 @@ export class Verification<K = unknown> {
     return this.offload.open(headers);
   }
 
-  /** A place among the bodies in flight, holding `inHand` bytes already (RECEIVER_BUSY past maxInFlightBytes). */
-  admit(inHand: number): Ticket {
-    return this.guard.admit(inHand);
+  /** A place among the bodies in flight, holding `inHand` bytes already, within its signature's share when given (RECEIVER_BUSY past maxInFlightBytes or the share). */
+  admit(inHand: number, signature?: OpenedSignature): Ticket {
+    this.lastOpened = performance.now();
+    return this.guard.admit(inHand, signature === undefined ? undefined : digestKey(signature));
   }
 
   /**
@@ -76,6 +93,7 @@ export class Verification<K = unknown> {
     const shared = await this.guard.once(digestKey(signature), body, () =>
       this.offload.verifyOpened(body, signature, movable),
     );
+    this.lastVerified = performance.now();
     return { ...shared.result, own: shared.own };
   }
 

@@ -4,6 +4,8 @@
  * native/canonical.c) both write their messages from here: they must say the same
  * (test/core/canonical/differential.test.ts).
  */
+import { quoted } from '../../base/text.js';
+
 export const MALFORMED = {
   invalidUtf8: 'invalid UTF-8',
   loneSurrogate: 'lone surrogate in the text (it cannot be encoded as UTF-8)',
@@ -43,5 +45,5 @@ export function nestingTooDeep(maxDepth: number): string {
 }
 
 export function duplicateKey(key: string): string {
-  return `duplicate key ${JSON.stringify(key)}`;
+  return `duplicate key ${quoted(key)}`;
 }

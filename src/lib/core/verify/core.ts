@@ -23,6 +23,7 @@ import { constantTimeEqual } from '../crypto/pkcs1.js';
 import type { HeadersInput } from './headers.js';
 import type { ResolvedOptions } from './options.js';
 import { checkBodySize, noKeyOpens, readSignature, type Opened } from './signature.js';
+import { cut, escapeControls } from '../../base/text.js';
 
 /** What a successful verification returns. */
 export interface VerifiedDelivery {
@@ -332,12 +333,12 @@ export function deliveryFrom(
     const finished = parseRfc3339(event.finished_at);
     if (finished === undefined) {
       throw new PayloadInvalidError(
-        `The replay window (maxAgeSeconds) needs finished_at as an RFC 3339 date-time (such as 2026-11-21T10:00:05Z); got ${event.finished_at === undefined ? 'none' : JSON.stringify(event.finished_at).slice(0, 60)}.`,
+        `The replay window (maxAgeSeconds) needs finished_at as an RFC 3339 date-time (such as 2026-11-21T10:00:05Z); got ${event.finished_at === undefined ? 'none' : escapeControls(cut(JSON.stringify(event.finished_at), 60))}.`,
       );
     }
     if (event.created_at !== undefined && parseRfc3339(event.created_at) === undefined) {
       throw new PayloadInvalidError(
-        `created_at is not an RFC 3339 date-time: ${JSON.stringify(event.created_at).slice(0, 60)}.`,
+        `created_at is not an RFC 3339 date-time: ${escapeControls(cut(JSON.stringify(event.created_at), 60))}.`,
       );
     }
     const age = (o.now() - finished) / 1000;

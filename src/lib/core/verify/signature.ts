@@ -10,6 +10,7 @@ import {
 import { DEFAULT_SIGNATURE_HEADER } from '../../base/protocol.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { ResolvedOptions } from './options.js';
+import { quoted } from '../../base/text.js';
 
 /** The signature, decoded, and the keys whose modulus size it fits. */
 export interface SignatureBytes {
@@ -69,7 +70,7 @@ export function readSignature(
       throw refusal(
         () =>
           new AlgorithmUnsupportedError(
-            `The hash algorithm header says ${JSON.stringify(algorithm)}; only SHA256 is supported.`,
+            `The hash algorithm header says ${quoted(algorithm)}; only SHA256 is supported.`,
           ),
       );
   }
