@@ -10,7 +10,7 @@ import type { DialectName } from '../core/canonical/dialects.js';
 import { parseRfc3339 } from '../core/event.js';
 import type { VerifiedDelivery } from '../core/verify/core.js';
 import { eventContext } from '../jobs/context.js';
-import type { ClaimContext, RunResult } from '../jobs/runner.js';
+import { retentionMs, type ClaimContext, type RunResult } from '../jobs/runner.js';
 import { AttributeSets, fail, type SpanLike } from '../runtime/telemetry.js';
 import type { VerifyRuntime } from '../runtime/verify/offload.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
@@ -138,7 +138,7 @@ export class Receiver<Req, K = unknown> {
         Math.max(0, now - finished) / 1000,
         METRIC_ADAPTER.get(config.adapter),
       );
-    const retainMs = Math.max(finished ?? now, now) + config.markMs - now;
+    const retainMs = retentionMs(config.markMs, now, finished);
     const handler = (claim: ClaimContext) =>
       config.onEvent(
         event,
@@ -149,7 +149,10 @@ export class Receiver<Req, K = unknown> {
           claim,
         ),
       );
-    const result = await config.runner.run(jobId, handler, { retainMs });
+    const result = await config.runner.run(jobId, handler, {
+      retainMs,
+      ...(finished === undefined ? {} : { finishedAt: finished }),
+    });
     if (result.kind === 'duplicate' || result.kind === 'in_progress')
       config.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
     // Completed: the same signature and bytes again are answered duplicate without canonical work, while the window is open.
