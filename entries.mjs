@@ -22,9 +22,12 @@ export const ENTRIES = [
   { subpath: './store', source: 'src/store.ts', shares: 'src/web.ts' },
   { subpath: './redis', source: 'src/redis.ts', shares: 'src/index.ts' },
   { subpath: './postgres', source: 'src/postgres.ts', shares: 'src/index.ts' },
+  { subpath: './sqlite', source: 'src/sqlite.ts', shares: 'src/index.ts' },
   { subpath: './testing', source: 'src/testing.ts', shares: 'src/index.ts' },
   { subpath: './bullmq', source: 'src/bullmq.ts', shares: 'src/index.ts' },
   { subpath: './nats', source: 'src/nats.ts', shares: 'src/index.ts' },
+  { subpath: './cloudflare', source: 'src/cloudflare.ts', shares: 'src/web.ts' },
+  { subpath: './deno', source: 'src/deno.ts', shares: 'src/web.ts' },
 ];
 
 /** Files the package exports as they are (no source entry): the RSA WebAssembly module for Workers. */

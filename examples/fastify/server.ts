@@ -1,9 +1,12 @@
 import Fastify from 'fastify';
 import { createReceiver } from 'jobhook';
 import { markFailed, saveResult } from './results.js';
+import { store } from './store.js';
 
 const receive = createReceiver({
   publicKey: process.env.GATEWAY_PUBLIC_KEY!,
+  store, // Redis or PostgreSQL (./store.ts); undefined: memory, one process
+  closeStores: true, // receive.close() closes it too
   onEvent: async (event, { jobId }) => {
     if (event.status === 'success') await saveResult(jobId, event.output);
     else await markFailed(jobId, event.error.message);
@@ -25,3 +28,5 @@ app.register(async (webhooks) => {
 app.post('/api/orders', async (req) => ({ received: req.body }));
 app.addHook('onClose', () => receive.close());
 await app.listen({ port: Number(process.env.PORT ?? 3000) });
+// On SIGTERM: stop taking requests, then the onClose hook closes the receiver and its store; the process exits.
+process.on('SIGTERM', () => void app.close());

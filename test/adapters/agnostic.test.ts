@@ -90,3 +90,52 @@ describe('agnostic createReceiver: Content-Encoding of bytes in hand', () => {
     await receive.close();
   });
 });
+
+describe('agnostic createReceiver: answers written in one piece', () => {
+  it('every answer carries its Content-Length, so node:http sends it whole, never chunked', async () => {
+    const { createServer, request } = await import('node:http');
+    const receive = createReceiver({ publicKey: publicPem(2048), onEvent: () => undefined, log: {} });
+    // The plain node:http recipe: read the body, ask the receiver, write what it answers.
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        void receive({ body: Buffer.concat(chunks), headers: req.headers }).then((a) =>
+          res.writeHead(a.status, a.headers).end(a.body),
+        );
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const post = (body: string, headers: Record<string, string>) =>
+      new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/', headers }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const d = signed(jobId('length'));
+    try {
+      for (const [body, headers, status] of [
+        [d.body, d.headers, 200],
+        [d.body, d.headers, 200], // duplicate
+        [d.body, { ...d.headers, 'X-Service-Signature': 'ab'.repeat(256) }, 401],
+        [d.body.replace('"', ' "'), d.headers, 401], // another body under the known signature
+      ] as const) {
+        const res = await post(body, { ...headers });
+        expect(res.status).toBe(status);
+        expect(res.headers['transfer-encoding']).toBeUndefined();
+        expect(res.headers['content-length']).toBe(String(Buffer.byteLength(res.body)));
+      }
+      const direct = await receive({ body: d.body, headers: d.headers });
+      expect(direct.headers['content-length']).toBe(String(Buffer.byteLength(direct.body)));
+    } finally {
+      server.close();
+      await receive.close();
+    }
+  });
+});

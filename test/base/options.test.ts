@@ -22,6 +22,13 @@ import { MEMORY_STORE_OPTIONS } from '../../src/lib/jobs/memory-store.js';
 import { JOB_RUNNER_OPTIONS } from '../../src/lib/jobs/runner.js';
 import { REDIS_STORE_OPTIONS } from '../../src/lib/stores/redis.js';
 import { POSTGRES_STORE_OPTIONS } from '../../src/lib/stores/postgres.js';
+import { DurableObjectIdempotencyStore } from '../../src/cloudflare.js';
+import { DenoKvIdempotencyStore } from '../../src/deno.js';
+import { DURABLE_OBJECT_STORE_OPTIONS } from '../../src/lib/stores/durable-object-store.js';
+import { DENO_KV_STORE_OPTIONS } from '../../src/lib/stores/deno-kv.js';
+import { SQLITE_STORE_OPTIONS } from '../../src/lib/stores/sqlite.js';
+import { SqliteIdempotencyStore } from '../../src/sqlite.js';
+import { sqliteDir, sqliteMissing } from '../helpers/sqlite.js';
 import { GATEWAY_CLIENT_OPTIONS } from '../../src/lib/gateway/client.js';
 import { RECONCILER_OPTIONS } from '../../src/lib/gateway/reconciler.js';
 import { SIMULATOR_OPTIONS } from '../../src/tools/simulator/simulator.js';
@@ -133,6 +140,34 @@ const CASES: Record<string, Case> = {
     names: POSTGRES_STORE_OPTIONS,
     typo: ['tabel', 'table'],
   },
+  // Construction only (nothing is sent): the binding's and the database's shapes.
+  DurableObjectIdempotencyStore: {
+    make: (o) => new DurableObjectIdempotencyStore(o as never),
+    valid: { namespace: { idFromName: (name: string) => name, get: () => undefined } },
+    names: DURABLE_OBJECT_STORE_OPTIONS,
+    typo: ['shard', 'shards'],
+  },
+  DenoKvIdempotencyStore: {
+    make: (o) => new DenoKvIdempotencyStore(o as never),
+    valid: { kv: { atomic: () => undefined, getMany: () => undefined, list: () => undefined } },
+    names: DENO_KV_STORE_OPTIONS,
+    typo: ['prefixes', 'prefix'],
+  },
+  // Node 20 has no node:sqlite: the store cannot be made there (test/stores/sqlite.test.ts says so).
+  ...(sqliteMissing === undefined
+    ? {
+        SqliteIdempotencyStore: {
+          make: (o: Record<string, unknown>) => {
+            const store = new SqliteIdempotencyStore(o as never);
+            closers.push(() => store.close());
+            return store;
+          },
+          valid: { path: `${sqliteDir('options')}/options.db`, log: false },
+          names: SQLITE_STORE_OPTIONS,
+          typo: ['busyTimeout', 'busyTimeoutMs'] as [string, string],
+        },
+      }
+    : {}),
   createGatewayClient: {
     make: (o) => gatewayEntry.createGatewayClient(o as never),
     valid: { baseUrl: 'http://127.0.0.1:1', token: 't' },

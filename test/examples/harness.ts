@@ -79,6 +79,13 @@ export interface Running {
   url: string;
   output: () => string;
   stop: () => Promise<void>;
+  /**
+   * Sends SIGTERM and waits for the process to exit, `timeoutMs` at most (then SIGKILL):
+   * how it exited (`alive: true` when it had not), and after how long (for the report).
+   */
+  terminate: (
+    timeoutMs: number,
+  ) => Promise<{ alive: boolean; code: number | null; signal: string | null; ms: number }>;
 }
 
 async function listening(
@@ -104,7 +111,7 @@ async function listening(
   }
 }
 
-/** Starts `command` (where `{PORT}` is replaced) in `dir` with PORT and GATEWAY_PUBLIC_KEY set, and waits until it listens. */
+/** Starts `command` (where `{PORT}` is replaced, as in `env`'s values) in `dir` with PORT and GATEWAY_PUBLIC_KEY set, and waits until it listens. */
 export async function start(
   dir: string,
   command: string[],
@@ -115,7 +122,12 @@ export async function start(
   const [file, ...args] = command.map((c) => c.replace('{PORT}', String(port)));
   const child = spawn(file!, args, {
     cwd: dir,
-    env: { ...process.env, PORT: String(port), GATEWAY_PUBLIC_KEY: PUBLIC_KEY, ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      GATEWAY_PUBLIC_KEY: PUBLIC_KEY,
+      ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v.replace('{PORT}', String(port))])),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';
@@ -131,6 +143,18 @@ export async function start(
   return {
     url: `http://127.0.0.1:${port}`,
     output,
+    terminate: async (timeoutMs) => {
+      const sent = performance.now();
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const alive = (await Promise.race([
+        exited.then(() => false),
+        sleep(timeoutMs).then(() => true),
+      ])) as boolean;
+      const ms = Math.round(performance.now() - sent);
+      if (alive) child.kill('SIGKILL');
+      return { alive, code: child.exitCode, signal: alive ? null : child.signalCode, ms };
+    },
     stop: async () => {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));

@@ -41,13 +41,8 @@ describe('examples/observability (Prometheus scrape endpoint, readiness probe)',
       // Seconds, in buckets made for seconds (not the SDK's default ones, made for milliseconds).
       expect(scrape).toMatch(/jobhook_verify_duration_bucket\{[^}]*le="0.005"\}/);
       const ready = await fetch(`${server.url}/readyz`);
-      expect(ready.status).toBe(200);
-      expect(await ready.json()).toMatchObject({
-        ok: true,
-        store: { ok: true },
-        repairQueue: 0,
-        workers: { busy: 0, queued: 0 },
-      });
+      // The status only: nothing of the store (its address, its error) to whoever asks.
+      expect({ status: ready.status, body: await ready.text() }).toEqual({ status: 200, body: 'OK' });
     },
     15 * 60_000,
   );

@@ -14,11 +14,11 @@ afterAll(() => remove?.());
 
 describe('the recipes type-check against the packed declarations', () => {
   it(
-    'express, fastify, koa, hono-node and lambda (tsc --strict, NodeNext)',
+    'express, fastify, koa, hono-node, lambda, observability and production (tsc --strict, NodeNext)',
     async () => {
       const app = await exampleApp('express', { name: 'types' });
       remove = app.remove;
-      for (const example of ['fastify', 'koa', 'hono-node', 'lambda'])
+      for (const example of ['fastify', 'koa', 'hono-node', 'lambda', 'observability', 'production'])
         cpSync(join(ROOT, 'examples', example), join(app.dir, example), { recursive: true });
       writeFileSync(
         join(app.dir, 'tsconfig.json'),

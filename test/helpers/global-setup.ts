@@ -1,4 +1,5 @@
 import type { TestProject } from 'vitest/node';
+import { snapshotPostgres, snapshotRedis, type Cleanup } from './cleanup.js';
 import { availability, startPostgres, startRedis, type Throwaway } from './servers.js';
 
 declare module 'vitest' {
@@ -10,12 +11,21 @@ declare module 'vitest' {
   }
 }
 
-/** Starts one throwaway Redis and one PostgreSQL for the whole run when the variables are unset. */
+/**
+ * Starts one throwaway Redis and one PostgreSQL for the whole run when the variables are
+ * unset (removed at the end). Servers given by the variables get back, at the end, what
+ * they held at the start: the keys and tables the run made are removed (cleanup.ts).
+ */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const started: Throwaway[] = [];
+  const cleanups: Array<{ name: string; cleanup: Cleanup }> = [];
   const pick = async (envName: string, kind: 'redis' | 'postgres'): Promise<string> => {
     const fromEnv = process.env[envName];
-    if (fromEnv) return fromEnv;
+    if (fromEnv) {
+      const cleanup = kind === 'redis' ? await snapshotRedis(fromEnv) : await snapshotPostgres(fromEnv);
+      cleanups.push({ name: envName, cleanup });
+      return fromEnv;
+    }
     const a = availability(kind);
     if (a.skip) {
       console.warn(`\n[jobhook] ${a.reason}\n`);
@@ -32,6 +42,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('redisUrl', redisUrl);
   project.provide('databaseUrl', databaseUrl);
   return async () => {
+    for (const { name, cleanup } of cleanups) {
+      const { removed } = await cleanup();
+      console.log(`[jobhook] ${name}: removed the ${removed} keys or tables this run made`);
+    }
     await Promise.all(started.map((s) => s.destroy()));
   };
 }

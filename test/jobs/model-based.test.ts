@@ -7,7 +7,11 @@
  * a release) and clock advances (past the grace window, past the retention and the
  * release's keep), by several holders on two jobs; each command runs on the model and on
  * the real store, and every reply must match (fencing numbers: the same order, and the
- * same number for a holder claiming again). Redis and PostgreSQL run on real servers;
+ * same number for a holder claiming again). Redis and PostgreSQL run on real servers, the
+ * Durable Object store inside workerd and the Deno KV store inside Deno (each command a
+ * call into the runtime: test/stores/runtime-stores.ts);
+ * same number for a holder claiming again). Redis and PostgreSQL run on real servers,
+ * SQLite on a file (two stores on it, as two processes would be: Node 22+ and Bun);
  * each store reads the test's clock instead of its server's (the `now` option), so lease
  * ends, stale marks and retention ends fall exactly where the model puts them.
  *
@@ -23,20 +27,28 @@
  *   JOBHOOK_MODEL_RUNS=<n>   n times the runs of each case (the recorded long run: RELIABILITY.md)
  */
 import fc from 'fast-check';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { MemoryIdempotencyStore, type IdempotencyStore } from '../../src/index.js';
 import { PostgresIdempotencyStore } from '../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../src/redis.js';
+import { SqliteIdempotencyStore } from '../../src/sqlite.js';
+import { removeSqliteDirs, runtime, sqliteDir, sqliteMissing } from '../helpers/sqlite.js';
 import { transition, type ClaimReply, type JobRecord, type JobRequest } from '../../src/lib/jobs/model.js';
 import { LAPSED_CLAIM_KEEP_MS } from '../../src/lib/jobs/store.js';
 import { commands, runCommands, type Timing } from './model-run.js';
+import { edgeRuntime, RemoteStore, startRuntime, type RuntimeServer } from '../stores/runtime-stores.js';
 
 /** Runs multiplier: the long mode (JOBHOOK_MODEL_RUNS=20, say). */
 const SCALE = Math.max(1, Number(process.env.JOBHOOK_MODEL_RUNS) || 1);
 
 const JOBS = ['job-a', 'job-b'] as const;
+/** The stores that run inside their own runtime. */
+const EDGE = [
+  ['workerd', 'Durable Object store'],
+  ['Deno', 'Deno KV store'],
+] as const;
 const HOLDERS = 3;
 /** Virtual times, in tens of seconds (stores keep real TTLs of at least that long, so nothing expires in real time during a run). */
 const LEASES = [10_000, 20_000, 40_000];
@@ -312,6 +324,30 @@ describe('stores held to the claim protocol model (fast-check commands)', () => 
       await pool.query(`DROP TABLE ${table}`);
     }, 180_000);
   });
+
+  for (const [name, label] of EDGE) {
+    describe.skipIf(!edgeRuntime(name).ok)(`${label} (inside ${name})`, () => {
+      let server!: RuntimeServer;
+      beforeAll(async () => {
+        server = await startRuntime(name);
+      }, 60_000);
+      afterAll(async () => {
+        await server?.destroy();
+      });
+      it(
+        label,
+        async () => {
+          let n = 0;
+          // Each run its own objects or keys, and so its own fencing counter.
+          await holdToModel(
+            (clock) => new RemoteStore(server, `mb-${process.pid}-${n++}`, { now: clock }),
+            100,
+          );
+        },
+        180_000,
+      );
+    });
+  }
 });
 
 /** The test's clock (as above): exact times, replies compared exactly. */
@@ -429,6 +465,31 @@ describe('stores held to the model with overlapping commands (linearizable), tra
     });
   });
 
+  for (const [name, label] of EDGE) {
+    describe.skipIf(!edgeRuntime(name).ok)(`${label} (inside ${name})`, () => {
+      let server!: RuntimeServer;
+      let n = 0;
+      beforeAll(async () => {
+        server = await startRuntime(name);
+      }, 60_000);
+      afterAll(async () => {
+        await server?.destroy();
+      });
+      const make = (clock: { now: number } | undefined) =>
+        new RemoteStore(
+          server,
+          `mc-${process.pid}-${n++}`,
+          clock === undefined ? {} : { now: () => clock.now },
+        );
+      it(`${label}, the test's clock`, { timeout: 180_000 * SCALE }, async () => {
+        reached(label, await holdConcurrent(make, { runs: 60, real: false }), OVERLAP);
+      });
+      it(`${label}, the runtime's clock (real time)`, { timeout: 180_000 * SCALE }, async () => {
+        reached(`${label}, real time`, await holdConcurrent(make, { runs: 8, real: true }), OVERLAP);
+      });
+    });
+  }
+
   describe.skipIf(inject('databaseUrl') === '')('PostgreSQL transactional (real server)', () => {
     // Room for every holder's transaction beside the store's own operations (a quarter of the pool).
     const pool = new pg.Pool({ connectionString: inject('databaseUrl'), max: 16 });
@@ -473,3 +534,62 @@ describe('stores held to the model with overlapping commands (linearizable), tra
     });
   });
 });
+
+describe.skipIf(sqliteMissing !== undefined)(
+  `SQLite on ${runtime} held to the model (a file, two stores on it)${sqliteMissing === undefined ? '' : ` (skipped: ${sqliteMissing})`}`,
+  () => {
+    const path = sqliteMissing === undefined ? `${sqliteDir('model')}/model.db` : '';
+    const stores: SqliteIdempotencyStore[] = [];
+    afterAll(async () => {
+      await Promise.all(stores.map((s) => s.close()));
+      removeSqliteDirs();
+    });
+    /** One file for every run (job ids differ per run; the fencing counter is shared, which the order check allows). */
+    const make = (clock: (() => number) | undefined) => {
+      const store = new SqliteIdempotencyStore({
+        path,
+        migrate: true,
+        log: false,
+        ...(clock === undefined ? {} : { now: clock }),
+      });
+      stores.push(store);
+      return store;
+    };
+    /** Two stores on the file, each command sent through one of them in turn: two processes sharing it. */
+    const pair = (clock: (() => number) | undefined): IdempotencyStore => {
+      const a = make(clock);
+      const b = make(clock);
+      let k = 0;
+      const next = () => (k++ % 2 === 0 ? a : b);
+      return {
+        claim: (...args) => next().claim(...args),
+        renew: (...args) => next().renew(...args),
+        complete: (...args) => next().complete(...args),
+        release: (...args) => next().release(...args),
+      };
+    };
+    it('SQLite, sequential commands', { timeout: 120_000 }, async () => {
+      await holdToModel((clock) => pair(clock), 150);
+      await Promise.all(stores.splice(0).map((s) => s.close()));
+    });
+    it("SQLite, overlapping commands, the test's clock", { timeout: 120_000 * SCALE }, async () => {
+      reached(
+        'SQLite',
+        await holdConcurrent((clock) => pair(clock === undefined ? undefined : () => clock.now), {
+          runs: 80,
+          real: false,
+        }),
+        OVERLAP,
+      );
+      await Promise.all(stores.splice(0).map((s) => s.close()));
+    });
+    it('SQLite, overlapping commands, real time', { timeout: 120_000 * SCALE }, async () => {
+      reached(
+        'SQLite, real time',
+        await holdConcurrent(() => pair(undefined), { runs: 10, real: true }),
+        OVERLAP,
+      );
+      await Promise.all(stores.splice(0).map((s) => s.close()));
+    });
+  },
+);

@@ -1,20 +1,19 @@
 /**
- * The README's Bun, Deno and Workers recipes are the example apps that
+ * The Bun, Deno and Workers recipes (docs/receiving.md) are the example apps that
  * test/runtimes/matrix.test.ts runs on the real runtimes: each file appears in the README
- * as one whole code block, character for character.
+ * or a page of docs/ as one whole code block, character for character.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { docs } from '../helpers/docs.js';
 import { ROOT } from '../helpers/paths.js';
 
-const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-const blocks = [...readme.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({
-  lang: m[1]!,
-  text: m[2]!,
-}));
+const blocks = docs().flatMap(({ text }) =>
+  [...text.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, text: m[2]! })),
+);
 
-describe('README recipes for Bun, Deno and Cloudflare Workers', () => {
+describe('the recipes for Bun, Deno and Cloudflare Workers, in the README or docs/', () => {
   for (const [file, lang] of [
     ['examples/bun/server.ts', 'ts'],
     ['examples/deno/server.ts', 'ts'],
@@ -25,7 +24,7 @@ describe('README recipes for Bun, Deno and Cloudflare Workers', () => {
       const text = readFileSync(join(ROOT, file), 'utf8');
       expect(
         blocks.filter((b) => b.lang === lang && b.text === text),
-        `README.md should have a \`\`\`${lang} block holding ${file} exactly`,
+        `README.md or a page of docs/ should have a \`\`\`${lang} block holding ${file} exactly`,
       ).toHaveLength(1);
     });
   }

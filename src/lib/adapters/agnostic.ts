@@ -12,7 +12,7 @@ import type { ContentCoding } from '../receive/body.js';
 import { signedBody, type BodySource } from '../receive/signed-body.js';
 import { RECEIVER_OPTIONS, type ReceiverOptionsBase } from '../receive/types.js';
 import { NODE_RUNTIME, VERIFIER_OPTIONS, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
-import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-options.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { decodeBytes } from './decode.js';
 import { loadZlib } from './node-http.js';
@@ -44,6 +44,32 @@ export const AGNOSTIC_RECEIVER_OPTIONS = {
 export type AgnosticReceiver = ((request: ReceiverRequest, notAResponse?: never) => Promise<ReceiverAnswer>) &
   ReceiverControls;
 
+/**
+ * The complete receiver for any framework: give it the raw body and the headers, get
+ * the answer to send. It verifies, claims the `job_id` in the idempotency store,
+ * runs `onEvent` once (renewing the claim while it runs), records the completion, and
+ * answers 200 (processed or duplicate), 503 + Retry-After while the same job is in
+ * progress or the store is unreachable, 500 when the handler throws (the claim is
+ * released so the gateway's retry processes it), 4xx for deliveries that are not the
+ * gateway's or cannot be processed. Content-Encoding gzip, deflate and br are decoded.
+ * (`jobhook/express` and `jobhook/web` have the same receiver for their frameworks.)
+ *
+ * @example
+ * ```ts
+ * // Fastify: keep the raw body, hand it over, send the answer.
+ * import Fastify from 'fastify';
+ * import { createReceiver } from 'jobhook';
+ *
+ * const receive = createReceiver({ publicKey: process.env.GATEWAY_PUBLIC_KEY!, onEvent: async (event) => save(event) });
+ * const app = Fastify();
+ * // As large as the deliveries (the receiver's maxBodyBytes, 25 MiB by default): Fastify's default is 1 MiB.
+ * app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: 25 * 1024 * 1024 }, (_req, body, done) => done(null, body));
+ * app.post('/webhooks/gateway', async (req, reply) => {
+ *   const answer = await receive({ body: req.body as Buffer, headers: req.headers });
+ *   return reply.code(answer.status).headers(answer.headers).send(answer.body);
+ * });
+ * ```
+ */
 export function createAgnosticReceiver<Tx>(options: ReceiverOptions<Tx>): AgnosticReceiver {
   checkOptionNames(options, AGNOSTIC_RECEIVER_OPTIONS);
   const receiver = new Receiver(resolveReceiverConfig(options, 'agnostic'), NODE_RUNTIME);

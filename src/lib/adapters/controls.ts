@@ -12,8 +12,9 @@ export interface ReceiverControls {
   /**
    * Finishes the store operations still waiting (a completion or a release the store
    * did not take while it was down), for a graceful shutdown: `await receiver.close()`
-   * after the server stopped accepting requests. Resolves after `timeoutMs` (default
-   * 10 s) at the latest.
+   * after the server stopped accepting requests. Their wait ends after `timeoutMs`
+   * (default 10 s) at the latest. Made with `closeStores: true`, it then closes the store
+   * (its connections, once), so the process can exit.
    */
   close(timeoutMs?: number): Promise<void>;
   /** Store operations waiting to be retried in the background. */
@@ -24,10 +25,8 @@ export interface ReceiverControls {
    *
    * @example
    * ```ts
-   * app.get('/readyz', async (_req, res) => {
-   *   const health = await receiver.health();
-   *   res.status(health.ok ? 200 : 503).json(health);
-   * });
+   * // The status only: the store's error (its address) is for the log, not for whoever asks.
+   * app.get('/readyz', async (_req, res) => void res.sendStatus((await receiver.health()).ok ? 200 : 503));
    * ```
    */
   health(timeoutMs?: number): Promise<ReceiverHealth>;
@@ -37,14 +36,19 @@ export interface ReceiverControls {
 export function withControls<F extends object>(
   fn: F,
   receiver: {
-    readonly config: { readonly runner: Pick<JobRunner, 'close' | 'pending' | 'health'> };
+    readonly config: {
+      readonly runner: Pick<JobRunner, 'close' | 'pending' | 'health' | 'options'>;
+      readonly closeStores: boolean;
+    };
     readonly verification: Pick<Verification, 'close' | 'workers'>;
   },
 ): F & ReceiverControls {
-  const { runner } = receiver.config;
+  const { runner, closeStores } = receiver.config;
+  let storeClosed: Promise<void> | undefined;
   const close = async (timeoutMs?: number) => {
     await runner.close(timeoutMs);
     await receiver.verification.close();
+    if (closeStores) await (storeClosed ??= Promise.resolve(runner.options.store.close?.()));
   };
   const health = async (timeoutMs?: number): Promise<ReceiverHealth> => ({
     ...(await runner.health(timeoutMs)),

@@ -11,7 +11,7 @@ import { Diagnosis } from '../receive/diagnose.js';
 import { signedBody, type SignedBody } from '../receive/signed-body.js';
 import { Verification } from '../receive/verification.js';
 import { NODE_RUNTIME, VERIFIER_OPTIONS, type NodeVerifierOptions } from '../runtime/verify/node-verifier.js';
-import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-options.js';
 import type { NodeHandler } from './express.js';
 import { nodeBodySource, passOn, sendAnswer } from './node-http.js';
 
@@ -35,6 +35,23 @@ export const MIDDLEWARE_OPTIONS = {
   log: true,
 } as const satisfies OptionNamesOf<MiddlewareOptions>;
 
+/**
+ * Verification only: sets `req.webhook` (`{ event, payload, jobId, dialect, keyIndex,
+ * canonicalSha256 }`) and calls `next()`; your route does the rest (no idempotency).
+ * Failures are answered with the receiver's status codes, or passed to `next(err)` with
+ * `errors: 'next'`. Mount it before `express.json()`, or keep the bytes with
+ * `express.json({ limit: '25mb', verify: keepRawBody })`.
+ *
+ * @example
+ * ```ts
+ * import { createMiddleware } from 'jobhook/express';
+ *
+ * app.post('/webhooks/gateway', createMiddleware({ publicKey: process.env.GATEWAY_PUBLIC_KEY! }), (req, res) => {
+ *   console.log(req.webhook?.jobId);
+ *   res.sendStatus(204);
+ * });
+ * ```
+ */
 export function createNodeMiddleware(options: MiddlewareOptions): NodeHandler {
   checkOptionNames(options, MIDDLEWARE_OPTIONS);
   const mode = options?.errors ?? 'respond';

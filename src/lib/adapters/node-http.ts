@@ -23,7 +23,7 @@ export interface NodeWebhookRequest extends IncomingMessage {
 }
 
 /** body-parser's size for maxBodyBytes: '25mb' for the default 25 MiB (its 'mb' is 1024²), else the byte count. */
-function parserLimit(maxBodyBytes: number): string {
+export function parserLimit(maxBodyBytes: number): string {
   return maxBodyBytes % (1024 * 1024) === 0 ? `'${maxBodyBytes / (1024 * 1024)}mb'` : String(maxBodyBytes);
 }
 

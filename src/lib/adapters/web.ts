@@ -9,7 +9,7 @@ import {
   WEB_VERIFIER_OPTIONS,
   type WebVerifierOptions,
 } from '../runtime/verify/web-verifier.js';
-import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import { WORKER_OPTIONS, type WorkerOptions } from '../runtime/verify/worker-options.js';
 import { withControls, type ReceiverControls } from './controls.js';
 import { fetchBodySource, toResponse } from './fetch-http.js';
 
@@ -24,6 +24,23 @@ export const WEB_RECEIVER_OPTIONS = {
   ...WORKER_OPTIONS,
 } as const satisfies OptionNamesOf<WebReceiverOptions>;
 
+/**
+ * The complete receiver as a Fetch API handler, `(request: Request) => Promise<Response>`,
+ * with the same answers as `createReceiver` from `jobhook/express`. No `node:` import: the
+ * runtime's node:crypto where a probe shows it works, else WebAssembly or BigInt RSA and
+ * WebCrypto hashes.
+ *
+ * @example
+ * ```ts
+ * // app/api/webhooks/gateway/route.ts (Next.js App Router)
+ * import { createReceiver } from 'jobhook/web';
+ *
+ * export const POST = createReceiver({
+ *   publicKey: process.env.GATEWAY_PUBLIC_KEY!,
+ *   onEvent: async (event) => { await save(event); },
+ * });
+ * ```
+ */
 export function createFetchReceiver<Tx>(
   options: WebReceiverOptions<Tx>,
 ): ((request: Request) => Promise<Response>) & ReceiverControls {

@@ -212,6 +212,25 @@ async function trackCreated(
   }
 }
 
+/**
+ * A client of the gateway's async-job API. With a `store`, every job it creates is
+ * recorded as pending, so {@link createReconciler} can recover its completion if the
+ * webhook never arrives. Errors are `GatewayError`s with a `code` and the HTTP `status`.
+ *
+ * @example
+ * ```ts
+ * import { createGatewayClient } from 'jobhook/gateway';
+ *
+ * const gateway = createGatewayClient({ baseUrl: 'https://api.gateway.example', token: process.env.GATEWAY_TOKEN!, store });
+ * const job = await gateway.createJob({
+ *   model: 'ocr/ocr_async/amazon',
+ *   input: { file_url: 'https://example.com/invoice.pdf' },
+ *   webhook_receiver: 'https://app.example.com/webhooks/gateway',
+ *   user_webhook_parameters: { order: 'A-17' },
+ * });
+ * const later = await gateway.getJob(job.public_id); // status: processing | success | fail
+ * ```
+ */
 export function createGatewayClientCore(options: GatewayClientOptions): GatewayClient {
   const s = resolveClient(options);
   return {

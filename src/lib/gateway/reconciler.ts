@@ -199,6 +199,21 @@ function resolveReconciler<Tx>(options: ReconcilerOptions<Tx>): ReconcilerSettin
   });
 }
 
+/**
+ * Recovers completions the webhook path missed: polls the jobs recorded as pending for
+ * longer than `graceMs` and runs each finished one through the same claim, in the same
+ * store, as the receivers, so each job's handler runs once whichever path wins.
+ * `runOnce()` does one round; `start()` runs one every `intervalMs`.
+ *
+ * @example
+ * ```ts
+ * import { createReconciler } from 'jobhook/gateway';
+ *
+ * const reconciler = createReconciler({ client: gateway, store, onEvent: handle }); // handle: (event, context) => …
+ * reconciler.start();
+ * process.on('SIGTERM', () => void reconciler.stop());
+ * ```
+ */
 export function createReconcilerCore<Tx>(options: ReconcilerOptions<Tx>): Reconciler {
   const settings = resolveReconciler(options);
   if (typeof settings.store.deferPending !== 'function') {

@@ -69,12 +69,12 @@ export class RepairQueue {
   private running: Promise<void> | undefined;
   private readonly maxTasks: number;
 
-  constructor(private readonly o: RepairOptions) {
-    this.maxTasks = o.maxTasks ?? 10_000;
+  constructor(private readonly options: RepairOptions) {
+    this.maxTasks = options.maxTasks ?? 10_000;
   }
 
   private get now(): number {
-    return this.o.clock.monotonic();
+    return this.options.clock.monotonic();
   }
 
   /** Tasks waiting. */
@@ -170,7 +170,7 @@ export class RepairQueue {
     }
     const left = [...this.tasks.values()].filter((t) => t.state !== 'not_found');
     if (left.length > 0) {
-      this.o.log.error(
+      this.options.log.error(
         `jobhook: shutting down with ${left.length} store operation(s) not done (the store did not answer).`,
         { jobs: left.slice(0, 20).map((t) => t.jobId) },
       );
@@ -211,7 +211,7 @@ export class RepairQueue {
     for (const t of this.tasks.values()) {
       if (t.kind !== 'complete') {
         this.end(t, undefined);
-        this.o.log.warn(
+        this.options.log.warn(
           `jobhook: too many store operations waiting (${this.maxTasks}); dropped the release of job ${t.jobId}, which waits for its lease (and takeover grace) to end instead.`,
         );
         return;
@@ -220,7 +220,7 @@ export class RepairQueue {
     const [t] = this.tasks.values();
     if (t !== undefined) {
       this.end(t, undefined);
-      this.o.log.error(
+      this.options.log.error(
         `jobhook: too many store operations waiting (${this.maxTasks}); dropped the completion of job ${t.jobId}: a redelivery after its lease may run it again.`,
       );
     }
@@ -259,7 +259,7 @@ export class RepairQueue {
 
   private async attempt(t: Task): Promise<void> {
     if (this.tasks.get(keyOf(t.jobId, t.token)) !== t) return; // superseded or done meanwhile
-    const { log } = this.o;
+    const { log } = this.options;
     if (this.now > t.until) {
       this.end(t, undefined);
       if (t.kind === 'complete')
@@ -277,15 +277,15 @@ export class RepairQueue {
     try {
       if (t.kind === 'complete') {
         reply = completeReply(
-          await this.o.store.complete(t.jobId, t.token, {
+          await this.options.store.complete(t.jobId, t.token, {
             retainMs: t.retainMs,
             ...(t.fence === undefined ? {} : { fence: t.fence }),
           }),
         );
       } else {
         reply = (await (t.tainted
-          ? this.o.store.release(t.jobId, t.token, { tainted: true })
-          : this.o.store.release(t.jobId, t.token)))
+          ? this.options.store.release(t.jobId, t.token, { tainted: true })
+          : this.options.store.release(t.jobId, t.token)))
           ? 'released'
           : 'not_held';
       }
@@ -309,7 +309,7 @@ export class RepairQueue {
     else if (reply === 'completed')
       log.info(`jobhook: recorded the completion of job ${t.jobId} after ${t.attempts + 1} attempt(s).`);
     else
-      this.o.superseded(
+      this.options.superseded(
         t.jobId,
         'its completion, retried while the store was unavailable, found the job taken over by another delivery (or its claim released)',
       );

@@ -150,7 +150,7 @@ export interface RunOptions {
    * counted from the later of it and the completion, as the receivers count their replay
    * window (a gateway ahead of this clock signs a `finished_at` in this clock's future).
    */
-  finishedAt?: number;
+  finishedAt?: number | undefined;
 }
 
 /**

@@ -114,6 +114,8 @@ export interface IdempotencyStore {
   release(jobId: string, token: string, options?: ReleaseOptions): Promise<boolean>;
   /** Resolves when the backend answers (readiness probes: `receiver.health()`); rejects otherwise. */
   ping?(): Promise<void>;
+  /** Ends the store's connections (a receiver made with `closeStores: true` calls it in its `close()`). */
+  close?(): void | Promise<void>;
   /**
    * Records a job created at the gateway whose completion has not been processed yet,
    * for the reconciler to poll if its webhook never comes. `complete()` removes it.
@@ -335,7 +337,15 @@ export function checkToken(token: unknown, what = 'token'): string {
   return token;
 }
 
-/** A fresh owner token. */
+let tokenPrefix: string | undefined;
+let tokenCount = 0;
+
+/**
+ * A fresh owner token: a random UUID drawn once per process (per thread) and a counter, so
+ * tokens never repeat across the instances sharing a store, and a claim costs no random
+ * draw (`randomUUID` per claim was ~1.5–3 µs of each delivery).
+ */
 export function newToken(): string {
-  return globalThis.crypto.randomUUID();
+  tokenPrefix ??= globalThis.crypto.randomUUID();
+  return `${tokenPrefix}_${(tokenCount++).toString(36)}`;
 }

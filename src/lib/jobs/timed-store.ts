@@ -5,13 +5,14 @@
 import type { IdempotencyStore, StoreTransaction, TransactionalStore } from './store.js';
 import { AttributeSets, type Telemetry } from '../runtime/telemetry.js';
 
-/** A short name for the store in attributes: memory, redis, postgres, or the class name. */
+/** A short name for the store in attributes: memory, redis, postgres, sqlite, or the class name. */
 export function storeName(store: IdempotencyStore): string {
   const name = (store as object).constructor?.name ?? 'custom';
   const known: Record<string, string> = {
     MemoryIdempotencyStore: 'memory',
     RedisIdempotencyStore: 'redis',
     PostgresIdempotencyStore: 'postgres',
+    SqliteIdempotencyStore: 'sqlite',
   };
   return known[name] ?? name;
 }

@@ -104,6 +104,32 @@ export function resolveBullMQHandler(
 }
 
 /**
+ * An `onEvent` for a receiver that adds each verified event to a BullMQ queue and
+ * returns once Redis acknowledged the add, so the receiver answers 200 only for events
+ * the queue holds. The job id is `bullmqJobId(job_id)` (the `job_id` itself for a UUID;
+ * `%` and `:` percent-encoded, as BullMQ refuses `:`), so a second add of the same job
+ * (a retry after an add whose acknowledgement was lost) returns the job already queued.
+ * BullMQ knows a job id only while it keeps the job: finished jobs are kept `retainMs`
+ * (default 5 min, `removeOnComplete: { age }`), longer than the gateway retries. No
+ * acknowledgement within `timeoutMs` (default 5 s), or Redis failing: it throws a
+ * `StoreUnavailableError`, so the receiver answers 5xx and the gateway retries.
+ *
+ * @example
+ * ```ts
+ * import { Queue } from 'bullmq';
+ * import { createReceiver } from 'jobhook/express';
+ * import { createBullMQHandler } from 'jobhook/bullmq';
+ * import { RedisIdempotencyStore } from 'jobhook/redis';
+ *
+ * const queue = new Queue('gateway-events', { connection: { host: 'redis', enableOfflineQueue: false } });
+ * app.post('/webhooks/gateway', createReceiver({
+ *   publicKey: process.env.GATEWAY_PUBLIC_KEY!,
+ *   store: new RedisIdempotencyStore({ url: process.env.REDIS_URL! }), // shared by every receiver
+ *   onEvent: createBullMQHandler(queue),
+ * }));
+ * ```
+ * @throws TypeError for bad options, or job options that would drop finished jobs before `retainMs`.
+ *
  * The receiving side: an `onEvent` that adds the event to `queue` under the job id
  * `bullmqJobId(job_id)` and returns once Redis acknowledged it (the receiver answers
  * 200); a job already there counts as added.
@@ -140,6 +166,25 @@ export type QueuedRunOutcome = 'processed' | 'duplicate';
 export type BullMQProcessorOptions<Tx = unknown> = QueueWorkerOptionsBase<Tx>;
 
 /**
+ * A BullMQ processor (for a `Worker` of your own) that runs `onEvent` once per queued
+ * event through the job runner: the job is claimed in the store under `work:<job_id>`,
+ * renewed while `onEvent` runs, and completed after it. With
+ * `PostgresIdempotencyStore({ transactional: true })`, writes through
+ * `context.transaction` happen exactly once; otherwise at least once, and every job that
+ * may have run twice (a worker killed mid-job whose job another worker took over) is
+ * reported to `onError` (stage `superseded`). A throwing `onEvent` fails the attempt
+ * (BullMQ retries per `attempts`/`backoff`); a job held by another worker, a store
+ * outage or a lost claim delay the job without using an attempt.
+ *
+ * @example
+ * ```ts
+ * import { Worker } from 'bullmq';
+ * import { createBullMQProcessor } from 'jobhook/bullmq';
+ *
+ * const processor = createBullMQProcessor({ store, onEvent: async (event, { transaction }) => save(event, transaction) });
+ * new Worker('gateway-events', processor, { connection, concurrency: 8 });
+ * ```
+ *
  * The working side: a BullMQ processor that runs the user's function for each job's
  * event through the job runner. Done (processed now, or before): the job completes.
  * The function threw: the job fails this attempt (BullMQ retries it per its attempts
@@ -189,7 +234,25 @@ export function createBullMQProcessor<Tx = unknown>(
 /** Options of `createBullMQWorker`'s third argument: BullMQ's own (connection, concurrency, lockDuration…). */
 export type BullMQWorkerOptions = WorkerOptions;
 
-/** A BullMQ `Worker` on `queueName` running `createBullMQProcessor(options)`. */
+/**
+ * A BullMQ `Worker` on `queueName` running {@link createBullMQProcessor}: your function
+ * and the runner (or its options) in `options`, BullMQ's worker options (`connection`,
+ * `concurrency`, `lockDuration`…) in `workerOptions`. Close it with `await worker.close()`.
+ *
+ * @example
+ * ```ts
+ * import { createBullMQWorker } from 'jobhook/bullmq';
+ * import { PostgresIdempotencyStore } from 'jobhook/postgres';
+ *
+ * const store = new PostgresIdempotencyStore({ pool, transactional: true });
+ * const worker = createBullMQWorker('gateway-events', {
+ *   store,
+ *   onEvent: async (event, { transaction }) => {
+ *     await transaction!.query('INSERT INTO results (job_id, status) VALUES ($1, $2)', [event.job_id, event.status]);
+ *   },
+ * }, { connection: { host: 'redis' }, concurrency: 8 });
+ * ```
+ */
 export function createBullMQWorkerCore<Tx = unknown>(
   queueName: string,
   options: BullMQProcessorOptions<Tx>,

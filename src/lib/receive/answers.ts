@@ -1,6 +1,7 @@
 import { isWebhookError, type WebhookErrorCode } from '../base/errors.js';
 import { STATUS_BY_CODE } from '../base/errors.js';
 import type { RunResult } from '../jobs/runner.js';
+import { utf8ByteLength } from '../core/canonical/utf8.js';
 import { BUSY_RETRY_AFTER_SECONDS } from './guard.js';
 
 /** Codes that appear in error bodies besides the WebhookError codes. */
@@ -18,8 +19,6 @@ export interface ReceiverAnswer {
   body: string;
 }
 
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
-
 /**
  * What a 5xx says: the code and a generic message. The gateway retries it either way;
  * backend details (addresses, database messages) go to the log, never to the sender.
@@ -34,12 +33,22 @@ const GENERIC_5XX: Partial<Record<ReceiverErrorCode, string>> = {
   INTERNAL_ERROR: 'The receiver failed unexpectedly; see its logs.',
 };
 
-function answer(
-  status: number,
-  body: ReceiverAnswerBody,
-  headers: Record<string, string> = {},
-): ReceiverAnswer {
-  return { status, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
+/**
+ * An answer of JSON `text`, its headers a fresh object (an adapter may add to them) with
+ * the Content-Length, so that it goes out in one write and never chunked, whoever writes it.
+ */
+function jsonAnswer(status: number, text: string, headers?: Record<string, string>): ReceiverAnswer {
+  const all: Record<string, string> = {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-length': String(utf8ByteLength(text, text.length)),
+  };
+  if (headers !== undefined) Object.assign(all, headers);
+  return { status, headers: all, body: text };
+}
+
+function answer(status: number, body: ReceiverAnswerBody, headers?: Record<string, string>): ReceiverAnswer {
+  return jsonAnswer(status, JSON.stringify(body), headers);
 }
 
 export function errorAnswer(
@@ -77,8 +86,10 @@ export function answerForRun(
 ): ReceiverAnswer {
   switch (result.kind) {
     case 'processed':
+      // The same text as JSON.stringify({ status, job_id }), without the object.
+      return jsonAnswer(200, `{"status":"processed","job_id":${JSON.stringify(jobId)}}`);
     case 'duplicate':
-      return answer(200, { status: result.kind, job_id: jobId });
+      return jsonAnswer(200, `{"status":"duplicate","job_id":${JSON.stringify(jobId)}}`);
     case 'in_progress': {
       const seconds =
         retryAfterSeconds ?? Math.min(30, Math.max(1, Math.ceil((result.retryAfterMs ?? 5000) / 1000)));

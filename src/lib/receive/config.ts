@@ -15,7 +15,11 @@ import {
 import { logBesideRunner, runnerFor, type JobRunner, type JobRunnerOptions } from '../jobs/runner.js';
 import type { Clock } from '../jobs/clock.js';
 import type { Telemetry } from '../runtime/telemetry.js';
-import { resolveWorkers, type ResolvedWorkers, type WorkerOptions } from '../runtime/verify/worker-pool.js';
+import {
+  resolveWorkers,
+  type ResolvedWorkers,
+  type WorkerOptions,
+} from '../runtime/verify/worker-options.js';
 import type { BodyLimits } from './body.js';
 import { resolveAdmission, type AdmissionOptions } from './guard.js';
 import type { AdapterName, DeliveryOutcome, ReceiverOptionsBase } from './types.js';
@@ -51,6 +55,8 @@ export interface ReceiverConfig<Req = unknown, K = unknown> extends Verification
    */
   readonly markMs: number;
   readonly onDelivery: ((outcome: DeliveryOutcome) => void) | undefined;
+  /** `close()` closes the runner's store too. */
+  readonly closeStores: boolean;
 }
 
 /** The options every verifying handler takes. */
@@ -104,6 +110,7 @@ export function resolveReceiverConfig<Req, K, Tx>(
     windowMs: (verification.verify.maxAgeSeconds ?? 0) * 1000,
     markMs: ((verification.verify.maxAgeSeconds ?? 0) + verification.verify.maxFutureSkewSeconds) * 1000,
     onDelivery: checkHook(options.onDelivery),
+    closeStores: checkFlag(options.closeStores, 'closeStores'),
   });
 }
 
@@ -119,6 +126,11 @@ function checkSharedRetention(verify: ResolvedOptions, retainMs: number): void {
     throw new TypeError(
       `the job runner keeps completions ${retainMs / 1000} s (retainMs), less than this receiver's replay window plus the clock skew it tolerates (maxAgeSeconds ${String(verify.maxAgeSeconds)} + maxFutureSkewSeconds ${verify.maxFutureSkewSeconds} = ${keepSeconds} s): a job completed by the reconciler or a queue worker on this runner could be run again by a replay this receiver still accepts. Give the runner retainMs of at least ${keepSeconds * 1000}, or shorten maxAgeSeconds or maxFutureSkewSeconds`,
     );
+}
+
+function checkFlag(value: unknown, what: string): boolean {
+  if (value !== undefined && typeof value !== 'boolean') throw new TypeError(`${what} must be true or false`);
+  return value === true;
 }
 
 function checkHook(hook: unknown): ((outcome: DeliveryOutcome) => void) | undefined {

@@ -86,59 +86,67 @@ export class Receiver<Req, K = unknown> {
     const { telemetry, adapter } = this.config;
     const bodyBytes = typeof signed.bytes === 'string' ? signed.bytes.length : signed.bytes.byteLength;
     telemetry.bodySize?.record(bodyBytes, METRIC_ADAPTER.get(adapter));
-    return telemetry.within('jobhook.receive', 'server', SPAN_ADAPTER.get(adapter), async (span) => {
-      const known = await this.verification.known(signed.signature, signed.bytes, this.config.clock.now());
-      if (known?.kind === 'duplicate') {
-        this.config.log.debug(
-          `jobhook: job ${known.jobId}: duplicate (its signature and bytes were verified and completed here)`,
-        );
-        return this.delivered(answerForRun({ kind: 'duplicate' }, known.jobId, undefined), {
-          outcome: 'duplicate',
-          jobId: known.jobId,
-          started,
-          bodyBytes,
-        });
-      }
-      if (known?.kind === 'refused')
-        return this.failed(span, known.error, started, bodyBytes, signed.headers);
-      let verified: OwnVerified;
-      const verifying = performance.now();
-      try {
-        verified = await telemetry.phase('jobhook.verify', () =>
-          this.verification.verify(signed.bytes, signed.signature, signed.owned),
-        );
-      } catch (err) {
-        return this.failed(span, err, started, bodyBytes, signed.headers);
-      } finally {
-        telemetry.verifyDuration?.record((performance.now() - verifying) / 1000, METRIC_ADAPTER.get(adapter));
-      }
-      return this.process(verified, signed, request, span, { started, bodyBytes });
-    });
+    return telemetry.within('jobhook.receive', 'server', SPAN_ADAPTER.get(adapter), (span) =>
+      this.delivery(signed, request, span, started, bodyBytes),
+    );
   }
 
-  /** Runs a verified delivery's job, remembers its signature once completed, and answers. */
-  private async process(
-    verified: OwnVerified,
+  /**
+   * One delivery as one path: a signature known completed answered at once, else verify,
+   * run the job, remember the signature once completed, answer. Each step is awaited only
+   * when it is asynchronous (on Node, with the memory store: the verification's flight and
+   * the job run).
+   */
+  private async delivery(
     signed: SignedBody,
     request: Req,
     span: SpanLike | undefined,
-    at: { started: number; bodyBytes: number },
+    started: number,
+    bodyBytes: number,
   ): Promise<ReceiverAnswer> {
     const { config } = this;
-    const { event, payload, jobId, dialect, keyIndex, canonicalSha256 } = verified.delivery;
+    const { telemetry } = config;
+    const knowing = this.verification.known(signed.signature, signed.bytes, config.clock.now());
+    if (knowing !== undefined) {
+      const known = knowing instanceof Promise ? await knowing : knowing;
+      if (known.kind === 'refused') return this.failed(span, known.error, started, bodyBytes, signed.headers);
+      config.log.debug(
+        `jobhook: job ${known.jobId}: duplicate (its signature and bytes were verified and completed here)`,
+      );
+      return this.delivered(answerForRun({ kind: 'duplicate' }, known.jobId, undefined), {
+        outcome: 'duplicate',
+        jobId: known.jobId,
+        started,
+        bodyBytes,
+      });
+    }
+    let verified: OwnVerified;
+    const verifying = telemetry.verifyDuration === undefined ? 0 : performance.now();
+    try {
+      verified = await telemetry.phase('jobhook.verify', () =>
+        this.verification.verify(signed.bytes, signed.signature, signed.owned),
+      );
+    } catch (err) {
+      return this.failed(span, err, started, bodyBytes, signed.headers);
+    } finally {
+      telemetry.verifyDuration?.record(
+        (performance.now() - verifying) / 1000,
+        METRIC_ADAPTER.get(config.adapter),
+      );
+    }
+    const { delivery } = verified;
+    const { event, jobId } = delivery;
     span?.setAttribute('jobhook.job_id', jobId);
-    span?.setAttribute('jobhook.dialect', dialect);
+    span?.setAttribute('jobhook.dialect', delivery.dialect);
     // Kept until the replay window closes on this event on every receiver, however its
     // finished_at and the receipt relate, and however far apart (up to the skew tolerated)
     // the receivers' clocks are.
     const now = config.clock.now();
     const finished = parseRfc3339(event.finished_at);
     if (finished !== undefined)
-      config.telemetry.deliveryLag?.record(
-        Math.max(0, now - finished) / 1000,
-        METRIC_ADAPTER.get(config.adapter),
-      );
+      telemetry.deliveryLag?.record(Math.max(0, now - finished) / 1000, METRIC_ADAPTER.get(config.adapter));
     const retainMs = retentionMs(config.markMs, now, finished);
+    const { payload, dialect, keyIndex, canonicalSha256 } = delivery;
     const handler = (claim: ClaimContext) =>
       config.onEvent(
         event,
@@ -149,10 +157,7 @@ export class Receiver<Req, K = unknown> {
           claim,
         ),
       );
-    const result = await config.runner.run(jobId, handler, {
-      retainMs,
-      ...(finished === undefined ? {} : { finishedAt: finished }),
-    });
+    const result = await config.runner.run(jobId, handler, { retainMs, finishedAt: finished });
     if (result.kind === 'duplicate' || result.kind === 'in_progress')
       config.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);
     // Completed: the same signature and bytes again are answered duplicate without canonical work, while the window is open.
@@ -163,24 +168,33 @@ export class Receiver<Req, K = unknown> {
         finished !== undefined && config.windowMs > 0
           ? Math.min(now + retainMs, finished + config.windowMs)
           : now + retainMs;
-      await this.verification.remember(signed.signature, jobId, verified, signed.bytes, until);
+      const remembering = this.verification.remember(signed.signature, jobId, verified, signed.bytes, until);
+      if (remembering !== undefined) await remembering;
     }
-    return this.answered(result, verified.delivery, span, at);
+    return this.answered(result, delivery, span, started, bodyBytes);
   }
 
   private answered(
     result: RunResult,
     delivery: VerifiedDelivery,
     span: SpanLike | undefined,
-    at: { started: number; bodyBytes: number },
+    started: number,
+    bodyBytes: number,
   ): ReceiverAnswer {
     const { jobId, dialect } = delivery;
     const answer = answerForRun(result, jobId, this.config.retryAfterSeconds);
     if (result.kind === 'processed' || result.kind === 'duplicate')
-      return this.delivered(answer, { outcome: result.kind, jobId, dialect, ...at });
+      return this.delivered(answer, { outcome: result.kind, jobId, dialect, started, bodyBytes });
     const code = RUN_CODE[result.kind];
     fail(span, undefined, code);
-    return this.delivered(answer, { outcome: outcomeOf(answer.status, code), code, jobId, dialect, ...at });
+    return this.delivered(answer, {
+      outcome: outcomeOf(answer.status, code),
+      code,
+      jobId,
+      dialect,
+      started,
+      bodyBytes,
+    });
   }
 
   /**
@@ -226,7 +240,8 @@ export class Receiver<Req, K = unknown> {
   /** Counts a delivery (`jobhook.deliveries`), tells `onDelivery`, and gives the answer back. */
   private delivered(answer: ReceiverAnswer, d: Told): ReceiverAnswer {
     const { telemetry, onDelivery, log } = this.config;
-    telemetry.deliveries?.add(1, this.deliveries.get(d.outcome, d.code, d.dialect));
+    if (telemetry.deliveries !== undefined)
+      telemetry.deliveries.add(1, this.deliveries.get(d.outcome, d.code, d.dialect));
     if (onDelivery === undefined) return answer;
     const outcome: DeliveryOutcome = {
       status: answer.status,

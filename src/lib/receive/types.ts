@@ -59,6 +59,13 @@ export interface ReceiverOptionsBase<Req, Tx = unknown> extends JobRunnerOptions
    * A hook that throws is ignored, as a throwing logger is.
    */
   onDelivery?: (outcome: DeliveryOutcome) => void;
+  /**
+   * `receiver.close()` also closes the idempotency store (its `close()`: a Redis client, a
+   * PostgreSQL pool the store made), once the operations still waiting are done, so the
+   * process can exit on SIGTERM. Default false: a store you share with other receivers or
+   * the reconciler stays open. With a shared `runner`, its store is the one closed.
+   */
+  closeStores?: boolean;
 }
 
 /** How a delivery ended: what `onDelivery` hears and `jobhook.deliveries` counts (its `outcome` attribute). */
@@ -93,4 +100,5 @@ export const RECEIVER_OPTIONS = {
   retryAfterSeconds: true,
   bodyTimeoutMs: true,
   onDelivery: true,
+  closeStores: true,
 } as const satisfies OptionNamesOf<ReceiverOptionsBase<unknown>>;

@@ -9,7 +9,7 @@ import type { OpenedSignature } from '../core/verify/core.js';
 import type { HeadersInput } from '../core/verify/headers.js';
 import { Offloader, type Verified, type VerifyRuntime } from '../runtime/verify/offload.js';
 import type { VerificationConfig } from './config.js';
-import { DeliveryGuard, digestKey, type Ticket } from './guard.js';
+import { DeliveryGuard, digestKey, type KnownDigest, type Ticket } from './guard.js';
 
 /** What a known signature's replay comes to: the gateway's retry of a completed job, or another body (401). */
 export type KnownReplay =
@@ -23,6 +23,18 @@ export interface OwnVerified extends Verified {
 const encoder = new TextEncoder();
 const bytesOf = (body: string | Uint8Array): Uint8Array =>
   typeof body === 'string' ? encoder.encode(body) : body;
+
+/** What a known signature's replay with a body hashed `hash` comes to. */
+function replayOf(known: KnownDigest, hash: string): KnownReplay {
+  if (known.bodies.includes(hash)) return { kind: 'duplicate', jobId: known.jobId };
+  return {
+    kind: 'refused',
+    error: new SignatureInvalidError(
+      `The event this signature covers (job ${known.jobId}) was verified and completed here with another body: this one is not what was signed.`,
+      'replayed',
+    ),
+  };
+}
 
 export class Verification<K = unknown> {
   /** Bodies in flight, verifications per signature and body, signatures known completed. */
@@ -71,41 +83,38 @@ export class Verification<K = unknown> {
    * A signature verified and completed here, while its replay window is open: `duplicate`
    * for the bytes that verified (the gateway's retry), SIGNATURE_INVALID for any other body
    * (it is not what was verified; the job is done, so refusing it loses nothing). Undefined
-   * for a signature not known: verify it.
+   * for a signature not known: verify it. Synchronous unless the runtime hashes with
+   * promises (WebCrypto): a signature not known costs a Map lookup, no promise.
    */
-  async known(
+  known(
     signature: OpenedSignature,
     body: string | Uint8Array,
     now: number,
-  ): Promise<KnownReplay | undefined> {
+  ): KnownReplay | Promise<KnownReplay> | undefined {
     const known = this.guard.completed(digestKey(signature), now);
     if (known === undefined) return undefined;
-    if (known.bodies.includes(await this.hashRaw(bytesOf(body))))
-      return { kind: 'duplicate', jobId: known.jobId };
-    return {
-      kind: 'refused',
-      error: new SignatureInvalidError(
-        `The event this signature covers (job ${known.jobId}) was verified and completed here with another body: this one is not what was signed.`,
-        'replayed',
-      ),
-    };
+    const hash = this.hashRaw(bytesOf(body));
+    return typeof hash === 'string' ? replayOf(known, hash) : hash.then((h) => replayOf(known, h));
   }
 
   /**
    * Remembers that the job of a signature completed with `body` until `until` (epoch ms).
-   * A body moved to a worker was hashed there; one verified here is hashed now.
+   * A body moved to a worker was hashed there; one verified here is hashed now (a promise
+   * only where the runtime hashes with promises).
    */
-  async remember(
+  remember(
     signature: OpenedSignature,
     jobId: string,
     verified: Verified,
     body: string | Uint8Array,
     until: number,
-  ): Promise<void> {
+  ): void | Promise<void> {
     const rawHash =
       verified.rawSha256 ??
-      (typeof body === 'string' || body.byteLength > 0 ? await this.hashRaw(bytesOf(body)) : undefined);
-    if (rawHash !== undefined) this.guard.remember(digestKey(signature), jobId, rawHash, until);
+      (typeof body === 'string' || body.byteLength > 0 ? this.hashRaw(bytesOf(body)) : undefined);
+    if (rawHash === undefined) return;
+    if (typeof rawHash === 'string') return this.guard.remember(digestKey(signature), jobId, rawHash, until);
+    return rawHash.then((h) => this.guard.remember(digestKey(signature), jobId, h, until));
   }
 
   /** Verifications on a worker now, and waiting for one. */

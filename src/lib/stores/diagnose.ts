@@ -71,6 +71,19 @@ const HINTS: Readonly<Record<string, string>> = {
   '53300': 'the server has no connection slot left (max_connections)',
   '57P01': 'the server is shutting down',
   '57P03': 'the server is starting up or shutting down',
+  SQLITE_BUSY:
+    'the database file is locked: another connection held its write lock past busyTimeoutMs (a transactional handler or a long transaction of another process, a process paused mid-write); find it, or raise busyTimeoutMs',
+  SQLITE_LOCKED: 'a table is locked by another statement of this connection (a query still being read)',
+  SQLITE_CANTOPEN:
+    'the file cannot be opened (does its directory exist? may this process create and write files there, the -wal and -shm files beside it too?)',
+  SQLITE_READONLY:
+    'the file is read-only for this process (give it write permission on the file and its directory, where SQLite keeps the -wal and -shm files)',
+  SQLITE_PERM: 'the file may not be written (its permissions, or a read-only mount)',
+  SQLITE_FULL: 'the disk is full (free space where the file is)',
+  SQLITE_IOERR: 'the disk failed a read or write (check the file system and its free space)',
+  SQLITE_NOTADB: 'the file is not an SQLite database (the path names another file)',
+  SQLITE_CORRUPT:
+    'the database file is damaged (restore it from a copy, or remove it: jobs in progress are then processed again)',
 };
 
 /** The code of an error or of its causes: `code` (Node, PostgreSQL), else a Redis reply's prefix (WRONGPASS, NOAUTH…). */

@@ -191,7 +191,41 @@ function timingOf(planned: readonly PlannedCase[], results: readonly CaseResult[
     });
 }
 
-/** Runs a check; see `checkReceiver` in `jobhook/testing`. */
+/**
+ * Checks a deployed receiver from outside, as the gateway would see it: signs
+ * deliveries with `privateKey` (a TEST-ONLY key whose public key the receiver trusts),
+ * sends them to `url` and judges each answer. Genuine deliveries in every dialect with
+ * floats, big integers, escapes and Unicode generated from `seed`, every documented job
+ * shape, sizes up to 25 MB and gzip/br must be accepted; tampered, forged, other-key,
+ * header missing/renamed/doubled, too old and future-dated ones must be refused; the
+ * same delivery twice, twice at once and after a cut attempt must run once. Each
+ * delivery ends `passed`, `lost`, `accepted-forged`, `ran-twice`, `slow`, `skipped`,
+ * `no-answer` or `not-run`, with the likely cause read across the deliveries;
+ * `report.ok` is false when anything was lost, accepted forged, run twice, left
+ * unanswered or not run. `effects` (a URL answering the job ids the handler ran, or a
+ * function) lets runs be counted from what ran, not from the answers. When the first
+ * three deliveries (sent at once) all fail the same way, every attempt unanswered or
+ * answered 5xx, the check stops there: `report.stoppedEarly` says why. `onAttempt` is
+ * told of each attempt as it ends. Every delivery carries `X-Jobhook-Check: <its id>`
+ * (`refuse/forged`…) and `User-Agent: jobhook-check/<version>`.
+ *
+ * @example
+ * ```ts
+ * import { checkReceiver, formatCheckReport } from 'jobhook/testing';
+ *
+ * const report = await checkReceiver('https://staging.example.com/webhooks/gateway', {
+ *   privateKey: process.env.TEST_PRIVATE_KEY!, // the receiver under test trusts its public key
+ *   effects: async () => (await db.query('SELECT job_id FROM results')).rows.map((r) => r.job_id),
+ * });
+ * console.log(formatCheckReport(report));
+ * if (!report.ok) process.exitCode = 1;
+ *
+ * // Progress as it goes, e.g. in a deployment pipeline's log:
+ * await checkReceiver(url, { privateKey, onAttempt: (a) => console.error(`${a.index}/${a.of} ${a.id}`) });
+ * ```
+ * @throws OptionError (a TypeError) for plain http:// to a host that is not loopback
+ * (unless `allowInsecure`), a key that is not an RSA private key, or bad options.
+ */
 export async function checkReceiver(url: string, options: CheckOptions): Promise<CheckReport> {
   const s = resolveCheckOptions(url, options);
   const startedAt = new Date().toISOString();

@@ -92,6 +92,14 @@ function verdictLine(r: CheckReport): string {
 }
 
 /**
+ * A check's report as the `jobhook check` command prints it: a line per delivery, the
+ * answer time by size, one line per class, the likely causes, PASS or FAIL.
+ *
+ * @example
+ * ```ts
+ * console.log(formatCheckReport(await checkReceiver(url, { privateKey })));
+ * ```
+ *
  * The report as a scorecard: a line per delivery (what was sent → what came back and
  * what it means for the gateway), the answer time by size, one line per class, the
  * likely causes, and PASS or FAIL.

@@ -45,7 +45,23 @@ export function generateTestKeyObjects(options: TestKeyOptions = {}): {
   return generateKeyPairSync('rsa', { modulusLength: checkBits(options.bits) });
 }
 
-/** A TEST-ONLY key pair as PEM strings (see `generateTestKeys` in `jobhook/testing`). */
+/**
+ * Generates a **TEST-ONLY** RSA key pair as PEM strings (`privateKey` PKCS#8,
+ * `publicKey` SPKI), 2048 bits by default (`bits`: 2048, 3072 or 4096). For tests of
+ * a receiver only: the keys are made on the spot and never protected.
+ *
+ * @example
+ * ```ts
+ * import { generateTestKeys, signPayload } from 'jobhook/testing';
+ * import { createVerifier } from 'jobhook';
+ *
+ * const keys = generateTestKeys();
+ * const verifier = createVerifier({ publicKey: keys.publicKey });
+ * const { body, headers } = signPayload('{"event":"async_job_completed","job_id":"j-1","status":"success","output":{"confidence":1.0}}', keys.privateKey);
+ * verifier.verify(body, headers);
+ * ```
+ * @throws OptionError (a TypeError) for an unsupported `bits`.
+ */
 export function generateTestKeys(options: TestKeyOptions = {}): TestKeyPair {
   checkOptionNames(options, TEST_KEY_OPTIONS);
   const { privateKey, publicKey } = generateTestKeyObjects(options);

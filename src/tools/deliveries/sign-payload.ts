@@ -16,7 +16,32 @@ export type PayloadInput = string | Uint8Array | { readonly [key: string]: unkno
 /** How `signPayload` signs: the dialect and the header names (`signatureHeader`, …), as `signDelivery`. */
 export type SignPayloadOptions = Omit<SignOptions, 'userAgent'>;
 
-/** Signs a payload as the gateway does; see `signPayload` in `jobhook/testing`. */
+/**
+ * Signs a payload as the gateway does and returns `{ body, headers }`, ready for
+ * `fetch(url, { method: 'POST', body, headers })` or supertest's `.set(headers).send(body)`.
+ * `dialect` (default `orjson`) picks the canonical form the signature covers;
+ * `signatureHeader`, `algorithmHeader` and `webhookHeader` rename the headers.
+ *
+ * The payload is the raw body (a string or bytes, sent as it is), or an object,
+ * written with `JSON.stringify`. JavaScript numbers have no `1.0`: `JSON.stringify`
+ * writes `{ confidence: 1.0 }` as `{"confidence":1}`. To test what the gateway
+ * really sends (floats such as `1.0` and `0.0`), pass the body as a string.
+ *
+ * @example
+ * ```ts
+ * import { generateTestKeys, signPayload } from 'jobhook/testing';
+ * import request from 'supertest';
+ *
+ * const { privateKey, publicKey } = generateTestKeys(); // give publicKey to the receiver under test
+ * const { body, headers } = signPayload(
+ *   '{"event":"async_job_completed","job_id":"job-1","status":"success","output":{"confidence":1.0}}',
+ *   privateKey,
+ * );
+ * await request(app).post('/webhooks/gateway').set(headers).send(body).expect(200);
+ * ```
+ * @throws OptionError (a TypeError) when `privateKey` is not an RSA private key.
+ * @throws BodyMalformedError when the payload is not strict JSON.
+ */
 export function signPayload(
   payload: PayloadInput,
   privateKey: string | KeyObject,

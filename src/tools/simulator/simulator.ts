@@ -510,6 +510,56 @@ class Simulator {
 }
 
 /**
+ * Starts a local stand-in for the gateway's async-job interface on 127.0.0.1 (a free
+ * port by default), signing with its own TEST-ONLY key pair:
+ *
+ * - `POST /v3/universal-ai/async` (`Authorization: Bearer <token>`) validates the
+ *   request as the gateway does (422 naming the field; `webhook_receiver` must be
+ *   https and not private, link-local, loopback or cloud metadata, except loopback
+ *   receivers, also over http, unless `allowLoopbackReceivers: false`) and answers
+ *   202 with the job (`status: "processing"`, `public_id`, …). Requests up to
+ *   `maxRequestBytes` (25 MiB) are taken: `user_webhook_parameters` comes back in the
+ *   webhook, so a test can make deliveries of any size a receiver must take.
+ * - `GET /v3/universal-ai/async/{public_id}`: `processing`, then `success` with
+ *   `output`, or `fail` with `error.message`; 404 for unknown ids.
+ * - After `delayMs` (200 ms) the job completes and its signed `async_job_completed`
+ *   webhook is POSTed to `webhook_receiver` with the gateway's retry policy (2xx and
+ *   4xx end it; 5xx, timeouts and network errors are retried up to 3 times, backoff
+ *   from `backoffMs` doubling up to `maxBackoffMs`, `attemptTimeoutMs` per attempt).
+ *   Outputs are realistic per feature (`ocr`, `audio`, `image`, `video`, text), with
+ *   floats written as Python writes them (`1.0`, `0.0`) and non-ASCII text.
+ *
+ * **Failure switch:** a job whose `input.simulate` is `"fail"` fails (`status: "fail"`,
+ * `error: { message }`); `"success"` or no `simulate` succeeds. Any other value is a 422.
+ *
+ * **Other than once:** `delivery` sends each webhook (or those a function picks) `twice`,
+ * `tampered`, compressed (`encoding`) or replayed (`replayAfterMs`); the result's
+ * `sendings` say how each sending ended.
+ *
+ * @example
+ * ```ts
+ * import { startGatewaySimulator } from 'jobhook/testing';
+ *
+ * const gateway = await startGatewaySimulator({ delayMs: 50, backoffMs: 20 });
+ * // Configure the receiver under test with gateway.publicKey, listening on :3000.
+ * const res = await fetch(gateway.jobsUrl, {
+ *   method: 'POST',
+ *   headers: { authorization: `Bearer ${gateway.token}`, 'content-type': 'application/json' },
+ *   body: JSON.stringify({
+ *     model: 'ocr/ocr_async/amazon',
+ *     input: { file_url: 'https://example.com/scan.pdf' }, // add simulate: 'fail' for a failed job
+ *     webhook_receiver: 'http://127.0.0.1:3000/webhooks/gateway',
+ *     user_webhook_parameters: { order: 42 },
+ *   }),
+ * });
+ * const { public_id } = await res.json();
+ * const delivery = await gateway.waitForDelivery(public_id); // { outcome: 'delivered', attempts: [...] }
+ * await gateway.close();
+ *
+ * // Every webhook twice at once, gzip-encoded: the receiver must run each job once.
+ * const racing = await startGatewaySimulator({ delivery: { twice: 'at-once', encoding: 'gzip' } });
+ * ```
+ *
  * Starts the simulator (see `startGatewaySimulator` in `jobhook/testing` for the
  * documented entry point).
  */

@@ -13,6 +13,8 @@ import { type IdempotencyStore } from '../../../src/index.js';
 import { createReconciler, type GatewayClient } from '../../../src/gateway.js';
 import { PostgresIdempotencyStore } from '../../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../../src/redis.js';
+import { SqliteIdempotencyStore } from '../../../src/sqlite.js';
+import { sqliteEffects, sqliteFile } from './sqlite-file.js';
 import { publicPem } from '../../helpers/keys.js';
 import { freePort, startPostgres, startRedis, type FaultableServer } from '../../helpers/servers.js';
 import type { Corpus } from './corpus.js';
@@ -58,13 +60,20 @@ export type ProcessFault =
    * again to receivers 0 and 1 when it is 1.5 s short of and past the end of the window
    * on each clock (a fresh load, signed at the start of the case).
    */
-  | { kind: 'skew'; skewS: number; windowS: number };
+  | { kind: 'skew'; skewS: number; windowS: number }
+  /**
+   * SQLite: each receiver SIGKILLs itself `at` a point of one of its jobs (KILL_AT in
+   * receiver-process.ts: mid-handler, between the handler and its completion, during the
+   * completion's commit) after handling 20–60 jobs, and is restarted at once, until the
+   * load has been sent.
+   */
+  | { kind: 'self-kill'; at: 'handler' | 'complete' | 'commit' };
 
 export interface ProcessCaseDef {
   id: string;
   title: string;
-  store: 'redis' | 'postgres';
-  /** PostgreSQL `transactional: true`, the effect written through `context.transaction`. */
+  store: 'redis' | 'postgres' | 'sqlite';
+  /** PostgreSQL or SQLite `transactional: true`, the effect written through `context.transaction`. */
   transactional: boolean;
   fault: ProcessFault;
   /** The load to send instead of the suite's (built when the case starts: the skew case's events must be fresh). */
@@ -162,6 +171,8 @@ function faultText(f: ProcessFault): string {
       return `store killed (Redis SIGKILL / PostgreSQL stop -m immediate), started again after ${f.ms / 1000} s`;
     case 'tx-cut':
       return `receiver 0's ${f.fault === 'blackhole-all' ? 'every connection' : 'transaction connection'} ${f.fault === 'reset' ? 'reset' : `black-holed ${f.ms / 1000} s (the server keeps the sessions)`} ${f.at === 'complete' ? 'as its completion statement is sent' : "mid-handler, once the handler's row was written"}, ${f.times} times within ${f.ms / 1000} s (inbox pattern)`;
+    case 'self-kill':
+      return `each receiver SIGKILLed ${f.at === 'handler' ? 'mid-handler (its effect written)' : f.at === 'complete' ? 'between its handler and the completion' : "during the completion's commit (a thread sends SIGKILL 0–3 ms into the write transaction)"} after 20–60 jobs, restarted at once`;
     case 'skew':
       return `receiver 1's clock ${f.skewS} s behind (maxFutureSkewSeconds ${f.skewS}), window ${f.windowS} s, retention ${f.windowS} s; every delivery replayed to receivers 0 and 1 at 1.5 s either side of the window's end on each clock`;
   }
@@ -178,6 +189,8 @@ async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): P
 
 /** The store of the suite process (pending records, the reconciler), on the case's server. */
 function parentStore(def: ProcessCaseDef, url: string): IdempotencyStore & { close(): Promise<void> } {
+  if (def.store === 'sqlite')
+    return new SqliteIdempotencyStore({ path: url, table: STORE_TABLE, transactional: def.transactional });
   return def.store === 'redis'
     ? new RedisIdempotencyStore({ url, keyPrefix: REDIS_KEY_PREFIX, log: {} })
     : new PostgresIdempotencyStore({
@@ -199,9 +212,11 @@ export async function runProcessCase(
   const corpus = def.freshCorpus?.() ?? suiteCorpus;
   const dir = mkdtempSync(join(tmpdir(), `jobhook-faults18-${def.id}-`));
   const server: FaultableServer =
-    def.store === 'redis'
-      ? await startRedis({ appendOnly: true })
-      : await startPostgres({ maxConnections: 300 });
+    def.store === 'sqlite'
+      ? sqliteFile(dir)
+      : def.store === 'redis'
+        ? await startRedis({ appendOnly: true })
+        : await startPostgres({ maxConnections: 300 });
   const store = parentStore(def, server.url);
   let proxy: BlackholeProxy | undefined;
   let pgProxy: PgProxy | undefined;
@@ -209,13 +224,18 @@ export async function runProcessCase(
   const windows: FaultWindow[] = [];
   let faultRun: Promise<void> | undefined;
   let loadDone = false;
+  /** self-kill: the loop restarting the receivers, and when it stops. */
+  let restarts: Promise<void> | undefined;
+  let caseOver = false;
   const pg =
     def.store === 'postgres'
       ? new (await import('pg')).default.Pool({ connectionString: server.url, max: 2 })
       : undefined;
   pg?.on('error', () => undefined);
+  const sqlite = def.store === 'sqlite' ? sqliteEffects(server.url) : undefined;
   try {
-    if (store instanceof PostgresIdempotencyStore) await store.migrate();
+    if (store instanceof PostgresIdempotencyStore || store instanceof SqliteIdempotencyStore)
+      await store.migrate();
     await pg?.query(
       `CREATE TABLE ${EFFECTS_TABLE} (id bigserial PRIMARY KEY, job_id text NOT NULL, pid integer NOT NULL, fence bigint NOT NULL)`,
     );
@@ -289,6 +309,25 @@ export async function runProcessCase(
         windows.push({ what: 'store down', from, to: Date.now() });
       }
     };
+    /** Restarts each receiver that killed itself (self-kill), until the case is over (the gateway's retries too). */
+    const restartLoop = async (): Promise<void> => {
+      while (!caseOver) {
+        for (const slot of slots) {
+          const child = slot.child;
+          if (child === undefined || (child.exitCode === null && child.signalCode === null)) continue;
+          const from = Date.now();
+          // A start that failed (its process died before it listened) is tried again on the next turn.
+          await startSlot(slot, env).catch(() => undefined);
+          windows.push({
+            what: `receiver ${slot.index} killed itself`,
+            slot: slot.index,
+            from,
+            to: Date.now(),
+          });
+        }
+        await sleep(20);
+      }
+    };
     const killLoop = async (everyMs: number): Promise<void> => {
       let k = 0;
       await sleep(everyMs / 2);
@@ -310,6 +349,7 @@ export async function runProcessCase(
     const faultAfter = Math.max(1, Math.floor(corpus.deliveries.length * config.faultAt));
     const t0 = Date.now();
     if (fault.kind === 'kill-every') faultRun = killLoop(fault.everyMs);
+    if (fault.kind === 'self-kill') restarts = restartLoop();
     await sendAll({
       deliveries: corpus.deliveries,
       urls: slots.map((s) => s.url),
@@ -317,7 +357,8 @@ export async function runProcessCase(
       ratePerSecond: config.ratePerSecond,
       policy: config.policy,
       onDispatch: (count) => {
-        if (count === faultAfter && fault.kind !== 'kill-every') faultRun = oneOff();
+        if (count === faultAfter && fault.kind !== 'kill-every' && fault.kind !== 'self-kill')
+          faultRun = oneOff();
         if (count === corpus.deliveries.length) loadDone = true;
       },
       onAttempt,
@@ -358,13 +399,15 @@ export async function runProcessCase(
 
     const receiverFiles = () => slots.flatMap((s) => s.logFiles);
     const effectJobs = (lines: EffectLine[]) => new Set(lines.map((e) => e.jobId));
-    const beforeReconciler = def.transactional
-      ? new Set(
-          (await pg!.query<{ job_id: string }>(`SELECT DISTINCT job_id FROM ${EFFECTS_TABLE}`)).rows.map(
-            (r) => r.job_id,
-          ),
-        )
-      : effectJobs(readLogs(receiverFiles()).effects);
+    const beforeReconciler = sqlite?.transactional(def.transactional)
+      ? new Set(sqlite.rows().map((r) => r.job_id))
+      : def.transactional
+        ? new Set(
+            (await pg!.query<{ job_id: string }>(`SELECT DISTINCT job_id FROM ${EFFECTS_TABLE}`)).rows.map(
+              (r) => r.job_id,
+            ),
+          )
+        : effectJobs(readLogs(receiverFiles()).effects);
     const lostBeforeReconciler = corpus.jobIds.filter((id) => !beforeReconciler.has(id)).length;
 
     // The reconciler, in this process, on the same store: polls the jobs still pending at the gateway simulator.
@@ -388,7 +431,14 @@ export async function runProcessCase(
         );
       },
       onEvent: async (_event, ctx) => {
-        if (def.transactional)
+        if (def.transactional && sqlite !== undefined)
+          (ctx.transaction as unknown as { run(sql: string, ...p: unknown[]): unknown }).run(
+            `INSERT INTO ${EFFECTS_TABLE} (job_id, pid, fence) VALUES (?, ?, ?)`,
+            ctx.jobId,
+            process.pid,
+            ctx.fencingToken,
+          );
+        else if (def.transactional)
           await ctx.transaction!.query(
             `INSERT INTO ${EFFECTS_TABLE} (job_id, pid, fence) VALUES ($1, $2, $3)`,
             [ctx.jobId, process.pid, ctx.fencingToken],
@@ -417,11 +467,14 @@ export async function runProcessCase(
     let effects: Array<{ jobId: string; at: number; pid: number; fence: number; file: string }> =
       logs.effects;
     if (def.transactional) {
-      const rows = (
-        await pg!.query<{ job_id: string; pid: number; fence: string }>(
-          `SELECT job_id, pid, fence FROM ${EFFECTS_TABLE} ORDER BY id`,
-        )
-      ).rows;
+      const rows =
+        sqlite !== undefined
+          ? sqlite.rows()
+          : (
+              await pg!.query<{ job_id: string; pid: number; fence: string }>(
+                `SELECT job_id, pid, fence FROM ${EFFECTS_TABLE} ORDER BY id`,
+              )
+            ).rows;
       // A row's time and file: the log line of the same job, pid and fence (written right after the insert).
       const lineOf = new Map(logs.effects.map((e) => [`${e.jobId} ${e.pid} ${e.fence}`, e]));
       effects = rows.map((r) => {
@@ -479,9 +532,11 @@ export async function runProcessCase(
       id: def.id,
       title: def.title,
       store:
-        def.store === 'redis'
-          ? 'Redis 7, appendonly yes, appendfsync everysec'
-          : `PostgreSQL (fsync off)${def.transactional ? ', transactional: true' : ''}`,
+        def.store === 'sqlite'
+          ? `SQLite (WAL, synchronous = FULL), one file${def.transactional ? ', transactional: true' : ''}`
+          : def.store === 'redis'
+            ? 'Redis 7, appendonly yes, appendfsync everysec'
+            : `PostgreSQL (fsync off)${def.transactional ? ', transactional: true' : ''}`,
       fault: faultText(def.fault),
       transactional: def.transactional,
       deliveries: corpus.deliveries.length,
@@ -538,7 +593,9 @@ export async function runProcessCase(
     };
   } finally {
     loadDone = true;
+    caseOver = true;
     await faultRun?.catch(() => undefined);
+    await restarts?.catch(() => undefined);
     proxy?.heal();
     pgProxy?.heal();
     for (const s of slots) {
@@ -553,6 +610,7 @@ export async function runProcessCase(
     await pgProxy?.close();
     await store.close();
     await pg?.end().catch(() => undefined);
+    sqlite?.close();
     await server.destroy();
     if (process.env.JOBHOOK_FAULTS_KEEP_LOGS === undefined) await rm(dir, { recursive: true, force: true });
   }
@@ -564,6 +622,7 @@ function receiverEnv(f: ProcessFault): {
   perSlot?: Array<Record<string, string>>;
 } {
   if (f.kind === 'tx-cut') return { extra: { INBOX: '1' } };
+  if (f.kind === 'self-kill') return { extra: { KILL_AT: f.at } };
   if (f.kind !== 'skew') return {};
   return {
     extra: { MAX_AGE_S: String(f.windowS), MAX_SKEW_S: String(f.skewS), RETAIN_MS: String(f.windowS * 1000) },

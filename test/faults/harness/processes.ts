@@ -56,8 +56,8 @@ export interface ReceiverEnv {
   /** The bundled receiver script (`bundleReceiver`). */
   script: string;
   publicKey: string;
-  store: 'redis' | 'postgres';
-  /** Store URL per slot (a slot behind the proxy gets the proxy's). */
+  store: 'redis' | 'postgres' | 'sqlite';
+  /** Store URL per slot (SQLite: the database file) (a slot behind the proxy gets the proxy's). */
   storeUrls: string[];
   transactional: boolean;
   dir: string;

@@ -22,10 +22,22 @@
  *   L <epoch ms> <level> <message>                 the receiver's log, warn and error
  * IPC: { t: 'listening' }, { t: 'start', job }, { t: 'end', job } so the suite can pause
  * a receiver while one of its handlers runs.
+ *
+ * SQLite (STORE=sqlite, STORE_URL the database file; the effects table in the same file,
+ * written through context.transaction when TRANSACTIONAL=1). KILL_AT makes the process
+ * SIGKILL itself once it has handled KILL_AFTER jobs (default 20–60, drawn at start; the suite restarts it):
+ *   handler   mid-handler, once its effect is written (the log line; the row, uncommitted)
+ *   complete  between the handler and its completion (before complete(), or the
+ *             transaction's completion statement)
+ *   commit    during the completion's commit: a thread of the process sends SIGKILL
+ *             0–3 ms after the completion's write transaction starts (its COMMIT waits for
+ *             the fsync), so the kill lands before, during or right after the commit
  */
 import { open } from 'node:fs/promises';
+import { Worker } from 'node:worker_threads';
 import express from 'express';
 import type { IdempotencyStore } from '../../../src/index.js';
+import type { StoreTransaction, TransactionalStore } from '../../../src/lib/jobs/store.js';
 import { createReceiver } from '../../../src/express.js';
 import { PostgresIdempotencyStore } from '../../../src/postgres.js';
 import { RedisIdempotencyStore } from '../../../src/redis.js';
@@ -40,6 +52,9 @@ const env = (name: string): string => {
 const transactional = process.env.TRANSACTIONAL === '1';
 const inbox = process.env.INBOX === '1';
 const skewMs = Number(process.env.CLOCK_SKEW_MS ?? 0);
+const killAt = killAtOf(process.env.KILL_AT);
+const killAfter = Number(process.env.KILL_AFTER ?? 20 + Math.floor(Math.random() * 41));
+let handled = 0;
 /** The replay window, the skew tolerated and the retention, when the case sets them (else the library's defaults). */
 const windowOptions = {
   ...(process.env.MAX_AGE_S === undefined ? {} : { maxAgeSeconds: Number(process.env.MAX_AGE_S) }),
@@ -64,7 +79,10 @@ const tell = (message: Record<string, unknown>): void => {
 };
 
 let store: IdempotencyStore;
-if (env('STORE') === 'redis') {
+if (env('STORE') === 'sqlite') {
+  const { SqliteIdempotencyStore } = await import('../../../src/sqlite.js');
+  store = killing(new SqliteIdempotencyStore({ path: env('STORE_URL'), table: STORE_TABLE, transactional }));
+} else if (env('STORE') === 'redis') {
   store = new RedisIdempotencyStore({ url: env('STORE_URL'), keyPrefix: REDIS_KEY_PREFIX, log: {} });
 } else {
   const pg = (await import('pg')).default;
@@ -106,7 +124,14 @@ app.post(
       tell({ t: 'start', job: jobId });
       try {
         await new Promise((r) => setTimeout(r, workMsOf(jobId)));
-        if (transactional) {
+        if (transactional && env('STORE') === 'sqlite') {
+          (ctx.transaction as unknown as { run(sql: string, ...p: unknown[]): unknown }).run(
+            `INSERT INTO ${EFFECTS_TABLE} (job_id, pid, fence) VALUES (?, ?, ?)`,
+            jobId,
+            process.pid,
+            ctx.fencingToken,
+          );
+        } else if (transactional) {
           if (inbox)
             await ctx.transaction!.query(
               `INSERT INTO ${INBOX_TABLE} (job_id) VALUES ($1) ON CONFLICT (job_id) DO NOTHING`,
@@ -118,6 +143,7 @@ app.post(
           );
         }
         await record(`E ${Date.now()} ${jobId} ${process.pid} ${ctx.fencingToken}`);
+        if (killAt === 'handler' && ++handled >= killAfter) process.kill(process.pid, 'SIGKILL');
       } finally {
         tell({ t: 'end', job: jobId });
       }
@@ -127,3 +153,70 @@ app.post(
 const server = app.listen(Number(env('PORT')), '127.0.0.1', () => tell({ t: 'listening' }));
 server.keepAliveTimeout = 65_000;
 process.on('disconnect', () => process.exit(0));
+
+// --- KILL_AT: this process kills itself (SIGKILL) at one point of the KILL_AFTER-th job.
+
+function killAtOf(value: string | undefined): 'handler' | 'complete' | 'commit' | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value === 'handler' || value === 'complete' || value === 'commit') return value;
+  throw new Error(`KILL_AT must be handler, complete or commit; got ${value}`);
+}
+
+/** A thread that, told to, waits 0–3 ms and sends SIGKILL to this process (while its main thread is inside a commit). */
+function killerThread(): () => void {
+  const cell = new Int32Array(new SharedArrayBuffer(8));
+  const worker = new Worker(
+    `const { workerData } = require('node:worker_threads');
+     const cell = new Int32Array(workerData);
+     Atomics.wait(cell, 0, 0);
+     Atomics.wait(cell, 1, 0, Math.random() * 3);
+     process.kill(process.pid, 'SIGKILL');`,
+    { eval: true, workerData: cell.buffer },
+  );
+  worker.unref();
+  return () => {
+    Atomics.store(cell, 0, 1);
+    Atomics.notify(cell, 0);
+  };
+}
+
+/** The store with the kill points of KILL_AT around its completion (and the transaction's). */
+function killing(inner: IdempotencyStore & Partial<TransactionalStore>): IdempotencyStore {
+  if (killAt === undefined || killAt === 'handler') return inner;
+  const trigger = killAt === 'commit' ? killerThread() : undefined;
+  const due = () => ++handled >= killAfter;
+  const before = (then: () => void) => {
+    if (killAt === 'complete') process.kill(process.pid, 'SIGKILL');
+    else then();
+  };
+  const wrapped: IdempotencyStore & Partial<TransactionalStore> = {
+    claim: (...a) => inner.claim(...a),
+    renew: (...a) => inner.renew!(...a),
+    release: (...a) => inner.release(...a),
+    complete: (jobId, token, options) => {
+      if (due()) before(trigger!);
+      return inner.complete(jobId, token, options);
+    },
+  };
+  if (inner.begin !== undefined && inner.transactional === true) {
+    Object.defineProperty(wrapped, 'transactional', { value: true, enumerable: true });
+    wrapped.begin = async (jobId, token, options) => {
+      const tx: StoreTransaction = await inner.begin!(jobId, token, options);
+      let last = false;
+      return {
+        client: tx.client,
+        complete: (o) => {
+          last = due();
+          if (last && killAt === 'complete') process.kill(process.pid, 'SIGKILL');
+          return tx.complete(o);
+        },
+        commit: () => {
+          if (last) trigger!();
+          return tx.commit();
+        },
+        rollback: () => tx.rollback(),
+      };
+    };
+  }
+  return wrapped;
+}

@@ -13,16 +13,18 @@ import { pathToFileURL } from 'node:url';
 import express, { type RequestHandler } from 'express';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createReceiver, keepRawBody } from '../../../src/express.js';
+import { allDocsText } from '../../helpers/docs.js';
 import { fixture, ROOT } from '../../helpers/paths.js';
 import { listen } from '../helpers.js';
 import { cli, type CliResult } from './run.js';
 
-const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+// "Capture a delivery that failed" is on docs/cli.md: read every page, wherever it is.
+const readme = allDocsText();
 const block = (name: string): string => {
   const m = new RegExp(
     `<!-- capture/${name.replace('.', '\\.')} -->\\n\`\`\`[a-z]*\\n([\\s\\S]*?)\`\`\``,
   ).exec(readme);
-  if (m === null) throw new Error(`no block <!-- capture/${name} --> in README.md`);
+  if (m === null) throw new Error(`no block <!-- capture/${name} --> in README.md or docs/`);
   return m[1]!;
 };
 const commands = (text: string, first: string) => text.split('\n').filter((l) => l.startsWith(first));

@@ -437,11 +437,11 @@ class Parser {
     order.sort((a, b) => compareKeys(m[2 * a] as string, m[2 * b] as string) || a - b);
     const out = new Array<JsonNode>(m.length);
     for (let k = 0; k < n; k++) {
-      const o = order[k]!;
-      out[2 * k] = m[2 * o]!;
-      out[2 * k + 1] = m[2 * o + 1]!;
+      const from = order[k]!;
+      out[2 * k] = m[2 * from]!;
+      out[2 * k + 1] = m[2 * from + 1]!;
       if (k > 0 && out[2 * k] === out[2 * k - 2])
-        this.duplicate(start, out[2 * k] as string, Math.max(o, order[k - 1]!));
+        this.duplicate(start, out[2 * k] as string, Math.max(from, order[k - 1]!));
     }
     return out;
   }

@@ -20,24 +20,24 @@ export const LOCAL_WORK_BYTES = 1024 * 1024;
 const FLOAT_BYTES = 400;
 
 /** The canonical work of a parsed body, in bytes written (see LOCAL_WORK_BYTES). */
-function workOf(parsed: ParsedBody, body: string | Uint8Array, o: ResolvedOptions): number {
+function workOf(parsed: ParsedBody, body: string | Uint8Array, resolved: ResolvedOptions): number {
   const { flags } = parsed;
-  const dialects = candidateDialects(flags, o.dialects).length;
+  const dialects = candidateDialects(flags, resolved.dialects).length;
   const size = typeof body === 'string' ? body.length : body.byteLength;
   const floats = flags.dialectNumbers ? countFloats(body) : 0;
   return dialects * (size + flags.layoutBytes + floats * FLOAT_BYTES);
 }
 
 /** The canonical work of a body, in bytes written (see LOCAL_WORK_BYTES); undefined when it does not parse (refused at once where it is). */
-export function canonicalWork(body: string | Uint8Array, o: ResolvedOptions): number | undefined {
+export function canonicalWork(body: string | Uint8Array, resolved: ResolvedOptions): number | undefined {
   let parsed;
   try {
-    parsed = parseBody(body, o);
+    parsed = parseBody(body, resolved);
   } catch {
     return undefined;
   }
   try {
-    return workOf(parsed, body, o);
+    return workOf(parsed, body, resolved);
   } finally {
     parsed.dispose();
   }
@@ -53,28 +53,28 @@ export function canonicalWork(body: string | Uint8Array, o: ResolvedOptions): nu
  */
 export function placement(
   body: string | Uint8Array,
-  o: ResolvedOptions,
+  resolved: ResolvedOptions,
   threshold: number,
 ): { worker: true } | { worker: false; parsed?: ParsedBody; refused?: unknown } {
   const n = typeof body === 'string' ? body.length : body.byteLength;
-  if (n > o.maxBodyBytes || threshold === Infinity) return { worker: false };
+  if (n > resolved.maxBodyBytes || threshold === Infinity) return { worker: false };
   if (n >= threshold) return { worker: true };
   // Below this no body can cost much (its layout is bounded by its nesting).
   if (n < 256) return { worker: false };
   let parsed;
   try {
-    parsed = parseBody(body, o);
+    parsed = parseBody(body, resolved);
   } catch (err) {
     return { worker: false, refused: err };
   }
-  if (workOf(parsed, body, o) <= LOCAL_WORK_BYTES) return { worker: false, parsed };
+  if (workOf(parsed, body, resolved) <= LOCAL_WORK_BYTES) return { worker: false, parsed };
   parsed.dispose();
   return { worker: true };
 }
 
 /** Whether to verify on a worker (placement(), without keeping the parsed body). */
-export function onWorker(body: string | Uint8Array, o: ResolvedOptions, threshold: number): boolean {
-  const where = placement(body, o, threshold);
+export function onWorker(body: string | Uint8Array, resolved: ResolvedOptions, threshold: number): boolean {
+  const where = placement(body, resolved, threshold);
   if (!where.worker) where.parsed?.dispose();
   return where.worker;
 }

@@ -13,7 +13,7 @@ import type { HeadersInput } from '../../core/verify/headers.js';
 import type { PublicKeySource } from '../../core/verify/key-list.js';
 import type { ResolvedOptions } from '../../core/verify/options.js';
 import type { WorkerPool } from './pool.js';
-import type { NodeBuiltins, ResolvedWorkers } from './worker-pool.js';
+import type { NodeBuiltins, ResolvedWorkers } from './worker-options.js';
 
 /** What a runtime's verifier offers the receivers: open signatures, match small bodies itself. */
 export interface LocalVerifier {

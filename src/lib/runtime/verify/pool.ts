@@ -2,7 +2,7 @@
  * The worker threads that verify costly bodies. Bounded: a few workers, a short queue,
  * RECEIVER_BUSY (503) past it. Node only. Loaded by offload.ts at the first costly
  * delivery (not when jobhook is imported: bench/import.mjs); node:worker_threads is
- * loaded when the pool starts its first worker. The options are in worker-pool.ts.
+ * loaded when the pool starts its first worker. The options are in worker-options.ts.
  */
 import type { Worker } from 'node:worker_threads';
 import { ReceiverBusyError } from '../../base/errors.js';
@@ -15,7 +15,7 @@ import { deliveryFrom, type OpenedSignature, type VerifiedDelivery } from '../..
 import type { ResolvedOptions, VerifyOptionsBase } from '../../core/verify/options.js';
 import { buildValue } from '../../core/verify/split.js';
 import type { WorkerRequest, WorkerResponse } from './worker-messages.js';
-import { WORKER_IDLE_MS, type NodeBuiltins } from './worker-pool.js';
+import { WORKER_IDLE_MS, type NodeBuiltins } from './worker-options.js';
 
 /** Starts a verification worker with the given workerData. */
 type StartWorker = (workerData: unknown) => Worker;
@@ -73,8 +73,8 @@ async function sourceWorker(
 }
 
 /** The options a worker needs to match a body: no keys (the signature is opened here), no functions. */
-function portable(o: ResolvedOptions): VerifyOptionsBase {
-  const { dialects, maxBodyBytes, maxCanonicalBytes, integers, maxDepth } = o;
+function portable(resolved: ResolvedOptions): VerifyOptionsBase {
+  const { dialects, maxBodyBytes, maxCanonicalBytes, integers, maxDepth } = resolved;
   return { dialects, maxBodyBytes, maxCanonicalBytes, integers, maxDepth };
 }
 
@@ -107,7 +107,7 @@ export class WorkerPool {
 
   constructor(
     private readonly builtins: NodeBuiltins,
-    private readonly o: ResolvedOptions,
+    private readonly resolved: ResolvedOptions,
     private readonly poolSize: number | undefined,
     private readonly log: Logger,
   ) {}
@@ -152,14 +152,21 @@ export class WorkerPool {
     const response = await this.run(body, opened, movable);
     if ('error' in response) throw reviveError(response.error);
     const { dialect, keyIndex, canonicalSha256, plan, rawSha256 } = response.ok;
-    const o = this.o;
+    const resolved = this.resolved;
     // The body came back (moved, or the worker's copy).
     const back = response.body;
     const value =
       plan === undefined
-        ? documentValue(parseDocument(back, { maxDepth: o.maxDepth }), o.integers, dialect as DialectName)
+        ? documentValue(
+            parseDocument(back, { maxDepth: resolved.maxDepth }),
+            resolved.integers,
+            dialect as DialectName,
+          )
         : await buildValue(back, plan);
-    return { delivery: deliveryFrom(value, o, dialect as DialectName, keyIndex, canonicalSha256), rawSha256 };
+    return {
+      delivery: deliveryFrom(value, resolved, dialect as DialectName, keyIndex, canonicalSha256),
+      rawSha256,
+    };
   }
 
   /** Verifications on a worker now, and waiting for one. */
@@ -182,7 +189,7 @@ export class WorkerPool {
   }
 
   private spawn(): Slot {
-    const slot: Slot = { worker: this.start!(portable(this.o)), task: undefined };
+    const slot: Slot = { worker: this.start!(portable(this.resolved)), task: undefined };
     slot.worker.unref();
     slot.worker.on('message', (r: WorkerResponse) => {
       const task = slot.task;

@@ -2,7 +2,7 @@
  * jobhook/web on Node: the verification workers' modules without naming a node: module
  * (a bundler for an edge runtime would try to resolve it).
  */
-import type { NodeBuiltins } from './worker-pool.js';
+import type { NodeBuiltins } from './worker-options.js';
 
 /**
  * The same modules where the runtime offers them without an import a bundler would try

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { nodeBuiltins } from '../../../src/lib/runtime/verify/node-threads.js';
 import { createNodeVerifier } from '../../../src/lib/runtime/verify/node-verifier.js';
 import { Offloader } from '../../../src/lib/runtime/verify/offload.js';
-import { resolveWorkers, WORKER_IDLE_MS } from '../../../src/lib/runtime/verify/worker-pool.js';
+import { resolveWorkers, WORKER_IDLE_MS } from '../../../src/lib/runtime/verify/worker-options.js';
 import { signed } from '../../helpers/deliveries.js';
 import { publicPem } from '../../helpers/keys.js';
 
