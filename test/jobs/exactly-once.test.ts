@@ -20,6 +20,7 @@ import type { JobResource } from '../../src/lib/gateway/client.js';
 import { payloadText } from '../helpers/deliveries.js';
 import { reports } from '../helpers/jobs.js';
 import { startPgProxy, type PgProxy } from '../helpers/pg-proxy.js';
+import { redisBinary, startRedis, type FaultableServer } from '../helpers/servers.js';
 import { privatePem, publicPem } from '../helpers/keys.js';
 
 let serial = 0;
@@ -319,3 +320,43 @@ describe.skipIf(databaseUrl === '')('points 3, 6, 7: how a run ends (PostgreSQL)
     },
   );
 });
+
+describe.skipIf(redisBinary() === undefined)(
+  'point 2: a Redis that may evict completion marks (a throwaway server)',
+  () => {
+    let server: FaultableServer;
+    let admin: Redis;
+    beforeAll(async () => {
+      server = await startRedis();
+      admin = new Redis(server.url);
+    });
+    afterAll(async () => {
+      admin?.disconnect();
+      await server?.destroy();
+    });
+
+    it(
+      'ready() refuses maxmemory with a volatile-lru policy (naming maxmemory-policy noeviction), the first operation logs it, and noeviction is accepted',
+      { timeout: 30_000 },
+      async () => {
+        await admin.config('SET', 'maxmemory', '8mb');
+        await admin.config('SET', 'maxmemory-policy', 'volatile-lru');
+        const errors: string[] = [];
+        const store = new RedisIdempotencyStore({
+          url: server.url,
+          log: { error: (m: string) => void errors.push(m) },
+        });
+        await expect(store.ready()).rejects.toThrow(
+          /maxmemory-policy volatile-lru.*Set maxmemory-policy noeviction/,
+        );
+        expect(errors.join('\n')).toMatch(/maxmemory-policy volatile-lru/);
+        await admin.config('SET', 'maxmemory-policy', 'noeviction');
+        await expect(store.ready()).resolves.toBeUndefined();
+        await admin.config('SET', 'maxmemory', '0');
+        await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+        await expect(store.ready()).resolves.toBeUndefined();
+        await store.close();
+      },
+    );
+  },
+);
