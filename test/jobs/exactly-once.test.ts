@@ -240,6 +240,41 @@ describe.skipIf(databaseUrl === '')('points 3, 6, 7: how a run ends (PostgreSQL)
   );
 
   it(
+    'point 4: a statement of the handler in context.transaction is not cut at operationTimeoutMs (store made from connectionString)',
+    { timeout: 30_000 },
+    async () => {
+      const store = new PostgresIdempotencyStore({
+        connectionString: databaseUrl,
+        table,
+        transactional: true,
+        operationTimeoutMs: 1_000,
+        log: false,
+      });
+      stores.push(store);
+      const runner = createJobRunner({ store, leaseMs: 5_000, log: false });
+      const id = newId('long-statement');
+      const result = await runner.run(id, async (claim) => {
+        const tx = claim.transaction as pg.PoolClient;
+        await tx.query('SELECT pg_sleep(1.5)');
+        await tx.query(`INSERT INTO ${effects} (job_id) VALUES ($1)`, [id]);
+      });
+      expect(result).toEqual({ kind: 'processed' });
+      expect(await rows(id)).toBe(1);
+      await runner.close();
+    },
+  );
+
+  it('point 5: a transactional store refuses a pool of one connection at construction, naming the minimum', () => {
+    const one = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+    expect(() => new PostgresIdempotencyStore({ pool: one, table, transactional: true })).toThrow(
+      /at least 2 connections.*max 1/,
+    );
+    // Not transactional: one connection is enough (no transaction beside the renewals).
+    expect(() => new PostgresIdempotencyStore({ pool: one, table, log: false })).not.toThrow();
+    return one.end();
+  });
+
+  it(
     'point 7: a handler that stopped on its aborted signal is not recorded processed though a later renewal confirmed the lease: the retry runs the rest, reported',
     { timeout: 30_000 },
     async () => {

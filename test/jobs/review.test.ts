@@ -87,10 +87,11 @@ describe.skipIf(inject('databaseUrl') === '')('REVIEW issue 18: PostgreSQL trans
   });
 
   it('F2: begin() that times out while waiting for a pool connection leaks that connection for good (an orphaned BEGIN), so the store stops answering', async () => {
-    // A pool you pass (no connectionTimeoutMillis: pg waits for a free client as long as it takes), one connection.
+    // A pool you pass (no connectionTimeoutMillis: pg waits for a free client as long as it takes), two
+    // connections (the least a transactional store accepts, issue 37 point 5).
     const small = new pg.Pool({
       connectionString: url,
-      max: 1,
+      max: 2,
       application_name: `review_f2_${process.pid}`,
     });
     small.on('error', () => undefined);
@@ -103,14 +104,15 @@ describe.skipIf(inject('databaseUrl') === '')('REVIEW issue 18: PostgreSQL trans
     });
     await store.migrate();
     try {
-      const busy = await small.connect(); // the handler of another delivery holds the only connection
+      // The handlers of other deliveries hold every connection.
+      const busy = [await small.connect(), await small.connect()];
       await expect(store.begin(newId('f2'), 'review-token-f2', { fence: 1 })).rejects.toThrow(
         StoreUnavailableError,
       );
-      busy.release(); // ...and finishes
-      for (let waited = 0; waited < 3000 && small.idleCount < 1; waited += 50) await sleep(50);
-      // The connection should be back in the pool; the orphaned begin() took it and never gives it back.
-      expect({ idle: small.idleCount, total: small.totalCount }).toEqual({ idle: 1, total: 1 });
+      for (const b of busy) b.release(); // ...and finish
+      for (let waited = 0; waited < 3000 && small.idleCount < 2; waited += 50) await sleep(50);
+      // The connections should be back in the pool; an orphaned begin() would take one and never give it back.
+      expect({ idle: small.idleCount, total: small.totalCount }).toEqual({ idle: 2, total: 2 });
       await expect(store.ping()).resolves.toBeUndefined();
     } finally {
       await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [
