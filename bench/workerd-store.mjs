@@ -147,7 +147,9 @@ for (let r = 0; r < rounds + 1; r++) {
     }
   }
 }
+const exited = new Promise((r) => child.once('exit', r));
 child.kill();
+await exited;
 rmSync(dir, { recursive: true, force: true });
 
 const rows = Object.keys(contenders).map((name) => ({

@@ -11,9 +11,11 @@
  *   npm run test:faults -- edge-stores                   # full: 1,500 jobs per runtime at 30 jobs/s
  *   JOBHOOK_FAULTS=short npm run test:faults -- edge-stores   # 300 jobs per runtime
  *
- * Asserted: 0 jobs lost (every job's effect applied after the gateway's retries), and every
- * job whose effect was applied twice reported (onError stage `superseded` naming it: the
- * claim that took it over from the killed holder). Figures: .tmp/edge-faults-results.json.
+ * Asserted: 0 jobs answered 2xx whose effect was never applied; 0 jobs lost once the jobs
+ * the gateway gave up on (every attempt met the runtime down, or the killed holder's claim
+ * within its lease) are sent again after the faults stop, as the reconciler would run them;
+ * and every job whose effect was applied twice reported (onError stage `superseded` naming
+ * it: the claim that took it over from the killed holder). Figures: .tmp/edge-faults-results.json.
  */
 import http from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -135,17 +137,30 @@ async function runCase(name: EdgeRuntime) {
       }
     })();
     const ids = Array.from({ length: JOBS }, () => jobId(`edge-${name}`));
+    const deliveries = new Map(ids.map((id) => [id, signed(id)]));
     const outcomes: Array<Promise<string>> = [];
+    const acknowledged = new Set<string>();
+    const send = (id: string) =>
+      deliver(s.url, deliveries.get(id)!).then((outcome) => {
+        if (outcome === 'delivered') acknowledged.add(id);
+        return outcome;
+      });
     for (const [k, id] of ids.entries()) {
-      const d = signed(id);
-      outcomes.push(deliver(s.url, d));
-      if (k % 5 === 0) outcomes.push(deliver(s.url, d)); // sent twice at once
+      outcomes.push(send(id));
+      if (k % 5 === 0) outcomes.push(send(id)); // sent twice at once
       await new Promise((r) => setTimeout(r, 1000 / RATE));
     }
     const finals = await Promise.all(outcomes);
     loading = false;
     await restarts;
-    const lost = ids.filter((id) => (c.told.effects.get(id) ?? 0) === 0);
+    const effectless = (id: string) => (c.told.effects.get(id) ?? 0) === 0;
+    // Answered 2xx without the effect ever applied: what no fault may cause.
+    const acknowledgedNotApplied = ids.filter((id) => acknowledged.has(id) && effectless(id));
+    // The jobs the gateway gave up on (every attempt met the runtime down, or the dead
+    // holder's claim): sent again once the faults stop, as the reconciler would run them.
+    const gaveUpJobs = ids.filter((id) => !acknowledged.has(id));
+    const resent = await Promise.all(gaveUpJobs.map(send));
+    const lost = ids.filter(effectless);
     const doubled = ids.filter((id) => (c.told.effects.get(id) ?? 0) > 1);
     return {
       runtime: name,
@@ -156,6 +171,9 @@ async function runCase(name: EdgeRuntime) {
       seconds: Math.round((Date.now() - t0) / 1000),
       delivered: finals.filter((f) => f === 'delivered').length,
       gaveUp: finals.filter((f) => f === 'gave-up').length,
+      acknowledgedNotApplied: acknowledgedNotApplied.length,
+      resent: resent.length,
+      resentDelivered: resent.filter((f) => f === 'delivered').length,
       lost: lost.length,
       doubled: doubled.length,
       reportedDoubles: doubled.filter((id) => c.told.superseded.has(id)).length,
@@ -187,7 +205,11 @@ describe('edge stores: the runtime killed (SIGKILL) mid-handler and restarted', 
         ),
       );
       expect(r.kills).toBeGreaterThan(0);
-      expect({ lost: r.lost, silentDoubles: r.silentDoubles }).toEqual({ lost: 0, silentDoubles: [] });
+      expect({
+        acknowledgedNotApplied: r.acknowledgedNotApplied,
+        lost: r.lost,
+        silentDoubles: r.silentDoubles,
+      }).toEqual({ acknowledgedNotApplied: 0, lost: 0, silentDoubles: [] });
     });
   }
 });

@@ -9,9 +9,8 @@
  * the real store, and every reply must match (fencing numbers: the same order, and the
  * same number for a holder claiming again). Redis and PostgreSQL run on real servers, the
  * Durable Object store inside workerd and the Deno KV store inside Deno (each command a
- * call into the runtime: test/stores/runtime-stores.ts);
- * same number for a holder claiming again). Redis and PostgreSQL run on real servers,
- * SQLite on a file (two stores on it, as two processes would be: Node 22+ and Bun);
+ * call into the runtime: test/stores/runtime-stores.ts), SQLite on a file (two stores on
+ * it, as two processes would be: Node 22+ and Bun);
  * each store reads the test's clock instead of its server's (the `now` option), so lease
  * ends, stale marks and retention ends fall exactly where the model puts them.
  *

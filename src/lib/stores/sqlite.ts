@@ -106,6 +106,31 @@ export interface SqliteTransactionClient {
   all(sql: string, ...params: SqliteValue[]): Array<Record<string, SqliteValue>>;
 }
 
+/** An operation waiting for the next write transaction (`write`). */
+interface PendingWrite {
+  operation: string;
+  fn: (c: SqliteConnection) => unknown;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+/** `fn` in a SAVEPOINT of the open transaction: released when it returns, rolled back alone when it throws. */
+function savepoint(
+  c: SqliteConnection,
+  fn: (c: SqliteConnection) => unknown,
+): { ok: boolean; value: unknown } {
+  c.exec('SAVEPOINT jobhook_op');
+  try {
+    const value = fn(c);
+    c.exec('RELEASE jobhook_op');
+    return { ok: true, value };
+  } catch (err) {
+    c.exec('ROLLBACK TO jobhook_op');
+    c.exec('RELEASE jobhook_op');
+    return { ok: false, value: err };
+  }
+}
+
 /** A statement that would end jobhook's transaction (BEGIN, COMMIT, END, ROLLBACK but ROLLBACK TO). */
 const ENDS_TRANSACTION = /^\s*(BEGIN|COMMIT|END|ROLLBACK(?!\s+(TRANSACTION\s+)?TO\b))\b/i;
 
@@ -120,6 +145,9 @@ interface OpenTransaction {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** After the I/O of this turn of the event loop (setImmediate where the runtime has it). */
+const nextTurn: (f: () => void) => void =
+  typeof setImmediate === 'function' ? (f) => void setImmediate(f) : (f) => void setTimeout(f, 0);
 
 /**
  * Idempotency store on the runtime's own SQLite (`node:sqlite` on Node 22.13+ and Deno,
@@ -158,6 +186,8 @@ export class SqliteIdempotencyStore implements PendingStore, TransactionalStore<
   private readonly transactions = new Map<string, OpenTransaction>();
   private migrateCalls = 0;
   private closed = false;
+  /** Operations gathered for the next write transaction (see `write`). */
+  private pendingWrites: PendingWrite[] | undefined;
   /** The end of the last write turn taken (see `turn`). */
   private tail: Promise<void> = Promise.resolve();
 
@@ -306,16 +336,48 @@ export class SqliteIdempotencyStore implements PendingStore, TransactionalStore<
     return sqliteNotMigrated(err, this.backend, this.names) ?? sqliteFailure(this.backend, operation, err);
   }
 
-  /** Runs `fn` in one write transaction of the store's connection, committed (and on disk) before it resolves. */
+  /**
+   * Runs `fn` in a write transaction of the store's connection, committed (and on disk)
+   * before it resolves. The operations that arrive while the store waits for its turn (or
+   * in the same turn of the event loop) share one transaction, and so one fsync: each in a
+   * SAVEPOINT of its own (one that throws is rolled back alone), in the order they came;
+   * none resolves before the COMMIT.
+   */
   private async write<T>(operation: string, fn: (c: SqliteConnection) => T): Promise<T> {
     const migrating = operation === 'migrate' ? undefined : this.autoMigrate?.();
     if (migrating !== undefined) await migrating;
+    return new Promise<T>((resolve, reject) => {
+      const op = { operation, fn, resolve, reject } as PendingWrite;
+      if (this.pendingWrites !== undefined) {
+        this.pendingWrites.push(op);
+        return;
+      }
+      this.pendingWrites = [op];
+      nextTurn(() => void this.flush());
+    });
+  }
+
+  /** Writes the operations gathered by `write` in one transaction (see there). */
+  private async flush(): Promise<void> {
+    const ops = this.pendingWrites!;
+    let results: Array<{ ok: boolean; value: unknown }>;
     try {
-      const c = this.connection(operation);
-      return await this.locked(c, () => this.committed(c, fn));
+      const c = this.connection(ops[0]!.operation);
+      results = await this.locked(c, () => {
+        // Gathering ends as the lock is had: later operations go to the next transaction.
+        if (this.pendingWrites === ops) this.pendingWrites = undefined;
+        return this.committed(c, () => ops.map((op) => savepoint(c, op.fn)));
+      });
     } catch (err) {
-      throw this.failure(operation, err);
+      if (this.pendingWrites === ops) this.pendingWrites = undefined;
+      for (const op of ops) op.reject(this.failure(op.operation, err));
+      return;
     }
+    ops.forEach((op, i) => {
+      const r = results[i]!;
+      if (r.ok) op.resolve(r.value);
+      else op.reject(this.failure(op.operation, r.value));
+    });
   }
 
   /** Runs a read on the store's connection (no lock: WAL readers never wait). */

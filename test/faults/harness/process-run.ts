@@ -64,7 +64,7 @@ export type ProcessFault =
   /**
    * SQLite: each receiver SIGKILLs itself `at` a point of one of its jobs (KILL_AT in
    * receiver-process.ts: mid-handler, between the handler and its completion, during the
-   * completion's commit) after handling 20–60 jobs, and is restarted at once, until the
+   * completion's commit) 2–5 s after it began to listen, and is restarted at once, until the
    * load has been sent.
    */
   | { kind: 'self-kill'; at: 'handler' | 'complete' | 'commit' };
@@ -172,7 +172,7 @@ function faultText(f: ProcessFault): string {
     case 'tx-cut':
       return `receiver 0's ${f.fault === 'blackhole-all' ? 'every connection' : 'transaction connection'} ${f.fault === 'reset' ? 'reset' : `black-holed ${f.ms / 1000} s (the server keeps the sessions)`} ${f.at === 'complete' ? 'as its completion statement is sent' : "mid-handler, once the handler's row was written"}, ${f.times} times within ${f.ms / 1000} s (inbox pattern)`;
     case 'self-kill':
-      return `each receiver SIGKILLed ${f.at === 'handler' ? 'mid-handler (its effect written)' : f.at === 'complete' ? 'between its handler and the completion' : "during the completion's commit (a thread sends SIGKILL 0–3 ms into the write transaction)"} after 20–60 jobs, restarted at once`;
+      return `each receiver SIGKILLed ${f.at === 'handler' ? 'mid-handler (its effect written)' : f.at === 'complete' ? 'between its handler and the completion' : "during the completion's commit (a thread sends SIGKILL 0–3 ms into the write transaction)"} 2–5 s after it began to listen, restarted at once`;
     case 'skew':
       return `receiver 1's clock ${f.skewS} s behind (maxFutureSkewSeconds ${f.skewS}), window ${f.windowS} s, retention ${f.windowS} s; every delivery replayed to receivers 0 and 1 at 1.5 s either side of the window's end on each clock`;
   }

@@ -25,7 +25,8 @@
  *
  * SQLite (STORE=sqlite, STORE_URL the database file; the effects table in the same file,
  * written through context.transaction when TRANSACTIONAL=1). KILL_AT makes the process
- * SIGKILL itself once it has handled KILL_AFTER jobs (default 20–60, drawn at start; the suite restarts it):
+ * SIGKILL itself at the first such point once KILL_AFTER_MS have passed since it began to
+ * listen (default 2–5 s, drawn at start; the suite restarts it):
  *   handler   mid-handler, once its effect is written (the log line; the row, uncommitted)
  *   complete  between the handler and its completion (before complete(), or the
  *             transaction's completion statement)
@@ -53,8 +54,14 @@ const transactional = process.env.TRANSACTIONAL === '1';
 const inbox = process.env.INBOX === '1';
 const skewMs = Number(process.env.CLOCK_SKEW_MS ?? 0);
 const killAt = killAtOf(process.env.KILL_AT);
-const killAfter = Number(process.env.KILL_AFTER ?? 20 + Math.floor(Math.random() * 41));
-let handled = 0;
+/**
+ * KILL_AT: when the kill is armed (the first kill point after it fires): 2–5 s after the
+ * process listens unless KILL_AFTER_MS says (counted from listening: a start slowed by the
+ * machine's load must not leave the receiver up for a moment only).
+ */
+const killAfterMs = Number(process.env.KILL_AFTER_MS ?? 2000 + Math.floor(Math.random() * 3000));
+let killArmedAt = Infinity;
+const killDue = () => Date.now() >= killArmedAt;
 /** The replay window, the skew tolerated and the retention, when the case sets them (else the library's defaults). */
 const windowOptions = {
   ...(process.env.MAX_AGE_S === undefined ? {} : { maxAgeSeconds: Number(process.env.MAX_AGE_S) }),
@@ -143,18 +150,21 @@ app.post(
           );
         }
         await record(`E ${Date.now()} ${jobId} ${process.pid} ${ctx.fencingToken}`);
-        if (killAt === 'handler' && ++handled >= killAfter) process.kill(process.pid, 'SIGKILL');
+        if (killAt === 'handler' && killDue()) process.kill(process.pid, 'SIGKILL');
       } finally {
         tell({ t: 'end', job: jobId });
       }
     },
   }),
 );
-const server = app.listen(Number(env('PORT')), '127.0.0.1', () => tell({ t: 'listening' }));
+const server = app.listen(Number(env('PORT')), '127.0.0.1', () => {
+  killArmedAt = Date.now() + killAfterMs;
+  tell({ t: 'listening' });
+});
 server.keepAliveTimeout = 65_000;
 process.on('disconnect', () => process.exit(0));
 
-// --- KILL_AT: this process kills itself (SIGKILL) at one point of the KILL_AFTER-th job.
+// --- KILL_AT: this process kills itself (SIGKILL) at one point of a job, once armed.
 
 function killAtOf(value: string | undefined): 'handler' | 'complete' | 'commit' | undefined {
   if (value === undefined || value === '') return undefined;
@@ -184,7 +194,7 @@ function killerThread(): () => void {
 function killing(inner: IdempotencyStore & Partial<TransactionalStore>): IdempotencyStore {
   if (killAt === undefined || killAt === 'handler') return inner;
   const trigger = killAt === 'commit' ? killerThread() : undefined;
-  const due = () => ++handled >= killAfter;
+  const due = killDue;
   const before = (then: () => void) => {
     if (killAt === 'complete') process.kill(process.pid, 'SIGKILL');
     else then();
