@@ -184,9 +184,11 @@ describe('repair queue', () => {
     a.faults.renewDown = false;
     expect(code(await second({ body: d.body, headers: d.headers }))).toBe('503 IN_PROGRESS');
     finish();
-    expect(code(await answer)).toBe('200 processed');
-    expect(code(await second({ body: d.body, headers: d.headers }))).toBe('200 duplicate');
-    expect(counter.runs).toBe(1);
+    // Its signal fired at 4.8 s (the lease unconfirmed): final (issue 37 point 7). Not
+    // recorded as processed: the retry runs it, and the double was reported.
+    expect(code(await answer)).toBe('503 CLAIM_LOST');
+    expect(code(await second({ body: d.body, headers: d.headers }))).toBe('200 processed');
+    expect(counter.runs).toBe(2);
   }, 20_000);
 
   it('a completion waiting in the repair queue is not dropped for the release of another claim of the same job', () => {

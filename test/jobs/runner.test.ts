@@ -90,7 +90,8 @@ describe('job runner', () => {
       expect(claim.holdsClaim()).toBe(false);
       aborted = claim.signal.reason;
     });
-    expect(result).toEqual({ kind: 'processed', superseded: true });
+    // Its signal fired while it ran (issue 37 point 7): final, never recorded as processed.
+    expect(result).toEqual({ kind: 'claim_lost', retryAfterMs: 150 });
     expect(aborted).toMatchObject({ code: 'CLAIM_LOST' });
     expect(heard.stages()).toContain('superseded');
     expect(heard.seen.find((s) => s.stage === 'superseded')).toMatchObject({
@@ -211,7 +212,7 @@ describe('replay window', () => {
     let runs = 0;
     // One clock for the verifier (now) and the job runner (the receiver remembers what it verified on the runner's).
     const runner = createJobRunner(
-      { store, retainMs: 3_600_000, log: {} },
+      { store, retainMs: 3_900_000, log: {} },
       { now: () => now, monotonic: systemClock.monotonic },
     );
     const receive = createReceiver({
@@ -237,7 +238,7 @@ describe('replay window', () => {
     let now = Date.now();
     const store = new MemoryIdempotencyStore({ now: () => now });
     const runner = createJobRunner(
-      { store, retainMs: 3_600_000, log: {} },
+      { store, retainMs: 3_900_000, log: {} },
       { now: () => now, monotonic: systemClock.monotonic },
     );
     const receive = createReceiver({
@@ -371,7 +372,7 @@ describe.skipIf(inject('databaseUrl') === '')(
       expect(fences).toHaveLength(1);
     });
 
-    it('a holder paused past its lease rolls back before committing, even when nobody took the job over', async () => {
+    it('a holder paused past its lease after its handler commits when nobody took the job over: the completion statement matched its token and fence and locked the row (issue 37 point 3)', async () => {
       await pool.query(`CREATE TABLE IF NOT EXISTS ${effects} (job_id text, fence bigint)`);
       const s = await store();
       const clock = pausableClock();
@@ -389,9 +390,9 @@ describe.skipIf(inject('databaseUrl') === '')(
       });
       const id = jobId('tx-paused');
       const d = signed(id);
-      expect(code(await receive(d))).toBe('503 CLAIM_LOST');
-      expect(await count(id)).toBe(0);
-      // The claim was released: the retry processes it at once, exactly once.
+      expect(code(await receive(d))).toBe('200 processed');
+      expect(await count(id)).toBe(1);
+      // Done: the retry is a duplicate, exactly once.
       const again = createReceiver({
         publicKey,
         store: s,
@@ -402,7 +403,7 @@ describe.skipIf(inject('databaseUrl') === '')(
             ctx.fencingToken,
           ])),
       });
-      expect(code(await again(d))).toBe('200 processed');
+      expect(code(await again(d))).toBe('200 duplicate');
       expect(await count(id)).toBe(1);
     });
 

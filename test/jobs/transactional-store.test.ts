@@ -33,7 +33,8 @@ describe.skipIf(inject('databaseUrl') === '')(
     });
 
     it('a begin() the store gave up on (its deadline passed while it waited for a connection) gives the connection back once it gets one', async () => {
-      const pool = poolOf(1);
+      // Two connections: the least a transactional store accepts (issue 37 point 5).
+      const pool = poolOf(2);
       const store = new PostgresIdempotencyStore({
         pool,
         table: `jobhook_txconn_${process.pid}`,
@@ -41,16 +42,16 @@ describe.skipIf(inject('databaseUrl') === '')(
         operationTimeoutMs: 300,
       });
       // Every connection of the pool is busy (as when handlers hold theirs while the server is paused).
-      const busy = await pool.connect();
+      const busy = [await pool.connect(), await pool.connect()];
       await expect(store.begin(jobId('tx-late'), 'token-late-0001', { fence: 1 })).rejects.toMatchObject({
         code: 'STORE_UNAVAILABLE',
       });
-      busy.release();
+      for (const b of busy) b.release();
       await sleep(300);
-      // The connection is idle in the pool again, not checked out in a transaction nobody will end.
+      // The connections are idle in the pool again, none checked out in a transaction nobody will end.
       expect({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }).toEqual({
-        total: 1,
-        idle: 1,
+        total: 2,
+        idle: 2,
         waiting: 0,
       });
     });

@@ -33,8 +33,12 @@ export const DEFAULT_LEASE_MS = 5_000;
  * least every second, and at once when the store answers another call).
  */
 export const DEFAULT_TAKEOVER_GRACE_MS = 2_000;
-/** How long completed job ids are remembered by default: 24 h. */
-export const DEFAULT_RETAIN_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long completed job ids are remembered by default: 24 h 5 min, the default replay
+ * window (24 h) plus the default clock skew tolerated (5 min), past the later of the
+ * event's `finished_at` and the completion.
+ */
+export const DEFAULT_RETAIN_MS = (24 * 60 * 60 + 300) * 1000;
 /**
  * How far the signed `finished_at` may lie ahead of the receiver's clock by default (5
  * min of clock skew). Further ahead, the event is refused (EVENT_FROM_FUTURE): its

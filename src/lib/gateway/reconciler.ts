@@ -5,7 +5,7 @@
  * handler runs once whichever path delivers it.
  */
 import { isGatewayError, PayloadInvalidError } from '../base/errors.js';
-import { validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../core/event.js';
+import { parseRfc3339, validateEvent, type JobCompletedEvent, type JsonObjectValue } from '../core/event.js';
 import type { IdempotencyStore, PendingJob, PendingStore } from '../jobs/store.js';
 import { errorDetails, type Logger, type LoggerInput } from '../base/log.js';
 import { optionalNumber } from '../base/options.js';
@@ -14,6 +14,7 @@ import { eventContext, type PollEventContext } from '../jobs/context.js';
 import { fail, TELEMETRY_OPTIONS, type Telemetry, type TelemetryOptions } from '../runtime/telemetry.js';
 import {
   logBesideRunner,
+  retentionMs,
   runnerFor,
   type FailureStage,
   type JobRunner,
@@ -21,6 +22,7 @@ import {
   type RunResult,
 } from '../jobs/runner.js';
 import type { GatewayClient, JobResource } from './client.js';
+import { DEFAULT_MAX_AGE_SECONDS, DEFAULT_MAX_FUTURE_SKEW_SECONDS } from '../base/protocol.js';
 
 export interface ReconcilerOptions<Tx = unknown> extends TelemetryOptions {
   /** Reads job resources (`createGatewayClient(...)`, or anything with `getJob`). */
@@ -46,6 +48,14 @@ export interface ReconcilerOptions<Tx = unknown> extends TelemetryOptions {
   /** As the receivers' (defaults 5 s and 24 h). */
   leaseMs?: number;
   retainMs?: number;
+  /**
+   * The receivers' replay window and the clock skew they tolerate (defaults as theirs:
+   * 86,400 s and 300 s): a completion found by polling is kept at least their sum past the
+   * later of its `finished_at` and the completion, as the receivers keep theirs, so a
+   * delivery of the job any receiver still accepts finds it done.
+   */
+  maxAgeSeconds?: number;
+  maxFutureSkewSeconds?: number;
   /** As the receivers' (default 2 s): a poll finding another holder's lease over waits this long before taking the job. */
   takeoverGraceMs?: number;
   /** As the receivers' `log` and `onError`. */
@@ -144,6 +154,8 @@ interface ReconcilerSettings<Tx> {
   readonly intervalMs: number;
   readonly batchSize: number;
   readonly concurrency: number;
+  /** The receivers' window plus skew, ms: how long past max(finished_at, completion) a completion is kept. */
+  readonly markMs: number;
 }
 
 /** Checks the options (TypeError for mistakes), takes or makes the runner, and resolves the rest into a frozen record. */
@@ -173,6 +185,17 @@ function resolveReconciler<Tx>(options: ReconcilerOptions<Tx>): ReconcilerSettin
     intervalMs: optionalNumber(options.intervalMs, 'intervalMs', 60_000),
     batchSize: optionalNumber(options.batchSize, 'batchSize', 100, { integer: true }),
     concurrency: optionalNumber(options.concurrency, 'concurrency', 4, { integer: true }),
+    markMs:
+      (optionalNumber(options.maxAgeSeconds, 'maxAgeSeconds', DEFAULT_MAX_AGE_SECONDS, { min: 0 }) +
+        optionalNumber(
+          options.maxFutureSkewSeconds,
+          'maxFutureSkewSeconds',
+          DEFAULT_MAX_FUTURE_SKEW_SECONDS,
+          {
+            min: 0,
+          },
+        )) *
+      1000,
   });
 }
 
@@ -350,14 +373,24 @@ class ReconcilerCore<Tx> {
     const payload = event as unknown as JsonObjectValue;
     const result = await telemetry.within('jobhook.reconcile', 'consumer', undefined, async (span) => {
       span?.setAttribute('jobhook.job_id', p.jobId);
-      const r = await runner.run(p.jobId, (claim) =>
-        onEvent(event, eventContext<Tx, { source: 'poll' }>({ source: 'poll' }, p.jobId, payload, claim)),
+      const r = await runner.run(
+        p.jobId,
+        (claim) =>
+          onEvent(event, eventContext<Tx, { source: 'poll' }>({ source: 'poll' }, p.jobId, payload, claim)),
+        this.retention(event),
       );
       if (r.kind !== 'processed' && r.kind !== 'duplicate') fail(span, undefined, r.kind);
       return r;
     });
     if (result.kind === 'processed') telemetry.recovered?.add(1);
     return result;
+  }
+
+  /** How long the completion is kept: as a receiver keeps it (its window plus skew past max(finished_at, completion)). */
+  private retention(event: JobCompletedEvent): { retainMs: number; finishedAt?: number } {
+    const finishedAt = parseRfc3339(event.finished_at);
+    const retainMs = retentionMs(this.s.markMs, this.s.runner.options.clock.now(), finishedAt);
+    return finishedAt === undefined ? { retainMs } : { retainMs, finishedAt };
   }
 
   /** Counts what running the job came to; true when it is not done. */
@@ -395,6 +428,8 @@ export const RECONCILER_OPTIONS = {
   concurrency: true,
   leaseMs: true,
   retainMs: true,
+  maxAgeSeconds: true,
+  maxFutureSkewSeconds: true,
   takeoverGraceMs: true,
   log: true,
   onError: true,

@@ -41,6 +41,12 @@ export class HeldClaim {
   private controller: AbortController | undefined;
   /** Why the claim was given up, once it was (the signal's reason). */
   private abortedWith: Error | undefined;
+  /**
+   * The signal fired while the handler ran: final. The handler may have stopped part way,
+   * so this holder never records the job as processed (its run ends as a possible double
+   * for the retry), even if a later renewal confirms the lease again.
+   */
+  abortedWhileRunning = false;
   /** Monotonic ms at which the request that last confirmed the lease was sent. */
   private confirmedAt: number;
   private beatTimer: ReturnType<typeof setTimeout> | undefined;
@@ -49,6 +55,8 @@ export class HeldClaim {
   private failures = 0;
   private renewing = true;
   private readonly every: number;
+  /** Monotonic ms at which the last renewal (or the claim) was sent. */
+  private lastSentAt: number;
   /** Told after each renewal that confirmed the lease while the handler runs (a transaction kept alive). */
   onRenewed: (() => void) | undefined;
 
@@ -62,7 +70,11 @@ export class HeldClaim {
   ) {
     this.confirmedAt = sentAt;
     this.every = Math.max(1, Math.floor(owner.leaseMs / 3));
-    if (typeof owner.store.renew === 'function') this.next(this.every);
+    // Renewals are sent every third of the lease counted from when the last one was sent
+    // (the claim's request first), not from its reply: with slow round trips the lease is
+    // still confirmed well before the self-fence.
+    this.lastSentAt = sentAt;
+    if (typeof owner.store.renew === 'function') this.next(this.sinceLastSent());
     this.armFence();
   }
 
@@ -82,6 +94,7 @@ export class HeldClaim {
    */
   holds(): boolean {
     if (this.state !== 'held' && this.state !== 'finishing') return false;
+    if (this.abortedWhileRunning) return false;
     return this.owner.clock.monotonic() < this.deadline();
   }
 
@@ -126,8 +139,10 @@ export class HeldClaim {
     return this.confirmedAt + this.owner.leaseMs - this.owner.selfFenceMarginMs;
   }
 
-  private abort(error: Error): void {
+  /** Aborts the signal (the handler's deadline passed, say): final for this holder. */
+  abort(error: Error): void {
     if (this.abortedWith !== undefined) return;
+    if (this.state === 'held') this.abortedWhileRunning = true;
     this.abortedWith = error;
     this.controller?.abort(error);
   }
@@ -157,15 +172,21 @@ export class HeldClaim {
     this.beatTimer = setTimeout(() => {
       this.inFlight = this.beat().then((again) => {
         this.inFlight = undefined;
-        if (again) this.next(this.failures > 0 ? Math.min(this.every, RENEW_RETRY_MS) : this.every);
+        if (again) this.next(this.failures > 0 ? Math.min(this.every, RENEW_RETRY_MS) : this.sinceLastSent());
       });
     }, ms);
     (this.beatTimer as { unref?: () => void }).unref?.();
   }
 
+  /** How long until the next renewal is due: a third of the lease after the last was sent. */
+  private sinceLastSent(): number {
+    return Math.max(0, this.lastSentAt + this.every - this.owner.clock.monotonic());
+  }
+
   /** One renewal; resolves whether to keep renewing. */
   private async beat(): Promise<boolean> {
     const sentAt = this.owner.clock.monotonic();
+    this.lastSentAt = sentAt;
     try {
       const reply = renewReply(
         await this.owner.store.renew!(this.jobId, this.token, {

@@ -58,8 +58,19 @@ export interface JobRunnerOptions extends TelemetryOptions {
    * gives it time to record that once the store answers, so the job does not run twice.
    */
   takeoverGraceMs?: number;
-  /** How long completed job ids are remembered (default 24 h); at least the replay window. */
+  /**
+   * How long completed job ids are remembered (default 24 h 5 min), past the later of the
+   * event's `finished_at` and the completion; a receiver sharing the runner refuses one
+   * shorter than its replay window plus the clock skew it tolerates.
+   */
   retainMs?: number;
+  /**
+   * How long a handler may run (default 120 s: four of the gateway's 30 s attempts). At
+   * the deadline its `signal` aborts and jobhook stops waiting for it: the transaction is
+   * rolled back, the claim released (the retry is reported as a job that may have run
+   * twice) and the log names the job that hung. Raise it for handlers that take longer.
+   */
+  handlerTimeoutMs?: number;
   /** Where jobhook says what happened (default: warnings and errors to the console). */
   log?: LoggerInput;
   /**
@@ -76,6 +87,7 @@ export interface ResolvedRunnerOptions {
   readonly leaseMs: number;
   readonly takeoverGraceMs: number;
   readonly retainMs: number;
+  readonly handlerTimeoutMs: number;
   /** How long before its lease ends (as this process counts) a holder stops trusting it. */
   readonly selfFenceMarginMs: number;
   /** Whether handlers get a transaction (a transactional store made with `transactional: true`). */
@@ -131,8 +143,25 @@ export type RunResult =
   | { kind: 'claim_lost'; retryAfterMs: number };
 
 export interface RunOptions {
-  /** Retention of this job's completion mark, if longer than the runner's `retainMs`. */
+  /** Retention of this job's completion mark from its completion, if longer than the runner's `retainMs`. */
   retainMs?: number;
+  /**
+   * The event's `finished_at` (epoch ms), when known: the runner's `retainMs` is then
+   * counted from the later of it and the completion, as the receivers count their replay
+   * window (a gateway ahead of this clock signs a `finished_at` in this clock's future).
+   */
+  finishedAt?: number | undefined;
+}
+
+/**
+ * How long past its completion (at `now`) a job's mark is kept: `keepMs` past the later of
+ * the event's `finished_at` and the completion, and never less than `atLeastMs`. The one
+ * retention rule of every path that completes a job (receivers, the reconciler, queue
+ * workers): a replay accepted anywhere inside its window still finds the mark.
+ */
+export function retentionMs(keepMs: number, now: number, finishedAt?: number, atLeastMs = 0): number {
+  const from = finishedAt !== undefined && Number.isFinite(finishedAt) ? Math.max(finishedAt, now) : now;
+  return Math.ceil(Math.max(from + keepMs - now, atLeastMs));
 }
 
 export interface JobRunner {
@@ -153,6 +182,22 @@ export interface JobRunner {
   /** Asks the store (its `ping()`) within `timeoutMs` (default 1 s), for a readiness probe. */
   health(timeoutMs?: number): Promise<RunnerHealth>;
 }
+
+/** A handler that did not settle by its deadline (`handlerTimeoutMs`): the reason of its aborted signal, reported at stage `handler`. */
+export class HandlerTimeoutError extends Error {
+  override readonly name = 'HandlerTimeoutError';
+  constructor(
+    readonly jobId: string,
+    timeoutMs: number,
+  ) {
+    super(
+      `the handler of job ${jobId} did not settle within ${timeoutMs} ms (handlerTimeoutMs): its signal is aborted, its transaction rolled back and its claim released; a retry runs it again (reported as a job that may have run twice). Find what it waits for, or raise handlerTimeoutMs`,
+    );
+  }
+}
+
+/** A handler's deadline by default: four of the gateway's 30 s attempts. */
+export const DEFAULT_HANDLER_TIMEOUT_MS = 120_000;
 
 /** How often a delivery waiting out a takeover grace asks the store again. */
 const STALE_POLL_MS = 250;
@@ -193,6 +238,10 @@ export function resolveRunnerOptions(
     leaseMs,
     takeoverGraceMs: checkGraceMs(options.takeoverGraceMs, DEFAULT_TAKEOVER_GRACE_MS),
     retainMs: options.retainMs === undefined ? DEFAULT_RETAIN_MS : checkMs(options.retainMs, 'retainMs'),
+    handlerTimeoutMs:
+      options.handlerTimeoutMs === undefined
+        ? DEFAULT_HANDLER_TIMEOUT_MS
+        : checkMs(options.handlerTimeoutMs, 'handlerTimeoutMs'),
     // A fifth of the lease (1 s of the default 5 s): renewals every third of it leave the
     // lease confirmed well inside that, while a holder cut off or paused stops trusting its
     // claim before the store can let another take it.
@@ -230,6 +279,7 @@ const RUNNER_OWN = [
   'leaseMs',
   'takeoverGraceMs',
   'retainMs',
+  'handlerTimeoutMs',
   'onError',
   'meterProvider',
   'tracerProvider',
@@ -456,7 +506,7 @@ class Runner {
   async run(jobId: string, handler: Handler, runOptions: RunOptions = {}): Promise<RunResult> {
     const { repair, o } = this;
     if (repair.completing(jobId)) return { kind: 'duplicate' };
-    const retainMs = Math.max(o.retainMs, Math.ceil(runOptions.retainMs ?? 0));
+    const retainMs = retentionMs(o.retainMs, o.clock.now(), runOptions.finishedAt, runOptions.retainMs);
     // Reusing the token of an unconfirmed claim acquires the job if that claim was written.
     const token = repair.takeUndo(jobId) ?? newToken();
     const got = await o.telemetry.phase('jobhook.claim', () => this.claimWaitingOutGrace(jobId, token));
@@ -567,23 +617,60 @@ class Runner {
     handler: Handler,
     transaction: StoreTransaction | undefined,
   ): Promise<void> {
-    const { telemetry } = this.o;
+    const { telemetry, handlerTimeoutMs } = this.o;
     const started = performance.now();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new HandlerTimeoutError(claim.jobId, handlerTimeoutMs);
+        claim.abort(error);
+        reject(error);
+      }, handlerTimeoutMs);
+    });
+    let running: Promise<void>;
     try {
-      await telemetry.phase('jobhook.handler', () => handler(handlerContext(claim, transaction)));
+      running = Promise.resolve(
+        telemetry.phase('jobhook.handler', () => handler(handlerContext(claim, transaction))),
+      );
+    } catch (err) {
+      running = Promise.reject(err);
+    }
+    // Settling after its deadline: nothing waits for it any more.
+    running.catch(() => undefined);
+    try {
+      await Promise.race([running, deadline]);
     } finally {
+      clearTimeout(timer);
       telemetry.handlerDuration?.record((performance.now() - started) / 1000);
     }
+  }
+
+  /**
+   * The handler resolved after its signal fired (the lease unconfirmed in time, or its
+   * deadline): final, it may have stopped part way. Not recorded as processed: reported now
+   * as a job that may run twice, its transaction rolled back and its claim released, so the
+   * retry runs the job again.
+   */
+  private async givenUp(claim: HeldClaim, tx: StoreTransaction | undefined): Promise<RunResult> {
+    this.o.log.warn(
+      `jobhook: job ${claim.jobId}: onEvent resolved after its signal was aborted (the lease could not be confirmed in time): not recorded as processed${tx === undefined ? '' : ', its transaction rolled back'}; a retry runs it again (reported as a job that may have run twice).`,
+    );
+    this.superseded(
+      claim.jobId,
+      'its signal was aborted while onEvent ran (the lease could not be confirmed in time), so this run is not recorded as processed: what it did before it stopped runs again with the retry',
+    );
+    if (tx === undefined) await this.release(claim);
+    else await this.rollBackAndRelease(claim, tx);
+    return { kind: 'claim_lost', retryAfterMs: this.o.leaseMs };
   }
 
   private async runPlain(claim: HeldClaim, handler: Handler, retainMs: number): Promise<RunResult> {
     try {
       await this.handle(claim, handler, undefined);
     } catch (err) {
-      this.report('handler', err, claim.jobId);
-      await this.release(claim);
-      return failed(err);
+      return this.handlerFailed(claim, err, undefined);
     }
+    if (claim.abortedWhileRunning && claim.state !== 'lost') return this.givenUp(claim, undefined);
     claim.finishing();
     return this.completePlain(claim, retainMs);
   }
@@ -624,11 +711,28 @@ class Runner {
     try {
       await this.handle(claim, handler, tx);
     } catch (err) {
-      this.report('handler', err, claim.jobId);
-      await this.rollBackAndRelease(claim, tx);
-      return failed(err);
+      return this.handlerFailed(claim, err, tx);
     }
+    if (claim.abortedWhileRunning && claim.state !== 'lost') return this.givenUp(claim, tx);
     return (await this.completeInTransaction(claim, tx, retainMs)) ?? this.commit(claim, tx);
+  }
+
+  /**
+   * The handler threw (500), or did not settle by its deadline: then the operator is told
+   * which job hung, and the claim is released tainted (it may still be applying effects):
+   * the retry is reported as a job that may have run twice.
+   */
+  private async handlerFailed(
+    claim: HeldClaim,
+    err: unknown,
+    tx: StoreTransaction | undefined,
+  ): Promise<RunResult> {
+    const hung = err instanceof HandlerTimeoutError;
+    if (hung) this.o.log.error(`jobhook: ${err.message}`);
+    this.report('handler', err, claim.jobId);
+    if (tx === undefined) await this.release(claim, hung);
+    else await this.rollBackAndRelease(claim, tx, hung);
+    return failed(err);
   }
 
   /**
@@ -664,13 +768,10 @@ class Runner {
     // No renewal may wait on the row this transaction is about to lock.
     claim.finishing();
     claim.stopRenewing();
-    if (!claim.holds()) {
-      await this.rollBackAndRelease(claim, tx, true);
-      return this.rolledBack(
-        jobId,
-        'its lease could not be confirmed in time (the store did not answer, or this process was paused)',
-      );
-    }
+    // Whether to commit is decided by the completion statement, not this holder's clock:
+    // it matched the claim's token and fencing number and locked the job's row, so no one
+    // can take the job over before the COMMIT (a taker waits on the row, then finds it
+    // completed); a takeover that happened first makes it answer superseded.
     let reply;
     try {
       reply = await this.o.telemetry.phase('jobhook.complete', () => tx.complete({ retainMs }));
@@ -687,10 +788,6 @@ class Runner {
       await this.rollback(jobId, tx);
       await claim.end();
       return this.lost(jobId, 'another delivery took the job over');
-    }
-    if (!claim.holds()) {
-      await this.rollBackAndRelease(claim, tx, true);
-      return this.rolledBack(jobId, 'its lease could not be confirmed in time');
     }
     return undefined;
   }
@@ -743,19 +840,6 @@ class Runner {
   }
 
   /**
-   * Rolled back after onEvent finished, the claim released tainted: nothing written through
-   * the transaction survives, but what the handler did outside it (an e-mail, a call to
-   * another system) happened, and a retry does it again: that retry is reported (its claim
-   * takes over a tainted release), never silent; without a retry nothing ran twice.
-   */
-  private rolledBack(jobId: string, why: string): RunResult {
-    this.o.log.warn(
-      `jobhook: rolled back the transaction of job ${jobId}: ${why}. Nothing written through context.transaction was applied; a retry processes the job (reported: what the handler did outside context.transaction runs again).`,
-    );
-    return { kind: 'claim_lost', retryAfterMs: this.o.leaseMs };
-  }
-
-  /**
    * Rolled back after onEvent finished because another delivery took the job over: nothing
    * written through the transaction survives, but what the handler did outside it (an
    * e-mail, a call to another system) happened, and the taker does it again: reported.
@@ -779,6 +863,7 @@ export const JOB_RUNNER_OPTIONS = {
   leaseMs: true,
   takeoverGraceMs: true,
   retainMs: true,
+  handlerTimeoutMs: true,
   log: true,
   onError: true,
 } as const satisfies OptionNamesOf<JobRunnerOptions>;

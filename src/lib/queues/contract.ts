@@ -15,7 +15,7 @@
  * the message only once the runner says the job is done (processed now or before).
  */
 import { createHash } from 'node:crypto';
-import type { JobCompletedEvent, JsonObjectValue } from '../core/event.js';
+import { parseRfc3339, type JobCompletedEvent, type JsonObjectValue } from '../core/event.js';
 import { StoreUnavailableError } from '../base/errors.js';
 import type { IdempotencyStore, TransactionalStore } from '../jobs/store.js';
 import { checkMs } from '../base/options.js';
@@ -205,16 +205,21 @@ export function runQueued<Tx>(
   delivery: number,
 ): Promise<RunResult> {
   const jobId = event.job_id;
-  return runner.run(workKey(jobId), (claim: ClaimContext) =>
-    onEvent(
-      event,
-      eventContext<Tx, { source: 'queue'; delivery: number }>(
-        { source: 'queue', delivery },
-        jobId,
-        event as unknown as JsonObjectValue,
-        claim,
+  // The runner's retainMs counted from the later of finished_at and the completion, as every path counts it.
+  const finishedAt = parseRfc3339(event.finished_at);
+  return runner.run(
+    workKey(jobId),
+    (claim: ClaimContext) =>
+      onEvent(
+        event,
+        eventContext<Tx, { source: 'queue'; delivery: number }>(
+          { source: 'queue', delivery },
+          jobId,
+          event as unknown as JsonObjectValue,
+          claim,
+        ),
       ),
-    ),
+    finishedAt === undefined ? {} : { finishedAt },
   );
 }
 

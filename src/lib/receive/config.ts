@@ -97,6 +97,7 @@ export function resolveReceiverConfig<Req, K, Tx>(
   const runner = runnerFor(options as JobRunnerOptions & { runner?: JobRunner });
   const verification = resolveVerification(options, logBesideRunner(options, runner));
   checkReplayWindow(verification.verify.maxAgeSeconds, runner.options.retainMs);
+  if (options.runner !== undefined) checkSharedRetention(verification.verify, runner.options.retainMs);
   return Object.freeze({
     ...verification,
     adapter,
@@ -113,6 +114,20 @@ export function resolveReceiverConfig<Req, K, Tx>(
     onDelivery: checkHook(options.onDelivery),
     closeStores: checkFlag(options.closeStores, 'closeStores'),
   });
+}
+
+/**
+ * The runner's `retainMs` is how long the other paths sharing it (the reconciler, queue
+ * workers, a direct `run()`) keep a completion past the later of `finished_at` and the
+ * completion: shorter than this receiver's window plus the skew it tolerates, a replay
+ * this receiver still accepts would find the job done by them forgotten and run it again.
+ */
+function checkSharedRetention(verify: ResolvedOptions, retainMs: number): void {
+  const keepSeconds = (verify.maxAgeSeconds ?? 0) + verify.maxFutureSkewSeconds;
+  if (retainMs < keepSeconds * 1000)
+    throw new TypeError(
+      `the job runner keeps completions ${retainMs / 1000} s (retainMs), less than this receiver's replay window plus the clock skew it tolerates (maxAgeSeconds ${String(verify.maxAgeSeconds)} + maxFutureSkewSeconds ${verify.maxFutureSkewSeconds} = ${keepSeconds} s): a job completed by the reconciler or a queue worker on this runner could be run again by a replay this receiver still accepts. Give the runner retainMs of at least ${keepSeconds * 1000}, or shorten maxAgeSeconds or maxFutureSkewSeconds`,
+    );
 }
 
 function checkFlag(value: unknown, what: string): boolean {

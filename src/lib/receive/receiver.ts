@@ -10,7 +10,7 @@ import type { DialectName } from '../core/canonical/dialects.js';
 import { parseRfc3339 } from '../core/event.js';
 import type { VerifiedDelivery } from '../core/verify/core.js';
 import { eventContext } from '../jobs/context.js';
-import type { ClaimContext, RunResult } from '../jobs/runner.js';
+import { retentionMs, type ClaimContext, type RunResult } from '../jobs/runner.js';
 import { AttributeSets, fail, type SpanLike } from '../runtime/telemetry.js';
 import type { VerifyRuntime } from '../runtime/verify/offload.js';
 import { answerForError, answerForRun, type ReceiverAnswer } from './answers.js';
@@ -158,11 +158,11 @@ export class Receiver<Req, K = unknown> {
     const finished = parseRfc3339(event.finished_at);
     if (finished !== undefined)
       telemetry.deliveryLag?.record(Math.max(0, now - finished) / 1000, METRIC_ADAPTER.get(config.adapter));
-    const retainMs = Math.max(finished ?? now, now) + config.markMs - now;
+    const retainMs = retentionMs(config.markMs, now, finished);
     const result = this.running.has(jobId)
       ? ({ kind: 'in_progress', retryAfterMs: undefined } as const)
       : await this.runOnce(jobId, () =>
-          config.runner.run(jobId, this.handlerFor(delivery, request), { retainMs }),
+          config.runner.run(jobId, this.handlerFor(delivery, request), { retainMs, finishedAt: finished }),
         );
     if (result.kind === 'duplicate' || result.kind === 'in_progress')
       config.log.debug(`jobhook: job ${jobId}: ${result.kind.replace('_', ' ')}`);

@@ -204,6 +204,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     this.timeoutMs = optionalNumber(options.operationTimeoutMs, 'operationTimeoutMs', 5000);
     this.owned = options.pool === undefined;
     this.pool = options.pool ?? this.connect(options.connectionString!);
+    if (this.transactional) checkPoolSize(this.pool);
     if (options.migrate !== undefined && typeof options.migrate !== 'boolean')
       throw new TypeError('migrate must be true or false');
     this.autoMigrate = options.migrate === true ? firstUse(() => this.migrate()) : undefined;
@@ -701,8 +702,13 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
     return this.run('begin', async (pool) => {
       const c = await pool.connect();
       c.on('error', onError);
+      // The handler's statements are its own: no client-side cut at the store's operation
+      // timeout (a pool made from connectionString has one); the lease, the handler's
+      // deadline and the server's own limits govern them. Restored when it goes back.
+      liftQueryTimeout(c);
       const giveBack = (err?: Error) => {
         c.removeListener('error', onError);
+        restoreQueryTimeout(c);
         c.release(err);
       };
       if (abandoned) {
@@ -755,6 +761,7 @@ export class PostgresIdempotencyStore implements PendingStore, TransactionalStor
       }
       // A connection whose transaction ended in doubt is not given back to the pool.
       client.removeListener('error', onError);
+      restoreQueryTimeout(client);
       client.release(failure instanceof Error ? failure : undefined);
       freeSlot();
       if (failure !== undefined) throw failure;
@@ -945,3 +952,36 @@ export const POSTGRES_STORE_OPTIONS = {
 } as const satisfies OptionNamesOf<PostgresStoreOptions>;
 /** `purgeExpired()` of the PostgreSQL store. */
 export const PURGE_OPTIONS = { batchSize: true } as const satisfies OptionNamesOf<PurgeOptions>;
+
+/** The pool-wide `query_timeout` of connections lent to handlers' transactions, to restore. */
+const liftedTimeouts = new WeakMap<object, number | undefined>();
+
+type TimedClient = { connectionParameters?: { query_timeout?: number } };
+
+/** Takes the pool's `query_timeout` off a connection while a handler's transaction has it. */
+function liftQueryTimeout(client: PoolClient): void {
+  const params = (client as unknown as TimedClient).connectionParameters;
+  if (params === undefined || liftedTimeouts.has(client)) return;
+  liftedTimeouts.set(client, params.query_timeout);
+  params.query_timeout = undefined;
+}
+
+/** Gives a connection its `query_timeout` back before it returns to the pool. */
+function restoreQueryTimeout(client: PoolClient): void {
+  const params = (client as unknown as TimedClient).connectionParameters;
+  if (params === undefined || !liftedTimeouts.has(client)) return;
+  params.query_timeout = liftedTimeouts.get(client);
+  liftedTimeouts.delete(client);
+}
+
+/**
+ * A transactional store's pool must hold a handler's transaction and, beside it, the
+ * connection its lease renewals use: at least 2 connections.
+ */
+function checkPoolSize(pool: Pool): void {
+  const max = (pool as { options?: { max?: number } }).options?.max ?? 10;
+  if (max < 2)
+    throw new TypeError(
+      `a transactional PostgreSQL store needs a pool of at least 2 connections (one for a handler's transaction, one for the lease renewals beside it); this pool has max ${max}: raise max to 2 or more (max / 4 of it is kept for the store's own statements)`,
+    );
+}

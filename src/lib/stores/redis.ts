@@ -1,4 +1,5 @@
 import type { Redis, RedisOptions } from 'ioredis';
+import { StoreUnavailableError } from '../base/errors.js';
 import { errorDetails, resolveLogger, type Logger, type LoggerInput } from '../base/log.js';
 import { optionalNumber } from '../base/options.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
@@ -339,6 +340,8 @@ export class RedisIdempotencyStore implements PendingStore {
       } catch {
         aof = /aof_enabled:1/.test(await this.client.info('persistence'));
       }
+      const eviction = await this.evictionProblem();
+      if (eviction !== undefined) this.log.error(`jobhook: ${eviction}.`);
       if (!aof) {
         this.log.warn(
           'jobhook: this Redis keeps no append-only file (appendonly no): a restart forgets completed jobs, and their redeliveries run the handler again. Set appendonly yes (appendfsync everysec), or use the PostgreSQL store.',
@@ -427,6 +430,22 @@ export class RedisIdempotencyStore implements PendingStore {
    */
   async ready(): Promise<void> {
     await this.run('ping', (redis) => redis.ping());
+    const unsafe = await this.evictionProblem();
+    if (unsafe !== undefined) throw new StoreUnavailableError(unsafe);
+  }
+
+  /**
+   * Why this Redis may evict completion marks under memory pressure (every mark has a
+   * TTL, so a `volatile-*` policy picks them first, and an `allkeys-*` one may), or
+   * undefined when it cannot: no `maxmemory`, or `maxmemory-policy noeviction`. Read
+   * through INFO, which managed services that refuse CONFIG answer too.
+   */
+  private async evictionProblem(): Promise<string | undefined> {
+    const info = await this.run('info', (redis) => redis.info('memory'));
+    const maxmemory = Number(/^maxmemory:(\d+)/m.exec(info)?.[1] ?? '0');
+    const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1] ?? 'noeviction';
+    if (maxmemory === 0 || policy === 'noeviction') return undefined;
+    return `this Redis evicts keys under memory pressure (maxmemory ${maxmemory} bytes, maxmemory-policy ${policy}): a completed job's mark could be evicted, and its redelivery would run the handler again with nothing reported. Set maxmemory-policy noeviction (writes then fail loudly when memory is full), or remove maxmemory, or use a Redis of its own for jobhook`;
   }
 
   /** The same check as `ready()`, for readiness probes (`receiver.health()` reports its failure). */
