@@ -5,8 +5,12 @@ import { createReceiver } from 'jobhook/express';
 import { saveResult } from './results.js';
 import { store } from './store.js';
 
-// Prometheus scrapes http://HOST:9464/metrics (the exporter's own server).
-const prometheus = new PrometheusExporter({ port: Number(process.env.METRICS_PORT ?? 9464) });
+// Prometheus scrapes http://127.0.0.1:9464/metrics (the exporter's own server, on loopback: its metrics
+// name your jobs' outcomes; a Prometheus on another host scrapes it through a route you choose).
+const prometheus = new PrometheusExporter({
+  host: '127.0.0.1',
+  port: Number(process.env.METRICS_PORT ?? 9464),
+});
 const meterProvider = new MeterProvider({ readers: [prometheus] });
 
 const receiver = createReceiver({

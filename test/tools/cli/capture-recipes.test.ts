@@ -98,12 +98,12 @@ describe('README: a raw HTTP dump', () => {
   it('the listener keeps each request byte for byte and answers 503; verify and explain read the dumps, gzip included', async () => {
     const text = block('raw-dump.sh');
     const [listener] = commands(text, 'node -e');
-    expect(listener).toContain('listen(8080)');
+    expect(listener).toContain('listen(8080,"127.0.0.1")');
     const port = await freePort();
     const to = `http://127.0.0.1:${port}/webhooks/gateway`;
     // The first delivery is the probe (a probing connection would be a dump of its own): sent until the listener answers.
     let plain: CliResult | undefined;
-    await started(listener!.replace('listen(8080)', `listen(${port})`), async () => {
+    await started(listener!.replace('listen(8080,', `listen(${port},`), async () => {
       plain = await cli(['send', '--to', to, '--key', PRIVATE, '--job-id', 'dump-plain', '--retries', '0']);
       return !plain.stdout.includes('ECONNREFUSED');
     });
