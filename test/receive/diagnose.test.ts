@@ -47,6 +47,26 @@ describe('Alerts', () => {
 });
 
 describe('receivers tell what is wrong with their setup', () => {
+  it('receiver.close() writes the summary of the repeats counted so far (a process that stops before the minute keeps them)', async () => {
+    const { lines, log } = recorder();
+    const receive = createReceiver({
+      publicKey: publicPem(2048),
+      log: log as never,
+      onEvent: () => undefined,
+    });
+    for (let k = 0; k < 5; k++) {
+      const d = signed(jobId('unsigned'));
+      for (const name of Object.keys(d.headers))
+        if (name.toLowerCase() === 'x-service-signature') delete d.headers[name];
+      expect((await receive(d)).status).toBe(401);
+    }
+    const before = lines.warn.length;
+    expect(before).toBeGreaterThan(0);
+    expect(lines.warn.join('\n')).not.toMatch(/more in the last/);
+    await receive.close();
+    expect(lines.warn.slice(before).join('\n')).toMatch(/jobhook: 4 more in the last \d+ s: /);
+  });
+
   it('a wrong public key: one warning by default (console), naming publicKey, for many refused deliveries', async () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
     // Another 2048-bit key: the signature has the right length, no key opens it.

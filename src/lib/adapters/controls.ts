@@ -50,6 +50,8 @@ export function withControls<F extends object>(
       readonly closeStores: boolean;
     };
     readonly verification: Pick<Verification, 'close' | 'workers' | 'guard'>;
+    /** The setup alarms: their counts since the last summary line are written at close. */
+    readonly diagnosis: { readonly alerts: { close(): void } };
   },
 ): F & ReceiverControls {
   const { runner, closeStores } = receiver.config;
@@ -57,6 +59,7 @@ export function withControls<F extends object>(
   const close = async (timeoutMs?: number) => {
     await runner.close(timeoutMs);
     await receiver.verification.close();
+    receiver.diagnosis.alerts.close();
     if (closeStores) await (storeClosed ??= Promise.resolve(runner.options.store.close?.()));
   };
   const health = async (timeoutMs?: number): Promise<ReceiverHealth> => ({
