@@ -179,12 +179,24 @@ describe('errorDetails', () => {
     expect(details).toEqual({
       error: 'Error: store failed',
       code: 'E_STORE',
-      stack: top.stack,
+      stack: top.stack!.slice(top.stack!.indexOf('\n') + 1), // its frames: the first line is \`error\`
       cause:
         'Error: pool exhausted ← AggregateError: connect ECONNREFUSED ::1:6379; connect ECONNREFUSED 127.0.0.1:6379 (code ECONNREFUSED)',
     });
     expect(errorDetails('plain')).toEqual({ error: 'plain' });
     expect(errorDetails(new Error('x', { cause: 'a string cause' })).cause).toBe('a string cause');
+  });
+
+  it('leaves out what the logged line already says: the message (the name stays), and the first line of the stack', () => {
+    const err = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' });
+    const details = errorDetails(err, 'jobhook: the store failed: connect ECONNREFUSED 127.0.0.1:6379');
+    expect(details.error).toBe('Error'); // its name: the line already says the message
+    expect(details.code).toBe('ECONNREFUSED');
+    expect(String(details.stack)).not.toContain('ECONNREFUSED');
+    expect(String(details.stack)).toMatch(/^\s+at /);
+    expect(errorDetails(err, 'jobhook: the store failed').error).toBe(
+      'Error: connect ECONNREFUSED 127.0.0.1:6379',
+    );
   });
 
   it('stops at a cycle of causes', () => {

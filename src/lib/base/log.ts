@@ -101,6 +101,12 @@ function summary(err: Error): string {
   return `${err.name}: ${message}`;
 }
 
+/** A stack's frames: the lines from its first `    at `, which follow the error's own text. */
+function frames(stack: string): string {
+  const at = stack.search(/\n\s+at /);
+  return at === -1 ? stack : stack.slice(at + 1);
+}
+
 /** A cause on one line, with its code. */
 function oneLine(err: Error): string {
   const code = (err as { code?: unknown }).code;
@@ -108,16 +114,19 @@ function oneLine(err: Error): string {
 }
 
 /**
- * An error as log details (never sent to a client): `error` (`Name: message`), `stack`,
- * `code` when it has one, and `cause`, the chain of causes on one line (`A ← B`).
- * Strings only, so every logger keeps them (winston's JSON format writes an Error as `{}`).
+ * An error as log details (never sent to a client): `error` (`Name: message`; its name
+ * alone when `line`, the message logged with them, already says the message), `stack` (its frames: the
+ * first line of a stack repeats `error`), `code` when it has one, and `cause`, the chain of
+ * causes on one line (`A ← B`). Strings only, so every logger keeps them (winston's JSON
+ * format writes an Error as `{}`).
  */
-export function errorDetails(err: unknown): Record<string, unknown> {
-  if (!(err instanceof Error)) return { error: String(err) };
-  const details: Record<string, unknown> = { error: summary(err) };
+export function errorDetails(err: unknown, line?: string): Record<string, unknown> {
+  if (!(err instanceof Error)) return line?.includes(String(err)) ? {} : { error: String(err) };
+  const said = line !== undefined && err.message !== '' && line.includes(err.message);
+  const details: Record<string, unknown> = { error: said ? err.name : summary(err) };
   const code = (err as { code?: unknown }).code;
   if (code !== undefined) details.code = code;
-  if (typeof err.stack === 'string') details.stack = err.stack;
+  if (typeof err.stack === 'string') details.stack = frames(err.stack);
   const causes: string[] = [];
   const seen = new Set<unknown>([err]);
   for (

@@ -36,7 +36,7 @@ export class FailureLog {
       'error',
       `${what} (${code})`,
       () => (typeof message === 'string' && message !== '' ? `${line}: ${message}` : line),
-      () => errorDetails(error),
+      () => errorDetails(error, typeof message === 'string' && message !== '' ? `${line}: ${message}` : line),
     );
   }
 }
