@@ -60,9 +60,12 @@ describe('npm pack (prepack builds; a fresh clone after npm run demo)', () => {
       'store',
       'redis',
       'postgres',
+      'sqlite',
       'testing',
       'bullmq',
       'nats',
+      'cloudflare',
+      'deno',
     ]);
     for (const name of entries) {
       for (const ext of ['js', 'cjs', 'd.ts', 'd.cts'])

@@ -5,7 +5,7 @@
  * runtime's DecompressionStream has no brotli (workerd). Runs are counted from the apps'
  * `job ID: status` lines where the runtime prints them (Bun, Deno).
  */
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -50,6 +50,8 @@ beforeAll(async () => {
       join(app, 'node_modules', 'jobhook', 'dist', 'rsa.wasm'),
       join(app, 'workers', 'dist', 'rsa.wasm'),
     );
+    // The Durable Object store's storage (workerd.capnp: do-storage, as run.sh makes it).
+    mkdirSync(join(app, 'do-storage'), { recursive: true });
   }
 }, 120_000);
 
@@ -64,7 +66,7 @@ async function start(name: RuntimeName): Promise<Served> {
   const port = name === 'workerd' ? await freePort() : undefined;
   const args: Record<RuntimeName, string[]> = {
     Bun: ['bun/server.ts'],
-    Deno: ['run', '--allow-net', '--allow-env', 'deno/server.ts'],
+    Deno: ['run', '--unstable-kv', '--allow-net', '--allow-env', 'deno/server.ts'],
     workerd: ['serve', join('workers', 'workerd.capnp'), '--socket-addr', `http=127.0.0.1:${port}`],
   };
   const s = await serve(rt.bin, args[name], {

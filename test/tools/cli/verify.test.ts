@@ -223,7 +223,8 @@ describe('jobhook verify: input echoed to the terminal has its control character
     expect(r.code).toBe(1);
     expect(r.stdout).not.toMatch(UNSAFE);
     expect(r.stdout).toBe(
-      'INVALID ALGORITHM_UNSUPPORTED The hash algorithm header says "SHA1\\u001b]0;pwned\\u0007\\u009b31m\\u202e\\x7f"; only SHA256 is supported.\n',
+      // The library quotes the header as it quotes every sender's text (base/text.ts): C0 and DEL as \\xNN, the rest \\uNNNN.
+      'INVALID ALGORITHM_UNSUPPORTED The hash algorithm header says "SHA1\\x1b]0;pwned\\x07\\u009b31m\\u202e\\x7f"; only SHA256 is supported.\n',
     );
   });
 
