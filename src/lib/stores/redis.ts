@@ -5,7 +5,7 @@ import { optionalNumber } from '../base/options.js';
 import { checkOptionNames, type OptionNamesOf } from '../base/options.js';
 import { requirePeer } from '../runtime/peer.js';
 import { guarded } from './timeout.js';
-import { addressOf, StoreProbe } from './diagnose.js';
+import { addressOf, StoreProbe, storeFailure } from './diagnose.js';
 import type { JsonObjectValue } from '../core/event.js';
 import { GRACE_WINDOW_MS } from '../jobs/model.js';
 import {
@@ -313,7 +313,16 @@ export class RedisIdempotencyStore implements PendingStore {
     return client;
   }
 
-  private run<T>(operation: string, fn: (client: ScriptedRedis) => Promise<T>): Promise<T> {
+  private run<T>(
+    operation: string,
+    fn: (client: ScriptedRedis) => Promise<T>,
+    waitForReconnect = false,
+  ): Promise<T> {
+    // Known down (the connection failed and ioredis has not reconnected since): answer at once,
+    // while it reconnects in the background, rather than after operationTimeoutMs per delivery.
+    // ready() waits for the reconnection instead (within operationTimeoutMs).
+    if (!waitForReconnect && this.lastError !== undefined && this.client.status !== 'ready')
+      return Promise.reject(storeFailure(this.backend, operation, this.lastError, this.lastError));
     if (!this.persistenceChecked) {
       this.persistenceChecked = true;
       void this.checkPersistence();
@@ -429,7 +438,7 @@ export class RedisIdempotencyStore implements PendingStore {
    * ```
    */
   async ready(): Promise<void> {
-    await this.run('ping', (redis) => redis.ping());
+    await this.run('ping', (redis) => redis.ping(), true);
     const unsafe = await this.evictionProblem();
     if (unsafe !== undefined) throw new StoreUnavailableError(unsafe);
   }
