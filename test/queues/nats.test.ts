@@ -121,6 +121,17 @@ describe.skipIf(nats.skip)('jobhook/nats on a real nats-server -js', () => {
     await expect(createJetStreamHandler(js, { subject: 'x.y', stream: 'NO_SUCH' }).ready).rejects.toThrow(
       /JetStream has no stream "NO_SUCH" \(the stream option\)/,
     );
+    // A stream in memory: its PubAck does not survive a restart of nats-server.
+    const volatile = `M${n++}_${process.pid}`;
+    await jsm.streams.add({
+      name: volatile,
+      subjects: [`gateway.${volatile}`],
+      storage: StorageType.Memory,
+      duplicate_window: FIVE_MIN_NS,
+    });
+    await expect(
+      createJetStreamHandler(js, { subject: `gateway.${volatile}`, stream: volatile }).ready,
+    ).rejects.toThrow(/keeps its messages in memory \(storage: memory\).*storage: file/);
     const ok = await stream();
     await expect(createJetStreamHandler(js, { subject: 'elsewhere', stream: ok.name }).ready).rejects.toThrow(
       /does not capture the subject "elsewhere"/,

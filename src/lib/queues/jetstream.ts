@@ -43,7 +43,7 @@ export interface JetStreamHandoff extends QueueHandoff {
   /**
    * Settles when the stream check made at construction does: rejects with a TypeError
    * naming the setting when the stream does not fit (no such stream, subject not
-   * captured, `duplicate_window` shorter than `retainMs`), or when JetStream did not
+   * captured, memory storage, `duplicate_window` shorter than `retainMs`), or when JetStream did not
    * answer (then each delivery checks again before publishing). Await it at startup to
    * fail fast; deliveries wait for a passed check in any case.
    */
@@ -96,6 +96,12 @@ async function checkStream(
   if (!(config.subjects ?? []).some((p) => subjectMatches(p, subject))) {
     throw new TypeError(
       `The JetStream stream "${stream}" does not capture the subject "${subject}" (its subjects: ${JSON.stringify(config.subjects ?? [])}): add it, or publish on one of them`,
+    );
+  }
+  if (String(config.storage) === 'memory') {
+    throw new TypeError(
+      `The JetStream stream "${stream}" keeps its messages in memory (storage: memory): its PubAck does not survive a restart of nats-server, so the receiver would answer 200 for events a restart loses. ` +
+        `Use a stream with file storage (the storage of a stream cannot be edited: create one with storage: file, e.g. \`nats stream add ${stream} --storage file\`, and move the subject to it)`,
     );
   }
   const windowMs = Number(config.duplicate_window ?? 0) / 1e6;
