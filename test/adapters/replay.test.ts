@@ -319,7 +319,15 @@ describe.each(adapters)('$name', ({ name, start, offloads }) => {
       expect(answers).toEqual(Array(10).fill(200));
       // Those past the signature's share were refused 503 at once, and the log names one signature, not a limit to raise.
       const refused = await Promise.all(
-        stalled.map((t) => Promise.race([t.answer.then((a) => a.status), sleep(300).then(() => 0)])),
+        stalled.map((t) =>
+          Promise.race([
+            t.answer.then(
+              (a) => a.status,
+              () => -1,
+            ),
+            sleep(300).then(() => 0),
+          ]),
+        ),
       );
       expect(refused.filter((status) => status === 503).length).toBeGreaterThanOrEqual(40 - 8);
       const busy = lines.warn.filter((l) => l.includes('RECEIVER_BUSY'));
@@ -573,7 +581,10 @@ describe('Fetch createReceiver (jobhook/web): every byte it holds is counted', (
     // 1 MB holds 16 of them; the rest are refused as they come, before their bytes are taken (waited for up to 10 s on a loaded machine).
     const busy: string[] = [];
     for (const t of stalled)
-      void t.answer.then((a) => a.body.error?.code === 'RECEIVER_BUSY' && busy.push('busy'));
+      void t.answer.then(
+        (a) => a.body.error?.code === 'RECEIVER_BUSY' && busy.push('busy'),
+        () => undefined, // the ones still stalled are aborted below: their answer never comes
+      );
     for (let k = 0; k < 40 && busy.length < 30 - 16; k++) await sleep(250);
     expect(busy.length).toBeGreaterThanOrEqual(30 - 16);
     for (const t of stalled) t.abort();
